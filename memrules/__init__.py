@@ -1,0 +1,87 @@
+"""memrules: keep LLM conversations inside their context budget.
+
+Compaction strategies are pure functions over immutable message tuples,
+composed by a pipeline that a YAML file declares; the interpreter enforces
+the survivor and tool-pairing invariants after every strategy.
+"""
+
+from __future__ import annotations
+
+from memrules.adapters import from_anthropic, from_openai, to_anthropic, to_openai
+from memrules.budget import Budget, ContextWindowResolver
+from memrules.config import MemoryConfig, load_config, strategy_factory
+from memrules.errors import (
+    ConfigError,
+    EncodingError,
+    MemrulesError,
+    MessageFormatError,
+    ObserverError,
+    StrategyError,
+)
+from memrules.interpreter import NamedStrategy
+from memrules.invariants import check_invariants
+from memrules.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
+from memrules.pipeline import Pipeline, load_pipeline
+from memrules.report import Compaction, CompressionAction, CompressionReport, StopReason
+from memrules.seams import SeamCall, Seams, Summarizer, VectorStore
+from memrules.strategies import STRATEGIES, register
+from memrules.tokens import (
+    EstimatingCounter,
+    TiktokenCounter,
+    TokenCounter,
+    count_tokens,
+    estimate_tokens,
+)
+from memrules.typing import Outcome, Strategy, StrategyContext
+from memrules.usage import ContextUsage, ContextUsageObserver
+
+__all__ = [
+    "STRATEGIES",
+    "Budget",
+    "Compaction",
+    "CompressionAction",
+    "CompressionReport",
+    "ConfigError",
+    "ContextUsage",
+    "ContextUsageObserver",
+    "ContextWindowResolver",
+    "Conversation",
+    "EncodingError",
+    "EstimatingCounter",
+    "MemoryConfig",
+    "MemrulesError",
+    "Message",
+    "MessageFormatError",
+    "NamedStrategy",
+    "ObserverError",
+    "Opaque",
+    "Outcome",
+    "Part",
+    "Pipeline",
+    "SeamCall",
+    "Seams",
+    "StopReason",
+    "Strategy",
+    "StrategyContext",
+    "StrategyError",
+    "Summarizer",
+    "Text",
+    "TiktokenCounter",
+    "TokenCounter",
+    "ToolCall",
+    "ToolResult",
+    "VectorStore",
+    "check_invariants",
+    "count_tokens",
+    "estimate_tokens",
+    "from_anthropic",
+    "from_openai",
+    "load_config",
+    "load_pipeline",
+    "register",
+    "strategy_factory",
+    "to_anthropic",
+    "to_openai",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,100 @@
+"""Reading the structure of a conversation: survivors, turns, tool pairs.
+
+Plain functions over message tuples, shared by strategies and the interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from memrules.messages import Conversation, Message, ToolResult
+
+__all__ = [
+    "first_system_index",
+    "is_turn_start",
+    "last_user_index",
+    "pinned_indices",
+    "survivor_indices",
+    "turns",
+]
+
+
+def first_system_index(conversation: Conversation) -> int | None:
+    """Index of the first system message, or None."""
+    for i, m in enumerate(conversation):
+        if m.role == "system":
+            return i
+    return None
+
+
+def last_user_index(conversation: Conversation) -> int | None:
+    """Index of the most recent user message, or None."""
+    for i in range(len(conversation) - 1, -1, -1):
+        if conversation[i].role == "user":
+            return i
+    return None
+
+
+def survivor_indices(conversation: Conversation) -> frozenset[int]:
+    """The messages no strategy may remove or alter: the first system message
+    and the most recent user message."""
+    found = (first_system_index(conversation), last_user_index(conversation))
+    return frozenset(i for i in found if i is not None)
+
+
+def pinned_indices(conversation: Conversation) -> frozenset[int]:
+    """Survivors, plus the messages holding the tool calls that the survivors'
+    tool results answer: dropping those would strip the most recent user
+    message of its results (Anthropic's ``tool_result`` blocks), so the
+    built-in strategies keep them."""
+    survivors = survivor_indices(conversation)
+    answered = {cid for i in survivors for cid in conversation[i].result_ids}
+    if not answered:
+        return survivors
+    pinned = set(survivors)
+    for i in range(max(survivors), -1, -1):
+        ids = conversation[i].call_ids
+        if ids and answered.intersection(ids):
+            pinned.add(i)
+            answered.difference_update(ids)
+            if not answered:
+                break
+    return frozenset(pinned)
+
+
+def is_turn_start(message: Message) -> bool:
+    """A turn starts at a user message that says something: one whose parts
+    are not all tool results (Anthropic carries tool results in user messages,
+    and those continue the turn rather than start one)."""
+    if message.role != "user":
+        return False
+    return not message.parts or not all(isinstance(p, ToolResult) for p in message.parts)
+
+
+def turns(conversation: Conversation) -> tuple[range, ...]:
+    """The turns, as index ranges. A turn runs from a user message (see
+    :func:`is_turn_start`) up to the next one; messages before the first user
+    message belong to no turn."""
+    starts = [i for i, m in enumerate(conversation) if is_turn_start(m)]
+    ends = [*starts[1:], len(conversation)]
+    return tuple(range(s, e) for s, e in zip(starts, ends, strict=True))
+
+
+def droppable_turns(conversation: Conversation, limit: int) -> tuple[range, ...]:
+    """The oldest ``limit`` turns a strategy may move out whole: never the
+    latest turn, nor a turn holding a survivor or pinned message."""
+    pinned = pinned_indices(conversation)
+    out: list[range] = []
+    for turn in turns(conversation)[:-1]:
+        if len(out) >= limit or any(i in pinned for i in turn):
+            break
+        out.append(turn)
+    return tuple(out)
+
+
+def without_indices(conversation: Conversation, drop: Iterable[int]) -> Conversation:
+    """``conversation`` minus the messages at ``drop``; the same tuple if none."""
+    gone = set(drop)
+    if not gone:
+        return conversation
+    return tuple(m for i, m in enumerate(conversation) if i not in gone)

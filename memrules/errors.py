@@ -1,0 +1,105 @@
+"""The exceptions memrules raises.
+
+Every error is a :class:`MemrulesError`; each specific one also subclasses the
+built-in an ordinary ``except`` clause would reach for (``ValueError`` for bad
+input), so callers need not import memrules to catch them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "ConfigError",
+    "ConfigProblem",
+    "EncodingError",
+    "MemrulesError",
+    "MessageFormatError",
+    "ObserverError",
+    "StrategyError",
+]
+
+
+class MemrulesError(Exception):
+    """Base class of every error memrules raises on purpose."""
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class ConfigProblem:
+    """One thing wrong with a configuration, and where it is."""
+
+    message: str
+    yaml_path: str = ""
+    line: int | None = None
+
+    def render(self, path: str | None) -> str:
+        where = path or "<config>"
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.yaml_path:
+            where += f": {self.yaml_path}"
+        return f"{where}: {self.message}"
+
+
+class ConfigError(MemrulesError, ValueError):
+    """A configuration that cannot be used.
+
+    Every problem found is listed, each with the file, the YAML path
+    (``strategies[1].keep_messages``) and the 1-based line. ``path``,
+    ``yaml_path`` and ``line`` describe the first problem.
+    """
+
+    def __init__(self, problems: Sequence[ConfigProblem], *, path: str | None = None) -> None:
+        if not problems:
+            msg = "ConfigError needs at least one problem"
+            raise ValueError(msg)
+        self.problems = tuple(problems)
+        self.path = path
+        first = self.problems[0]
+        self.yaml_path = first.yaml_path
+        self.line = first.line
+        super().__init__("; ".join(p.render(path) for p in self.problems))
+
+    @classmethod
+    def single(
+        cls, message: str, *, path: str | None = None, yaml_path: str = "", line: int | None = None
+    ) -> ConfigError:
+        return cls([ConfigProblem(message=message, yaml_path=yaml_path, line=line)], path=path)
+
+
+class MessageFormatError(MemrulesError, ValueError):
+    """A message that cannot be read: names the message index and the field."""
+
+    def __init__(self, message: str, *, index: int | None = None, field: str = "") -> None:
+        self.index = index
+        self.field = field
+        where = ""
+        if index is not None:
+            where = f"messages[{index}]"
+            if field:
+                where += f".{field}"
+        elif field:
+            where = field
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class EncodingError(MemrulesError, LookupError):
+    """A tokenizer that cannot be loaded (unknown name, corrupt data)."""
+
+
+class StrategyError(MemrulesError, RuntimeError):
+    """Raised by a strategy for a real failure; the pipeline records it and goes on.
+
+    ``seam_calls`` are the seam calls made before the failure, for the report.
+    """
+
+    def __init__(self, message: str, *, seam_calls: Sequence[Any] = ()) -> None:
+        self.seam_calls = tuple(seam_calls)
+        super().__init__(message)
+
+
+class ObserverError(MemrulesError, RuntimeError):
+    """A usage observer failed, so the request failed before anything changed."""

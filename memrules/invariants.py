@@ -1,0 +1,309 @@
+"""The invariants every strategy's output is held to, enforced in one place.
+
+After each strategy the interpreter calls :func:`enforce` with the strategy's
+input and output:
+
+1. **Survivors.** The first system message and the most recent user message
+   of the input are in the output, unaltered (the same objects), and a first
+   system message that led the input leads the output.
+2. **Tool pairing.** No tool result outlives its call, and no tool call
+   outlives its result where the input had one. Pairing closure drops the
+   orphaned half; parallel calls in one message are one unit, so losing the
+   result of one drops them all. A message that closure leaves with no parts
+   is removed. Closure may strip tool results from the most recent user
+   message: that is the one change a survivor may undergo.
+3. **Order.** Kept messages appear in the input's order; anything else in the
+   output is new (a summary, a stub, a placeholder) and is reported as such.
+
+An output that breaks 1 or 3 cannot be mended without guessing, so it is
+discarded: the input stands and the violation is recorded as an error. An
+output that breaks 2 is mended by closure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from memrules.conversation import first_system_index, last_user_index
+from memrules.messages import Conversation, Message, ToolCall, ToolResult
+
+__all__ = ["Enforced", "check_invariants", "enforce", "pairing_problems"]
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Enforced:
+    """The result of :func:`enforce`: the messages that stand, and the diff
+    from the input. Indices in ``removed`` and the first of each ``replaced``
+    pair are input indices; ``inserted`` and the second of each pair are
+    output indices. ``origin[j]`` is the input index of output message ``j``,
+    or None for a new one."""
+
+    messages: Conversation
+    removed: tuple[int, ...] = ()
+    replaced: tuple[tuple[int, int], ...] = ()
+    inserted: tuple[int, ...] = ()
+    origin: tuple[int | None, ...] = ()
+    closed_calls: tuple[str, ...] = ()
+    violation: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed or self.replaced or self.inserted)
+
+
+def _unchanged(before: Conversation, violation: str | None = None) -> Enforced:
+    return Enforced(messages=before, origin=tuple(range(len(before))), violation=violation)
+
+
+def _match(before: Conversation, after: Conversation) -> list[int | None] | str:
+    """Input index of each output message (None when new), or a violation."""
+    position = {id(m): i for i, m in enumerate(before)}
+    origin: list[int | None] = []
+    last = -1
+    for j, m in enumerate(after):
+        i = position.get(id(m))
+        if i is None:
+            origin.append(None)
+        elif i <= last:
+            what = "repeated" if i == last else "moved"
+            return f"output[{j}] {what} the input message at index {i}; order must be kept"
+        else:
+            origin.append(i)
+            last = i
+    return origin
+
+
+def _closure(before: Conversation, after: Conversation) -> tuple[frozenset[str], frozenset[str]]:
+    """Call ids and result ids that pairing closure must drop from ``after``."""
+    calls_before: set[str] = set()
+    results_before: set[str] = set()
+    for m in before:
+        if m.call_ids:
+            calls_before.update(m.call_ids)
+        if m.result_ids:
+            results_before.update(m.result_ids)
+    if not calls_before:
+        return frozenset(), frozenset()
+    units = [m.call_ids for m in after if m.call_ids]
+    alive_calls = {c for unit in units for c in unit}
+    alive_results = {r for m in after if m.result_ids for r in m.result_ids}
+    dead_calls: set[str] = set()
+    dead_results: set[str] = set()
+    live_units = units
+    while True:
+        orphans = {r for r in alive_results if r in calls_before and r not in alive_calls}
+        alive_results -= orphans
+        dead_results |= orphans
+        killed = [
+            u for u in live_units if any(c in results_before and c not in alive_results for c in u)
+        ]
+        if not killed:
+            break
+        for u in killed:
+            alive_calls.difference_update(u)
+            dead_calls.update(u)
+        live_units = [u for u in live_units if u not in killed]
+    return frozenset(dead_calls), frozenset(dead_results)
+
+
+def _close_message(
+    m: Message, dead_calls: frozenset[str], dead_results: frozenset[str]
+) -> Message | None:
+    """``m`` without the dead pairing parts; ``m`` itself if none; None if empty."""
+    if not (dead_calls.intersection(m.call_ids) or dead_results.intersection(m.result_ids)):
+        return m
+    parts = tuple(
+        p
+        for p in m.parts
+        if not (
+            (isinstance(p, ToolCall) and p.id in dead_calls)
+            or (isinstance(p, ToolResult) and p.call_id in dead_results)
+        )
+    )
+    return m.evolve(parts=parts) if parts else None
+
+
+def enforce(before: Conversation, after: Conversation) -> Enforced:
+    """Hold ``after``, a strategy's output for ``before``, to the invariants.
+
+    Returns the messages that stand and the diff from ``before``. When the
+    output cannot stand, ``messages is before`` and ``violation`` says why.
+    """
+    if after is before:
+        return _unchanged(before)
+    matched = _match(before, after)
+    if isinstance(matched, str):
+        return _unchanged(before, matched)
+    origin = matched
+    kept = {i for i in origin if i is not None}
+    first_system = first_system_index(before)
+    last_user = last_user_index(before)
+    if first_system is not None and first_system not in kept:
+        return _unchanged(
+            before, f"removed or altered the first system message (index {first_system})"
+        )
+    if last_user is not None and last_user not in kept:
+        return _unchanged(
+            before, f"removed or altered the most recent user message (index {last_user})"
+        )
+    if first_system == 0 and origin[0] != 0:
+        return _unchanged(before, "put a message before the first system message")
+
+    dead_calls, dead_results = _closure(before, after)
+    messages: list[Message] = []
+    final_origin: list[int | None] = []
+    if dead_calls or dead_results:
+        for m, i in zip(after, origin, strict=True):
+            closed = _close_message(m, dead_calls, dead_results)
+            if closed is m:
+                messages.append(m)
+                final_origin.append(i)
+                continue
+            if i == first_system:
+                return _unchanged(before, "tool pairing would alter the first system message")
+            if closed is None:
+                if i == last_user:
+                    return _unchanged(
+                        before,
+                        "dropped the tool calls that the most recent user message answers",
+                    )
+                continue
+            messages.append(closed)
+            final_origin.append(None)
+    else:
+        messages = list(after)
+        final_origin = origin
+
+    return _diff(before, tuple(messages), final_origin, tuple(sorted(dead_calls)))
+
+
+def _diff(
+    before: Conversation,
+    messages: Conversation,
+    origin: Sequence[int | None],
+    closed_calls: tuple[str, ...],
+) -> Enforced:
+    """Removed, replaced and inserted messages between kept anchors.
+
+    Within each gap between two kept messages, the removed input messages and
+    the new output messages pair up in order as replacements; any surplus is
+    plainly removed or inserted.
+    """
+    removed: list[int] = []
+    replaced: list[tuple[int, int]] = []
+    inserted: list[int] = []
+    prev = -1
+    new: list[int] = []
+
+    def settle(upto: int) -> None:
+        gone = range(prev + 1, upto)
+        pairs = min(len(gone), len(new))
+        replaced.extend(zip(gone[:pairs], new[:pairs], strict=True))
+        removed.extend(gone[pairs:])
+        inserted.extend(new[pairs:])
+
+    for j, i in enumerate(origin):
+        if i is None:
+            new.append(j)
+            continue
+        settle(i)
+        prev = i
+        new = []
+    settle(len(before))
+    if not (removed or replaced or inserted):
+        return _unchanged(before)
+    return Enforced(
+        messages=messages,
+        removed=tuple(removed),
+        replaced=tuple(replaced),
+        inserted=tuple(inserted),
+        origin=tuple(origin),
+        closed_calls=closed_calls,
+    )
+
+
+def pairing_problems(before: Conversation, after: Conversation) -> list[str]:
+    """Ways ``after`` breaks tool pairing relative to ``before``: a result whose
+    call was in ``before`` but is gone, or a call whose result was in
+    ``before`` but is gone. Empty when pairing holds."""
+    calls_before = {c for m in before for c in m.call_ids}
+    results_before = {r for m in before for r in m.result_ids}
+    calls_after = {c for m in after for c in m.call_ids}
+    results_after = {r for m in after for r in m.result_ids}
+    problems = [
+        f"tool result {r!r} outlives its call"
+        for m in after
+        for r in m.result_ids
+        if r in calls_before and r not in calls_after
+    ]
+    problems += [
+        f"tool call {c!r} outlives its result"
+        for m in after
+        for c in m.call_ids
+        if c in results_before and c not in results_after
+    ]
+    return problems
+
+
+def check_invariants(before: Conversation, after: Conversation) -> list[str]:
+    """Every way ``after`` breaks the invariants relative to ``before``.
+
+    Kept messages are matched by value in order (a subsequence check), so this
+    works on any two conversations, including ones read back from JSON.
+    The most recent user message may have lost tool results to closure.
+    """
+    problems: list[str] = []
+    first_system = first_system_index(before)
+    last_user = last_user_index(before)
+    if first_system is not None:
+        s = before[first_system]
+        if s not in after:
+            problems.append("the first system message is gone or altered")
+        elif first_system == 0 and (not after or after[0] != s):
+            problems.append("the first system message is no longer first")
+    if last_user is not None:
+        u = before[last_user]
+        kept_forms = [m for m in after if m.role == "user"]
+        if not any(_same_but_results(u, m) for m in kept_forms):
+            problems.append("the most recent user message is gone or altered")
+    problems += pairing_problems(before, after)
+    for j, m in enumerate(after):
+        if (
+            m.role == "assistant"
+            and not m.parts
+            and not any(b.role == "assistant" and not b.parts for b in before)
+        ):
+            problems.append(f"output[{j}] is an empty assistant message")
+    if not _is_subsequence_of_kept(before, after):
+        problems.append("kept messages are out of order")
+    return problems
+
+
+def _same_but_results(original: Message, candidate: Message) -> bool:
+    if original == candidate:
+        return True
+    if candidate.role != original.role or candidate.id != original.id:
+        return False
+    kept = tuple(p for p in original.parts if not isinstance(p, ToolResult))
+    rest = tuple(p for p in candidate.parts if not isinstance(p, ToolResult))
+    results = [p for p in candidate.parts if isinstance(p, ToolResult)]
+    return rest == kept and all(p in original.parts for p in results)
+
+
+def _is_subsequence_of_kept(before: Conversation, after: Conversation) -> bool:
+    """Messages of ``after`` that occur in ``before`` occur in the same order."""
+    positions: dict[Message, list[int]] = {}
+    for i, m in enumerate(before):
+        positions.setdefault(m, []).append(i)
+    last = -1
+    for m in after:
+        candidates = positions.get(m)
+        if not candidates:
+            continue
+        later = [i for i in candidates if i > last]
+        if not later:
+            return False
+        last = later[0]
+    return True

@@ -1,0 +1,119 @@
+"""A configured pipeline: a config, a token counter and seams, ready to apply.
+
+>>> pipeline = load_pipeline('''
+... context_window_tokens: 256
+... max_messages: 6
+... strategies:
+...   - type: sliding_window
+...     keep_messages: 4
+... ''')
+>>> pipeline.budget()
+Budget.messages(6)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import attrs
+
+from memrules.budget import Budget, resolve_budget
+from memrules.config import MemoryConfig, load_config
+from memrules.errors import MessageFormatError
+from memrules.interpreter import MAX_PASSES, run_once, run_pipeline
+from memrules.messages import Conversation, Message
+from memrules.report import Compaction
+from memrules.seams import Seams
+from memrules.tokens import TiktokenCounter, TokenCounter
+from memrules.typing import StrategyContext, StrategyFactory
+
+__all__ = ["Pipeline", "as_conversation", "load_pipeline"]
+
+
+def as_conversation(messages: Iterable[Message]) -> Conversation:
+    """``messages`` as a tuple, checking that each one is a :class:`Message`."""
+    conversation = messages if isinstance(messages, tuple) else tuple(messages)
+    for i, m in enumerate(conversation):
+        if not isinstance(m, Message):
+            msg = f"expected a Message, got {type(m).__name__} (use from_openai or from_anthropic)"
+            raise MessageFormatError(msg, index=i)
+    return conversation
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Pipeline:
+    """Compaction as a value: ``apply`` and ``compress`` return new messages
+    and a report and change nothing else."""
+
+    config: MemoryConfig
+    counter: TokenCounter
+    seams: Seams = attrs.field(factory=Seams)
+    max_passes: int = MAX_PASSES
+
+    @classmethod
+    def from_config(
+        cls,
+        config: MemoryConfig,
+        *,
+        seams: Seams | None = None,
+        counter: TokenCounter | None = None,
+    ) -> Pipeline:
+        """A pipeline for ``config``; loads its encoder unless ``counter`` is given."""
+        return cls(
+            config=config,
+            counter=counter or TiktokenCounter.for_name(config.encoder_name),
+            seams=seams or Seams(),
+        )
+
+    def budget(self, window: int | None = None) -> Budget:
+        """The budget the config sets, for a context ``window`` if known."""
+        return resolve_budget(self.config.trigger, window=window)
+
+    def context(self, budget: Budget | None = None) -> StrategyContext:
+        return StrategyContext(
+            counter=self.counter,
+            budget=self.budget() if budget is None else budget,
+            seams=self.seams,
+            offload_turns=self.config.offload_turns,
+            warning_marker=self.config.warning_marker,
+        )
+
+    def count(self, messages: Iterable[Message]) -> int:
+        """Tokens of ``messages`` under this pipeline's counter."""
+        count = self.counter.count
+        return sum(count(m) for m in as_conversation(messages))
+
+    def apply(self, messages: Iterable[Message], *, budget: Budget | None = None) -> Compaction:
+        """Compact ``messages`` until they fit ``budget`` (the config's by
+        default). Returns the new messages and the report."""
+        return run_pipeline(
+            as_conversation(messages),
+            self.config.strategies,
+            self.context(budget),
+            max_passes=self.max_passes,
+        )
+
+    def compress(self, messages: Iterable[Message]) -> Compaction:
+        """Run every strategy once, with no budget."""
+        return run_once(as_conversation(messages), self.config.strategies, self.context())
+
+    def with_seams(self, seams: Seams) -> Pipeline:
+        """The same pipeline with other seams."""
+        return attrs.evolve(self, seams=seams)
+
+
+def load_pipeline(
+    source: str | Path | MemoryConfig,
+    *,
+    registry: Mapping[str, StrategyFactory] | None = None,
+    seams: Seams | None = None,
+    counter: TokenCounter | None = None,
+) -> Pipeline:
+    """A pipeline from a YAML file path, YAML text, or a :class:`MemoryConfig`.
+
+    Raises :class:`~memrules.errors.ConfigError` naming the file, YAML path
+    and line of every problem.
+    """
+    config = source if isinstance(source, MemoryConfig) else load_config(source, registry=registry)
+    return Pipeline.from_config(config, seams=seams, counter=counter)

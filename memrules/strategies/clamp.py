@@ -1,0 +1,98 @@
+"""Clamping oversized parts to their head and tail."""
+
+from __future__ import annotations
+
+import attrs
+
+from memrules.conversation import survivor_indices
+from memrules.messages import Conversation, Opaque, Part, Text, ToolResult
+from memrules.strategies._util import check_positive, rewrite_parts
+from memrules.strategies.registry import describe, register
+from memrules.tokens import TokenCounter
+from memrules.typing import Strategy, StrategyContext
+
+__all__ = ["clamp_oversized_messages", "clamp_text"]
+
+MIN_PART_TOKENS = 32
+"""Room for the clamp marker and a little text on each side of it."""
+
+
+_EDGE_SLACK = 8
+
+
+def _marker(removed: int) -> str:
+    return f"\n[memrules: clamped {removed} tokens]\n"
+
+
+def clamp_text(text: str, limit: int, counter: TokenCounter) -> str:
+    """``text`` itself when it fits ``limit`` tokens; otherwise its head and
+    tail joined by a marker that says how much was cut, fitting the limit."""
+    total = counter.count_text(text)
+    if total <= limit:
+        return text
+    room = limit - counter.count_text(_marker(total))
+    chars_per_token = len(text) / total
+    keep = max(0, int(room * chars_per_token))
+    while True:
+        head = text[: (keep + 1) // 2]
+        tail = text[len(text) - keep // 2 :] if keep // 2 else ""
+        kept = counter.count_text(head + tail)
+        clamped = head + _marker(total - kept) + tail
+        if keep == 0 or counter.count_text(clamped) <= limit:
+            return clamped
+        keep = keep * 9 // 10
+
+
+@attrs.frozen(slots=True, repr=False)
+class _Clamp:
+    max_part_tokens: int
+
+    def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
+        limit = self.max_part_tokens
+        counter = context.counter
+
+        def clamp_inner(part: Text | Opaque) -> Text | Opaque:
+            if isinstance(part, Text):
+                text = clamp_text(part.text, limit, counter)
+                return part if text is part.text else attrs.evolve(part, text=text)
+            return part
+
+        def clamp_part(part: Part) -> Part:
+            if isinstance(part, Text):
+                return clamp_inner(part)
+            if isinstance(part, ToolResult):
+                if isinstance(part.content, str):
+                    content = clamp_text(part.content, limit, counter)
+                    return part if content is part.content else attrs.evolve(part, content=content)
+                inner = tuple(clamp_inner(p) for p in part.content)
+                if all(a is b for a, b in zip(inner, part.content, strict=True)):
+                    return part
+                return attrs.evolve(part, content=inner)
+            return part  # call arguments are JSON: cutting them would break them
+
+        survivors = survivor_indices(conversation)
+        # A part alone counts at most a few tokens more than inside its message
+        # (only the pre-tokens at its edges differ), so messages well under the
+        # limit are skipped on their cached count.
+        threshold = limit - _EDGE_SLACK
+        candidates = (
+            i
+            for i, m in enumerate(conversation)
+            if i not in survivors and counter.count(m) > threshold
+        )
+        return rewrite_parts(conversation, candidates, clamp_part)
+
+    def __repr__(self) -> str:
+        return describe("clamp_oversized_messages", self)
+
+
+@register("clamp_oversized_messages")
+def clamp_oversized_messages(*, max_part_tokens: int = 4096) -> Strategy:
+    """Cut every text part and tool result over ``max_part_tokens`` to its
+    head and tail joined by a marker, so the part fits the limit. Tool call
+    arguments are left whole (cut JSON is no longer JSON).
+
+    Keeps: survivors untouched, order, tool pairing (ids are untouched).
+    """
+    check_positive("max_part_tokens", max_part_tokens, minimum=MIN_PART_TOKENS)
+    return _Clamp(max_part_tokens)

@@ -1,0 +1,125 @@
+"""Strategies that move old turns out through a seam: offload and summarize.
+
+Each does nothing when its seam is absent. A seam failure raises
+:class:`~memrules.errors.StrategyError`, so the interpreter records it and
+keeps the conversation as it was: offloading is all or nothing.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from memrules.conversation import droppable_turns
+from memrules.errors import StrategyError
+from memrules.messages import Conversation, Message, Text
+from memrules.seams import SeamCall
+from memrules.strategies._util import check_positive
+from memrules.strategies.registry import describe, register
+from memrules.typing import Outcome, Strategy, StrategyContext, StrategyResult
+
+__all__ = ["SUMMARY_PREFIX", "offload", "summarize"]
+
+SUMMARY_PREFIX = "[memrules summary]"
+
+
+def _oldest(conversation: Conversation, turns: int) -> tuple[int, ...]:
+    return tuple(i for turn in droppable_turns(conversation, turns) for i in turn)
+
+
+@attrs.frozen(slots=True, repr=False)
+class _Offload:
+    turns: int
+
+    def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
+        store = context.seams.store
+        if store is None:
+            return conversation
+        moved = _oldest(conversation, self.turns)
+        if not moved:
+            return conversation
+        batch = tuple(conversation[i] for i in moved)
+        request = {"messages": len(batch)}
+        try:
+            store.add(batch)
+        except Exception as exc:
+            call = SeamCall(seam="store", operation="add", request=request, error=str(exc))
+            msg = f"store failed, {len(batch)} messages stay: {exc}"
+            raise StrategyError(msg, seam_calls=(call,)) from exc
+        kept = moved[-1] + 1
+        return Outcome(
+            messages=conversation[: moved[0]] + conversation[kept:],
+            note=f"offloaded {len(batch)} messages",
+            seam_calls=(SeamCall(seam="store", operation="add", request=request),),
+        )
+
+    def __repr__(self) -> str:
+        return describe("offload", self)
+
+
+@register("offload")
+def offload(*, turns: int = 10) -> Strategy:
+    """Move the oldest ``turns`` turns into the vector store, all or nothing:
+    when the store fails the turns stay where they were. Without a store it
+    does nothing.
+
+    Keeps: survivors untouched (their turns never move), order.
+    """
+    check_positive("turns", turns)
+    return _Offload(turns)
+
+
+@attrs.frozen(slots=True, repr=False)
+class _Summarize:
+    turns: int
+
+    def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
+        summarizer = context.seams.summarizer
+        if summarizer is None:
+            return conversation
+        moved = _oldest(conversation, self.turns)
+        if not moved:
+            return conversation
+        batch = tuple(conversation[i] for i in moved)
+        request = {"messages": len(batch)}
+        try:
+            text = summarizer.summarize(batch)
+        except Exception as exc:
+            call = SeamCall(
+                seam="summarizer", operation="summarize", request=request, error=str(exc)
+            )
+            msg = f"summarizer failed, {len(batch)} messages stay: {exc}"
+            raise StrategyError(msg, seam_calls=(call,)) from exc
+        turn_count = len(droppable_turns(conversation, self.turns))
+        summary = Message(
+            role="user",
+            parts=(
+                Text(
+                    text=f"{SUMMARY_PREFIX} A summary of {turn_count} earlier turns "
+                    f"({len(batch)} messages):\n{text}"
+                ),
+            ),
+            metadata={"memrules": {"summary_of": len(batch)}},
+        )
+        kept = moved[-1] + 1
+        return Outcome(
+            messages=(*conversation[: moved[0]], summary, *conversation[kept:]),
+            note=f"summarized {len(batch)} messages",
+            seam_calls=(
+                SeamCall(seam="summarizer", operation="summarize", request=request, response=text),
+            ),
+        )
+
+    def __repr__(self) -> str:
+        return describe("summarize", self)
+
+
+@register("summarize")
+def summarize(*, turns: int = 10) -> Strategy:
+    """Replace the oldest ``turns`` turns with one user message from the
+    summarizer that says it is a summary and of how much. Without a
+    summarizer it does nothing.
+
+    Keeps: survivors untouched (their turns are never summarized), order.
+    """
+    check_positive("turns", turns)
+    return _Summarize(turns)

@@ -1,0 +1,187 @@
+"""Shrinking tool traffic: stale file reads and old tool results.
+
+Both strategies rewrite tool result content in place and keep every call and
+result id, so pairing is never at stake; messages whose content changes are
+reported as replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import attrs
+
+from memrules.conversation import survivor_indices
+from memrules.messages import Conversation, Message, Part, ToolCall, ToolResult
+from memrules.strategies._util import check_positive, rewrite_parts
+from memrules.strategies.registry import describe, register
+from memrules.typing import Outcome, Strategy, StrategyContext, StrategyResult
+
+__all__ = ["CLEARED", "clear_tool_results", "deduplicate_file_reads"]
+
+CLEARED = "[memrules: tool result cleared to save context]"
+CLEARED_INPUT = "{}"
+
+
+def _calls(conversation: Conversation) -> dict[str, tuple[int, ToolCall]]:
+    """Call id → (message index, call), for every tool call."""
+    return {
+        p.id: (i, p)
+        for i, m in enumerate(conversation)
+        if m.call_ids
+        for p in m.parts
+        if isinstance(p, ToolCall)
+    }
+
+
+def _argument(arguments: str, key: str) -> str | None:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def _result_messages(conversation: Conversation) -> list[int]:
+    survivors = survivor_indices(conversation)
+    return [i for i, m in enumerate(conversation) if m.result_ids and i not in survivors]
+
+
+@attrs.frozen(slots=True, repr=False)
+class _DeduplicateFileReads:
+    tool_name: str
+    path_key: str
+
+    def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
+        newest: dict[str, str] = {}
+        path_of: dict[str, str] = {}
+        for call_id, (_, call) in _calls(conversation).items():
+            if call.name != self.tool_name:
+                continue
+            path = _argument(call.arguments, self.path_key)
+            if path is not None:
+                path_of[call_id] = path
+                newest[path] = call_id  # dict order is message order: the last wins
+        stale = {cid: path for cid, path in path_of.items() if newest[path] != cid}
+        if not stale:
+            return conversation
+
+        def stub(part: Part) -> Part:
+            if not isinstance(part, ToolResult) or part.call_id not in stale:
+                return part
+            path = stale[part.call_id]
+            text = (
+                f"[memrules: stale read of {path}; the later {self.tool_name} call "
+                f"{newest[path]} has its current content]"
+            )
+            return part if part.content == text else attrs.evolve(part, content=text)
+
+        return rewrite_parts(conversation, _result_messages(conversation), stub)
+
+    def __repr__(self) -> str:
+        return describe("deduplicate_file_reads", self)
+
+
+@register("deduplicate_file_reads")
+def deduplicate_file_reads(*, tool_name: str = "read_file", path_key: str = "path") -> Strategy:
+    """Keyed on the tool name and the call's ``path_key`` argument: replace
+    every result but the newest read of a path with a short stub that names
+    the later read. Calls whose arguments are not a JSON object with that
+    key are left alone.
+
+    Keeps: survivors untouched, order, tool pairing (calls and ids stay).
+    """
+    if not tool_name:
+        msg = "tool_name='' names no tool"
+        raise ValueError(msg)
+    if not path_key:
+        msg = "path_key='' names no argument"
+        raise ValueError(msg)
+    return _DeduplicateFileReads(tool_name, path_key)
+
+
+@attrs.frozen(slots=True, repr=False)
+class _ClearToolResults:
+    keep_pairs: int
+    clear_at_least: int
+    exclude_tools: tuple[str, ...]
+    clear_tool_inputs: bool
+
+    def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
+        calls = _calls(conversation)
+        excluded = set(self.exclude_tools)
+        results = [
+            (i, p.call_id)
+            for i, m in enumerate(conversation)
+            if m.result_ids
+            for p in m.parts
+            if isinstance(p, ToolResult)
+            and (p.call_id not in calls or calls[p.call_id][1].name not in excluded)
+        ]
+        older = results[: max(0, len(results) - self.keep_pairs)]
+        if not older:
+            return conversation
+        survivors = survivor_indices(conversation)
+        targets = {cid for i, cid in older if i not in survivors}
+
+        def clear(part: Part) -> Part:
+            if isinstance(part, ToolResult) and part.call_id in targets:
+                if part.content == CLEARED:
+                    return part
+                return attrs.evolve(part, content=CLEARED)
+            if (
+                self.clear_tool_inputs
+                and isinstance(part, ToolCall)
+                and part.id in targets
+                and part.arguments != CLEARED_INPUT
+            ):
+                return attrs.evolve(part, arguments=CLEARED_INPUT)
+            return part
+
+        touched = sorted({i for i, cid in older if cid in targets})
+        if self.clear_tool_inputs:
+            touched = sorted({*touched, *(calls[c][0] for c in targets if c in calls)} - survivors)
+        cleared = rewrite_parts(conversation, touched, clear)
+        if cleared is conversation:
+            return conversation
+        saved = _saved(conversation, cleared, touched, context)
+        if saved < self.clear_at_least:
+            return conversation
+        return Outcome(messages=cleared, note=f"cleared {saved} tokens")
+
+    def __repr__(self) -> str:
+        return describe("clear_tool_results", self)
+
+
+def _saved(
+    before: Conversation, after: Conversation, touched: Sequence[int], context: StrategyContext
+) -> int:
+    count = context.counter.count
+    changed: list[tuple[Message, Message]] = [
+        (before[i], after[i]) for i in touched if before[i] is not after[i]
+    ]
+    return sum(count(a) - count(b) for a, b in changed)
+
+
+@register("clear_tool_results")
+def clear_tool_results(
+    *,
+    keep_pairs: int = 3,
+    clear_at_least: int = 0,
+    exclude_tools: tuple[str, ...] = (),
+    clear_tool_inputs: bool = False,
+) -> Strategy:
+    """Replace the content of every tool result but the newest ``keep_pairs``
+    with a placeholder that says it was cleared. Calls stay, and their
+    arguments too unless ``clear_tool_inputs``. Results of ``exclude_tools``
+    are never cleared. Does nothing unless at least ``clear_at_least`` tokens
+    would go: clearing breaks the provider's prompt cache from the first
+    cleared message on, so small clears cost more than they save.
+
+    Keeps: survivors untouched, order, tool pairing (calls and ids stay).
+    """
+    check_positive("keep_pairs", keep_pairs, minimum=0)
+    check_positive("clear_at_least", clear_at_least, minimum=0)
+    return _ClearToolResults(keep_pairs, clear_at_least, tuple(exclude_tools), clear_tool_inputs)

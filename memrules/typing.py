@@ -1,0 +1,66 @@
+"""The strategy contract.
+
+A strategy is a plain callable ``(conversation, context) -> conversation``: it
+takes a tuple of messages and returns a tuple of messages, the same tuple when
+it changes nothing. It may instead return an :class:`Outcome`, which also
+carries a note for the report and the seam calls it made.
+
+Strategies never enforce the survivor or tool-pairing invariants themselves:
+the interpreter does that after every strategy (see :mod:`memrules.invariants`).
+They may rely on reusing the input's message objects for what they keep: the
+interpreter tells kept from new messages by identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeAlias
+
+import attrs
+
+from memrules.budget import Budget
+from memrules.messages import Conversation
+from memrules.seams import SeamCall, Seams
+from memrules.tokens import TokenCounter
+
+DEFAULT_WARNING_MARKER = "memrules context warning:"
+
+__all__ = [
+    "DEFAULT_WARNING_MARKER",
+    "Outcome",
+    "Strategy",
+    "StrategyContext",
+    "StrategyFactory",
+    "StrategyResult",
+]
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class StrategyContext:
+    """What a strategy may read: the counter, the budget, the seams, the
+    config's ``offload_turns`` and the context warning's marker. Read-only;
+    strategies do no I/O but through the seams."""
+
+    counter: TokenCounter
+    budget: Budget = Budget.UNLIMITED
+    seams: Seams = attrs.field(factory=Seams)
+    offload_turns: int = 10
+    warning_marker: str = DEFAULT_WARNING_MARKER
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Outcome:
+    """A strategy's result when it has more to say than the new messages."""
+
+    messages: Conversation
+    note: str = ""
+    seam_calls: tuple[SeamCall, ...] = ()
+
+
+StrategyResult: TypeAlias = Conversation | Outcome
+Strategy: TypeAlias = Callable[[Conversation, StrategyContext], StrategyResult]
+"""``(conversation, context) -> conversation | Outcome``."""
+
+StrategyFactory: TypeAlias = Callable[..., Strategy]
+"""Builds a strategy from its YAML parameters, given as keyword arguments.
+Raises ``ValueError`` (naming ``param=value``) for parameters it cannot use."""
