@@ -268,7 +268,7 @@ def load_config(
                 )
             )
     if problems:
-        raise ConfigError(problems, path=path)
+        raise ConfigError(sorted(problems, key=lambda p: p.line or 0), path=path)
     return MemoryConfig(**fields, source=path)
 
 

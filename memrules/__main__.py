@@ -1,0 +1,7 @@
+"""``python -m memrules``: the same as the ``memrules`` command."""
+
+import sys
+
+from memrules.cli import main
+
+sys.exit(main())

