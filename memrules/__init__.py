@@ -22,6 +22,7 @@ from memrules.interpreter import NamedStrategy
 from memrules.invariants import check_invariants
 from memrules.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
 from memrules.pipeline import Pipeline, load_pipeline
+from memrules.plugin import MemoryPlugin, PluginState, Request, StepResult, step
 from memrules.report import Compaction, CompressionAction, CompressionReport, StopReason
 from memrules.seams import SeamCall, Seams, Summarizer, VectorStore
 from memrules.strategies import STRATEGIES, register
@@ -49,6 +50,7 @@ __all__ = [
     "EncodingError",
     "EstimatingCounter",
     "MemoryConfig",
+    "MemoryPlugin",
     "MemrulesError",
     "Message",
     "MessageFormatError",
@@ -58,8 +60,11 @@ __all__ = [
     "Outcome",
     "Part",
     "Pipeline",
+    "PluginState",
+    "Request",
     "SeamCall",
     "Seams",
+    "StepResult",
     "StopReason",
     "Strategy",
     "StrategyContext",
@@ -79,6 +84,7 @@ __all__ = [
     "load_config",
     "load_pipeline",
     "register",
+    "step",
     "strategy_factory",
     "to_anthropic",
     "to_openai",

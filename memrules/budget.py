@@ -65,7 +65,7 @@ Budget.UNLIMITED = Budget(kind="unlimited")
 class ContextWindowResolver(Protocol):
     """Tells the context window of the model a request goes to, when it knows."""
 
-    def __call__(self, model: str | None) -> int | None: ...
+    def __call__(self, model: str | None, /) -> int | None: ...
 
 
 @attrs.frozen(kw_only=True, slots=True)

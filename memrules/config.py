@@ -76,6 +76,10 @@ def default_strategies() -> tuple[NamedStrategy, ...]:
     return tuple(NamedStrategy(name=n, strategy=STRATEGIES[n]()) for n in BUILTIN_ORDER)
 
 
+def _observers(values: Iterable[ContextUsageObserver]) -> tuple[ContextUsageObserver, ...]:
+    return tuple(values)
+
+
 def _default_fraction(config: MemoryConfig) -> float | None:
     return None if config.max_tokens is not None else 0.8
 
@@ -119,7 +123,7 @@ class MemoryConfig:
     strategies: tuple[NamedStrategy, ...] = attrs.field(
         factory=default_strategies, converter=_strategies
     )
-    observers: tuple[ContextUsageObserver, ...] = attrs.field(default=(), converter=tuple)
+    observers: tuple[ContextUsageObserver, ...] = attrs.field(default=(), converter=_observers)
     context_window_resolver: ContextWindowResolver | None = None
     source: str | None = None
 

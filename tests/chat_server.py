@@ -1,0 +1,147 @@
+"""A real OpenAI-compatible chat server on loopback, for tests.
+
+:class:`ChatServer` runs the standard library's HTTP server in a thread,
+bound to ``127.0.0.1`` on a free port. It answers ``GET /v1/models`` and
+``POST /v1/chat/completions`` deterministically, with the reply a function
+of the messages (the demo's scripted model by default), and records every
+request it received, so a test can check what a client really sent over
+the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+import attrs
+
+from memrules.adapters import from_openai
+from memrules.demo import scripted_reply
+
+Reply = Callable[[list[dict[str, Any]]], str]
+
+
+def scripted(messages: list[dict[str, Any]]) -> str:
+    """The demo's scripted model, over OpenAI messages."""
+    return scripted_reply(from_openai(messages))
+
+
+@attrs.frozen(kw_only=True)
+class Received:
+    """One request as the server got it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class ChatServer:
+    """``with ChatServer() as server:`` serves at ``server.url`` (``.../v1``)
+    until the block ends. ``server.requests`` lists what it received, in
+    order; ``server.chat_requests`` only the chat completions' bodies."""
+
+    def __init__(self, reply: Reply = scripted, *, models: tuple[str, ...] = ("loopback-model",)):
+        self.reply = reply
+        self.models = models
+        self.requests: list[Received] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def chat_requests(self) -> list[Any]:
+        return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
+
+    def record(self, received: Received) -> None:
+        with self._lock:
+            self.requests.append(received)
+
+    def __enter__(self) -> ChatServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+
+def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def _send(self, status: int, payload: object) -> None:
+            data = json.dumps(payload).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _record(self, body: Any) -> None:
+            server.record(
+                Received(method=self.command, path=self.path, headers=dict(self.headers), body=body)
+            )
+
+        def do_GET(self) -> None:
+            self._record(None)
+            if self.path != "/v1/models":
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            data = [{"id": m, "object": "model", "owned_by": "tests"} for m in server.models]
+            self._send(200, {"object": "list", "data": data})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            try:
+                body = json.loads(self.rfile.read(length))
+            except ValueError:
+                self._record(None)
+                self._send(400, {"error": {"message": "body is not JSON"}})
+                return
+            self._record(body)
+            if self.path != "/v1/chat/completions":
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            try:
+                content = server.reply(body["messages"])
+            except Exception as exc:
+                self._send(500, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
+                return
+            n = len(server.chat_requests)
+            self._send(
+                200,
+                {
+                    "id": f"chatcmpl-{n}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": content},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                },
+            )
+
+    return Handler
