@@ -21,7 +21,9 @@ class _KeepLast:
     count: int
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
-        keep = survivor_indices(conversation) | set(range(len(conversation) - self.count, len(conversation)))
+        keep = survivor_indices(conversation) | set(
+            range(len(conversation) - self.count, len(conversation))
+        )
         if len(keep) >= len(conversation):
             return conversation
         return tuple(m for i, m in enumerate(conversation) if i in keep)

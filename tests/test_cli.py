@@ -62,7 +62,9 @@ def test_compact_prints_openai_messages_and_writes_the_report(tmp_path: Path) ->
     assert data["actions"][0]["removed"] == [1, 2, 3, 4, 5]
 
 
-def test_request_object_keeps_its_other_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_request_object_keeps_its_other_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = ROOT / "configs" / "tiny_budget.yaml"
     assert main(["compact", "--config", str(config), str(HISTORY)]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -85,9 +87,11 @@ def test_stdin_and_anthropic_format(tmp_path: Path) -> None:
         "model": "claude",
         "max_tokens": 100,
         "system": "You are terse.",
-        "messages": [m for m in SEED_MESSAGES[1:8]],
+        "messages": list(SEED_MESSAGES[1:8]),
     }
-    done = run("compact", "--format", "anthropic", "--config", str(config), "-", stdin=json.dumps(request))
+    done = run(
+        "compact", "--format", "anthropic", "--config", str(config), "-", stdin=json.dumps(request)
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["model"] == "claude"
@@ -96,7 +100,9 @@ def test_stdin_and_anthropic_format(tmp_path: Path) -> None:
     assert out["messages"] == request["messages"][-3:]
 
 
-def test_no_budget_change_means_output_equals_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_budget_change_means_output_equals_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "loose.yaml"
     config.write_text("max_messages: 100\n")
     source = tmp_path / "in.json"
@@ -107,12 +113,18 @@ def test_no_budget_change_means_output_equals_input(tmp_path: Path, capsys: pyte
 
 BAD_CONFIGS = {
     "malformed.yaml": ("strategies: [\n", "malformed.yaml:2: invalid YAML"),
-    "unknown.yaml": ("strategies:\n  - type: sliding_windw\n", "strategies[0].type: unknown strategy type"),
+    "unknown.yaml": (
+        "strategies:\n  - type: sliding_windw\n",
+        "strategies[0].type: unknown strategy type",
+    ),
     "types.yaml": (
         "strategies:\n  - type: sliding_window\n    keep_messages: many\n",
         "types.yaml:3: strategies[0].keep_messages: expected a whole number",
     ),
-    "both.yaml": ("max_tokens: 100\nmax_fraction: 0.5\n", "both.yaml:2: max_fraction: max_tokens=100"),
+    "both.yaml": (
+        "max_tokens: 100\nmax_fraction: 0.5\n",
+        "both.yaml:2: max_fraction: max_tokens=100",
+    ),
 }
 
 
@@ -131,17 +143,17 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path: Path, name: str) -> None:
 
 
 BAD_INPUTS = [
-    ("[{\"role\": \"user\", \"content\": \"hi\"}", "invalid JSON"),
-    ("{\"model\": \"x\"}", "'messages'"),
-    ("[{\"role\": \"wizard\", \"content\": \"hi\"}]", "messages[0].role"),
-    ("[{\"role\": \"user\", \"content\": 5}]", "messages[0].content"),
-    ("[{\"role\": \"tool\", \"content\": \"x\"}]", "messages[0].tool_call_id"),
+    ('[{"role": "user", "content": "hi"}', "invalid JSON"),
+    ('{"model": "x"}', "'messages'"),
+    ('[{"role": "wizard", "content": "hi"}]', "messages[0].role"),
+    ('[{"role": "user", "content": 5}]', "messages[0].content"),
+    ('[{"role": "tool", "content": "x"}]', "messages[0].tool_call_id"),
     (
-        "[{\"role\": \"assistant\", \"tool_calls\": [{\"id\": \"c\", \"type\": \"function\", "
-        "\"function\": {\"name\": \"f\", \"arguments\": 3}}]}]",
+        '[{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", '
+        '"function": {"name": "f", "arguments": 3}}]}]',
         "messages[0].tool_calls[0].function.arguments",
     ),
-    ("\"just a string\"", "messages"),
+    ('"just a string"', "messages"),
 ]
 
 
@@ -162,7 +174,10 @@ def test_bad_input_is_one_line_and_exit_2(
 
 
 def test_missing_input_file(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["compact", "--config", str(ROOT / "configs" / "default.yaml"), "/nonexistent.json"]) == 2
+    assert (
+        main(["compact", "--config", str(ROOT / "configs" / "default.yaml"), "/nonexistent.json"])
+        == 2
+    )
     assert "cannot read /nonexistent.json" in capsys.readouterr().err
 
 

@@ -67,7 +67,12 @@ BAD = [
         3,
         "at least 32",
     ),
-    ("strategies:\n  - type: drop_turns\n    turns: 3\n", "strategies[0].turns", 3, "unknown parameter"),
+    (
+        "strategies:\n  - type: drop_turns\n    turns: 3\n",
+        "strategies[0].turns",
+        3,
+        "unknown parameter",
+    ),
     ("strategies:\n  - type: 'os.path:nothing_here'\n", "strategies[0].type", 2, "no attribute"),
     ("strategies:\n  - type: 'no_such_pkg.mod:f'\n", "strategies[0].type", 2, "cannot import"),
     ("strategies:\n  - type: 'os:sep'\n", "strategies[0].type", 2, "not a callable"),
@@ -136,9 +141,7 @@ def test_absent_max_fraction_defaults_and_max_tokens_replaces_it() -> None:
 def test_budget_resolution_follows_the_seed() -> None:
     assert load_pipeline("{}").budget() == Budget.tokens(102_400)
     assert load_pipeline("context_window_tokens: 1000\n").budget() == Budget.tokens(800)
-    assert load_pipeline("context_window_tokens: 1000\n").budget(window=2000) == Budget.tokens(
-        1600
-    )
+    assert load_pipeline("context_window_tokens: 1000\n").budget(window=2000) == Budget.tokens(1600)
     both = "max_messages: 6\nmax_tokens: 100\nmax_fraction: null\n"
     assert load_pipeline(both).budget() == Budget.messages(6)
     assert load_pipeline("max_messages: 6\n").budget() == Budget.messages(6)
@@ -179,7 +182,9 @@ def test_registry_holds_the_documented_built_ins() -> None:
 
 
 def test_custom_registry_is_an_argument() -> None:
-    def keep_all(conversation: memrules.Conversation, context: memrules.StrategyContext) -> memrules.Conversation:
+    def keep_all(
+        conversation: memrules.Conversation, context: memrules.StrategyContext
+    ) -> memrules.Conversation:
         return conversation
 
     registry = {"keep_all": lambda: keep_all}
