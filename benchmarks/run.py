@@ -1,0 +1,13 @@
+"""Run the memrules benchmark: ``python benchmarks/run.py [--quick] [--json FILE] ...``.
+
+The same as ``memrules bench``; see benchmarks/README.md for what it measures.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from memrules.bench import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
