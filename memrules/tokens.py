@@ -30,7 +30,7 @@ import tiktoken
 import tiktoken.model
 
 from memrules.errors import EncodingError
-from memrules.messages import Message
+from memrules.messages import Conversation, Message
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -41,6 +41,7 @@ __all__ = [
     "counter_for",
     "estimate_tokens",
     "load_encoding",
+    "message_sizes",
 ]
 
 # tiktoken's published hashes of the decompressed vocabularies.
@@ -172,6 +173,16 @@ class _BoundedCache:
             data[message] = count
         return count
 
+    def many(self, messages: Conversation) -> tuple[int, ...]:
+        """Counts of ``messages``: one C-level pass of lookups, then the misses."""
+        data = self._data
+        counts = list(map(data.get, messages))
+        if None in counts:
+            for i, count in enumerate(counts):
+                if count is None:
+                    counts[i] = self.get(messages[i])
+        return tuple(counts)  # type: ignore[arg-type]  # no None is left
+
     def __len__(self) -> int:
         return len(self._data)
 
@@ -188,6 +199,7 @@ class TiktokenCounter:
     encoding: tiktoken.Encoding
     cache_size: int = DEFAULT_CACHE_SIZE
     _cache: _BoundedCache = attrs.field(init=False)
+    _last: tuple[Conversation, tuple[int, ...]] | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self._cache = _BoundedCache(compute=self._compute, cap=self.cache_size)
@@ -209,10 +221,19 @@ class TiktokenCounter:
     def count_text(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))
 
-    def count_many(self, messages: Iterable[Message]) -> list[int]:
-        """Counts of ``messages``, in order; cached ones cost a dict lookup."""
-        get = self._cache.get
-        return [get(m) for m in messages]
+    def sizes(self, conversation: Conversation) -> tuple[int, ...]:
+        """The count of each message of ``conversation``, in order.
+
+        The interpreter and a strategy it runs ask this of the same tuple in
+        turn, so the answer for the last tuple asked about is kept (by
+        identity; the tuple is immutable, so the answer cannot go stale).
+        """
+        last = self._last
+        if last is not None and last[0] is conversation:
+            return last[1]
+        counts = self._cache.many(conversation)
+        self._last = (conversation, counts)
+        return counts
 
     @property
     def cached(self) -> int:
@@ -278,6 +299,16 @@ class EstimatingCounter:
         return estimate_tokens(text)
 
 
+def message_sizes(counter: TokenCounter, conversation: Conversation) -> tuple[int, ...]:
+    """Each message's count under ``counter``: its ``sizes`` method when it
+    has one (:class:`TiktokenCounter` does, memoized), else one ``count`` each."""
+    sizes = getattr(counter, "sizes", None)
+    if sizes is not None:
+        result: tuple[int, ...] = sizes(conversation)
+        return result
+    return tuple(map(counter.count, conversation))
+
+
 @functools.lru_cache(maxsize=8)
 def counter_for(name: str) -> TokenCounter:
     """A shared cached counter for an encoder or model name, or ``"estimate"``."""
@@ -288,5 +319,4 @@ def counter_for(name: str) -> TokenCounter:
 
 def count_tokens(messages: Iterable[Message], encoder_name: str = "cl100k_base") -> int:
     """Total tokens of ``messages`` under ``encoder_name`` (see module docs)."""
-    count = counter_for(encoder_name).count
-    return sum(count(m) for m in messages)
+    return sum(message_sizes(counter_for(encoder_name), tuple(messages)))

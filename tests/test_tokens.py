@@ -17,6 +17,7 @@ from memrules.tokens import (
     TiktokenCounter,
     TokenCounter,
     load_encoding,
+    message_sizes,
     parse_vocabulary,
 )
 
@@ -165,3 +166,25 @@ def test_counters_satisfy_the_protocol() -> None:
     estimator = EstimatingCounter()
     assert isinstance(estimator, TokenCounter)
     assert estimator.count(message("user", "你好")) == estimate_tokens("user 你好")
+
+
+def test_sizes_encode_only_new_messages_and_remember_the_last_tuple() -> None:
+    encoded: list[Message] = []
+    counter = TiktokenCounter.for_name("cl100k_base")
+    compute = counter._compute
+
+    def spying(m: Message) -> int:
+        encoded.append(m)
+        return compute(m)
+
+    counter._cache.compute = spying
+    history = tuple(message("user", f"turn {i}") for i in range(100))
+    sizes = counter.sizes(history)
+    assert sizes == tuple(counter.count(m) for m in history)
+    assert counter.sizes(history) is sizes  # the same tuple asked again: no lookups
+    grown = (*history, message("assistant", "reply"))
+    assert counter.sizes(grown)[:-1] == sizes
+    assert len(encoded) == 101
+    assert message_sizes(EstimatingCounter(), history) == tuple(
+        estimate_tokens(f"user turn {i}") for i in range(100)
+    )
