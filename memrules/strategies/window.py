@@ -19,41 +19,45 @@ from memrules.conversation import droppable_turns, pinned_indices, without_indic
 from memrules.messages import Conversation
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
+from memrules.tokens import message_sizes
 from memrules.typing import Strategy, StrategyContext
 
 __all__ = ["drop_turns", "sliding_window", "trim", "trim_to_budget"]
 
 
-def _exchanges(conversation: Conversation) -> dict[int, int]:
-    """Tool-carrying messages → a representative of their exchange (the
-    messages linked by call and result ids, transitively)."""
-    parent: dict[int, int] = {}
-
-    def find(i: int) -> int:
-        root = i
-        while parent[root] != root:
-            root = parent[root]
-        while parent[i] != root:
-            parent[i], i = root, parent[i]
-        return root
-
+def _pairs(conversation: Conversation) -> list[tuple[int, int]]:
+    """Every (call message, result message) index pair, in either order,
+    sorted by the lower index. Only tool-carrying messages are visited."""
+    carriers = [(i, m) for i, m in enumerate(conversation) if m.call_ids or m.result_ids]
+    if not carriers:
+        return []
     call_at: dict[str, int] = {}
-    for i, m in enumerate(conversation):
-        if m.call_ids:
-            parent[i] = i
-            for c in m.call_ids:
-                call_at.setdefault(c, i)
-    for i, m in enumerate(conversation):
-        if not m.result_ids:
-            continue
-        parent.setdefault(i, i)
+    for i, m in carriers:
+        for c in m.call_ids:
+            call_at.setdefault(c, i)
+    pairs: list[tuple[int, int]] = []
+    for i, m in carriers:
         for r in m.result_ids:
             j = call_at.get(r)
-            if j is not None:
-                a, b = find(i), find(j)
-                if a != b:
-                    parent[a] = b
-    return {i: find(i) for i in parent}
+            if j is not None and j != i:
+                pairs.append((j, i) if j < i else (i, j))
+    pairs.sort()
+    return pairs
+
+
+def _hold_exchanges(pinned: set[int], pairs: list[tuple[int, int]]) -> None:
+    """Add to ``pinned`` every message linked to a pinned one by tool pairs,
+    transitively: dropping it would make closure alter a pinned message."""
+    linked: dict[int, list[int]] = {}
+    for a, b in pairs:
+        linked.setdefault(a, []).append(b)
+        linked.setdefault(b, []).append(a)
+    todo = [i for i in pinned if i in linked]
+    while todo:
+        for j in linked[todo.pop()]:
+            if j not in pinned:
+                pinned.add(j)
+                todo.append(j)
 
 
 def trim(
@@ -70,54 +74,61 @@ def trim(
     Pinned messages (the survivors, and the calls the latest user message
     answers) and every message of a tool exchange that holds one are never
     dropped; they count toward both limits. When they alone exceed a limit,
-    everything else goes. Linear in the conversation, on cached counts.
+    everything else goes. The cut is a prefix of the droppable messages,
+    moved forward until no tool call is on one side of it and its result on
+    the other. Linear in the conversation, on cached counts.
     """
     n = len(conversation)
-    counts = context.counter.count
     if max_messages is not None and max_tokens is None and n <= max_messages:
         return conversation
-    sizes = [counts(m) for m in conversation]
+    sizes = message_sizes(context.counter, conversation)
     if (max_messages is None or n <= max_messages) and (
         max_tokens is None or sum(sizes) <= max_tokens
     ):
         return conversation
 
-    exchange = _exchanges(conversation)
+    pairs = _pairs(conversation)
     pinned = set(pinned_indices(conversation))
-    if exchange:
-        held = {exchange[i] for i in pinned if i in exchange}
-        if held:
-            pinned.update(i for i, root in exchange.items() if root in held)
+    if pairs and any(i in pinned for pair in pairs for i in pair):
+        _hold_exchanges(pinned, pairs)
+        pairs = [(a, b) for a, b in pairs if a not in pinned]
     order = [i for i in range(n) if i not in pinned]
-    fixed = sum(sizes[i] for i in pinned)
 
     cut = 0
     if max_messages is not None:
         cut = max(cut, n - max_messages)
     if max_tokens is not None:
-        prefix = list(itertools.accumulate((sizes[i] for i in order), initial=0))
-        need = fixed + prefix[-1] - max_tokens
-        cut = max(cut, bisect.bisect_left(prefix, need))
+        fixed = sum(sizes[i] for i in pinned)
+        prefix = list(itertools.accumulate(map(sizes.__getitem__, order), initial=0))
+        cut = max(cut, bisect.bisect_left(prefix, fixed + prefix[-1] - max_tokens))
     cut = min(cut, len(order))
-    if exchange and 0 < cut < len(order):
-        cut = _snap(order, exchange, cut)
-    return without_indices(conversation, order[:cut])
+    if pairs and 0 < cut < len(order):
+        cut = _snap(order, pairs, cut)
+    if cut == 0:
+        return conversation
+    if cut == len(order):
+        return tuple(conversation[i] for i in sorted(pinned))
+    first_kept = order[cut]
+    held = [conversation[i] for i in sorted(pinned) if i < first_kept]
+    return (*held, *conversation[first_kept:])
 
 
-def _snap(order: list[int], exchange: dict[int, int], cut: int) -> int:
-    """The first cut at or after ``cut`` that splits no tool exchange."""
-    last_of: dict[int, int] = {}
-    for t, i in enumerate(order):
-        root = exchange.get(i)
-        if root is not None:
-            last_of[root] = t
-    reach = -1
-    for t, i in enumerate(order):
-        if t >= cut and reach < t:
-            return t
-        root = exchange.get(i)
-        reach = max(reach, t if root is None else last_of[root])
-    return len(order)
+def _snap(order: list[int], pairs: list[tuple[int, int]], cut: int) -> int:
+    """The first cut at or after ``cut`` with no pair on both sides of it.
+
+    Cutting before ``order[k]`` splits a pair ``(lo, hi)`` when
+    ``lo < order[k] <= hi``; ``reach[p]`` is the highest ``hi`` among the
+    first ``p`` pairs (by ``lo``), so each try is two binary searches.
+    """
+    lows = [lo for lo, _ in pairs]
+    reach = list(itertools.accumulate((hi for _, hi in pairs), max))
+    while cut < len(order):
+        first_kept = order[cut]
+        p = bisect.bisect_left(lows, first_kept)
+        if p == 0 or reach[p - 1] < first_kept:
+            return cut
+        cut = bisect.bisect_right(order, reach[p - 1])
+    return cut
 
 
 @attrs.frozen(slots=True, repr=False)
