@@ -21,6 +21,7 @@ from memrules.invariants import Enforced, enforce
 from memrules.messages import Conversation, Message
 from memrules.report import Compaction, CompressionAction, CompressionReport, StopReason
 from memrules.seams import SeamCall
+from memrules.tokens import message_sizes
 from memrules.typing import Outcome, Strategy, StrategyContext
 
 __all__ = ["MAX_PASSES", "NamedStrategy", "run_once", "run_pipeline"]
@@ -44,8 +45,7 @@ class _Step:
 
 
 def _total(conversation: Conversation, context: StrategyContext) -> int:
-    count = context.counter.count
-    return sum([count(m) for m in conversation])
+    return sum(message_sizes(context.counter, conversation))
 
 
 def _as_conversation(result: object) -> tuple[Conversation, str, tuple[SeamCall, ...]] | str:
@@ -92,14 +92,9 @@ def _step(
             enforced = enforce(conversation, output)
             error = enforced.violation
 
-    count = context.counter.count
-    after = tokens
-    if enforced.changed:
-        new = enforced.messages
-        gone = [*enforced.removed, *(i for i, _ in enforced.replaced)]
-        made = [*enforced.inserted, *(j for _, j in enforced.replaced)]
-        after = tokens - sum(count(conversation[i]) for i in gone)
-        after += sum(count(new[j]) for j in made)
+    # Measured on the new tuple itself, which the next strategy is handed:
+    # the counter remembers its sizes, so that strategy pays nothing more.
+    after = _total(enforced.messages, context) if enforced.changed else tokens
     action = CompressionAction(
         strategy=named.name,
         pass_number=pass_number,
