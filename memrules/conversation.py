@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from memrules.messages import Conversation, Message, ToolResult
 
 __all__ = [
+    "droppable_turns",
     "first_system_index",
+    "held_indices",
     "is_turn_start",
     "last_user_index",
     "pinned_indices",
@@ -76,17 +78,47 @@ def turns(conversation: Conversation) -> tuple[range, ...]:
     :func:`is_turn_start`) up to the next one; messages before the first user
     message belong to no turn."""
     starts = [i for i, m in enumerate(conversation) if is_turn_start(m)]
+    if not starts:
+        return ()
     ends = [*starts[1:], len(conversation)]
     return tuple(range(s, e) for s, e in zip(starts, ends, strict=True))
 
 
+def held_indices(conversation: Conversation) -> frozenset[int]:
+    """Pinned messages, plus every message tied to one by tool ids,
+    transitively: the survivors' whole tool exchanges. Dropping any of them
+    would make pairing closure strip a survivor (a parallel call whose
+    sibling's result goes drops the whole call message, and with it the
+    results the latest user message carries)."""
+    pinned = pinned_indices(conversation)
+    if not any(conversation[i].is_tool_carrier for i in pinned):
+        return pinned
+    at: dict[str, list[int]] = {}
+    for i, m in enumerate(conversation):
+        if m.is_tool_carrier:
+            for key in (*m.call_ids, *m.result_ids):
+                at.setdefault(key, []).append(i)
+    held = set(pinned)
+    todo = [i for i in pinned if conversation[i].is_tool_carrier]
+    while todo:
+        m = conversation[todo.pop()]
+        for key in (*m.call_ids, *m.result_ids):
+            for j in at[key]:
+                if j not in held:
+                    held.add(j)
+                    todo.append(j)
+    return frozenset(held)
+
+
 def droppable_turns(conversation: Conversation, limit: int) -> tuple[range, ...]:
     """The oldest ``limit`` turns a strategy may move out whole: never the
-    latest turn, nor a turn holding a survivor or pinned message."""
-    pinned = pinned_indices(conversation)
+    latest turn, nor a turn holding a survivor or part of a survivor's tool
+    exchange (see :func:`held_indices`; such an exchange may begin before
+    the first turn)."""
+    held = held_indices(conversation)
     out: list[range] = []
     for turn in turns(conversation)[:-1]:
-        if len(out) >= limit or any(i in pinned for i in turn):
+        if len(out) >= limit or any(i in held for i in turn):
             break
         out.append(turn)
     return tuple(out)

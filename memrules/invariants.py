@@ -22,6 +22,9 @@ output that breaks 2 is mended by closure.
 
 from __future__ import annotations
 
+import bisect
+import itertools
+from collections import Counter
 from collections.abc import Sequence
 
 import attrs
@@ -57,21 +60,68 @@ def _unchanged(before: Conversation, violation: str | None = None) -> Enforced:
     return Enforced(messages=before, origin=tuple(range(len(before))), violation=violation)
 
 
-def _match(before: Conversation, after: Conversation) -> list[int | None] | str:
-    """Input index of each output message (None when new), or a violation."""
-    position = {id(m): i for i, m in enumerate(before)}
-    origin: list[int | None] = []
-    last = -1
-    for j, m in enumerate(after):
-        i = position.get(id(m))
-        if i is None:
-            origin.append(None)
-        elif i <= last:
-            what = "repeated" if i == last else "moved"
-            return f"output[{j}] {what} the input message at index {i}; order must be kept"
-        else:
-            origin.append(i)
-            last = i
+def _match(
+    before: Conversation, after: Conversation, anchors: Sequence[int | None] = ()
+) -> list[int | None] | str:
+    """Input index of each output message (None when new), or a violation.
+
+    Kept messages are recognised by identity. The same object may occur more
+    than once in the input (a caller reusing a canned reminder), so the
+    output's objects are embedded in order: the ``anchors`` (input indices
+    of the survivors) are matched wherever the output keeps their object,
+    and everything else takes the latest input occurrence that keeps the
+    order, since strategies drop the oldest messages.
+    """
+    positions: dict[int, list[int]] = {}
+    for i, m in enumerate(before):
+        positions.setdefault(id(m), []).append(i)
+    pins = sorted({a for a in anchors if a is not None})
+    options = [_occurrences(after, before[a]) for a in pins]
+    failed = 0
+    for size in range(len(pins), -1, -1):
+        for chosen in itertools.combinations(range(len(pins)), size):
+            for js in itertools.product(*(options[k] for k in chosen)):
+                pinned = [(pins[k], j) for k, j in zip(chosen, js, strict=True)]
+                origin = _embed(before, after, positions, pinned)
+                if not isinstance(origin, int):
+                    return origin
+                failed = origin
+    # The last try pinned nothing: no order-keeping reading exists.
+    i = positions[id(after[failed])][0]
+    return f"output[{failed}] moved or repeated the input message at index {i}; order must be kept"
+
+
+def _occurrences(after: Conversation, target: Message, cap: int = 4) -> list[int]:
+    """Output positions of ``target`` (the first and last few of them)."""
+    found = [j for j, m in enumerate(after) if m is target]
+    return found if len(found) <= 2 * cap else found[:cap] + found[-cap:]
+
+
+def _embed(
+    before: Conversation,
+    after: Conversation,
+    positions: dict[int, list[int]],
+    pinned: Sequence[tuple[int, int]],
+) -> list[int | None] | int:
+    """Origins with ``after[j]`` at input ``i`` for each pinned ``(i, j)``,
+    the rest at their latest order-keeping input occurrence; or, when that
+    is impossible, the output index where it fails."""
+    origin: list[int | None] = [None] * len(after)
+    bounds = [(-1, -1), *pinned, (len(before), len(after))]
+    for (lo_i, lo_j), (hi_i, hi_j) in itertools.pairwise(bounds):
+        if hi_j <= lo_j:
+            return hi_j if hi_j >= 0 else 0
+        upper = hi_i
+        for j in range(hi_j - 1, lo_j, -1):
+            found = positions.get(id(after[j]))
+            if found is None:
+                continue
+            k = bisect.bisect_left(found, upper) - 1
+            if k < 0 or found[k] <= lo_i:
+                return j
+            origin[j] = upper = found[k]
+        if hi_j < len(after):
+            origin[hi_j] = hi_i
     return origin
 
 
@@ -133,13 +183,13 @@ def enforce(before: Conversation, after: Conversation) -> Enforced:
     """
     if after is before:
         return _unchanged(before)
-    matched = _match(before, after)
+    first_system = first_system_index(before)
+    last_user = last_user_index(before)
+    matched = _match(before, after, (first_system, last_user))
     if isinstance(matched, str):
         return _unchanged(before, matched)
     origin = matched
     kept = {i for i in origin if i is not None}
-    first_system = first_system_index(before)
-    last_user = last_user_index(before)
     if first_system is not None and first_system not in kept:
         return _unchanged(
             before, f"removed or altered the first system message (index {first_system})"
@@ -154,6 +204,7 @@ def enforce(before: Conversation, after: Conversation) -> Enforced:
     dead_calls, dead_results = _closure(before, after)
     messages: list[Message] = []
     final_origin: list[int | None] = []
+    mended: dict[int, int] = {}  # output index of a mended message → its input index
     if dead_calls or dead_results:
         for m, i in zip(after, origin, strict=True):
             closed = _close_message(m, dead_calls, dead_results)
@@ -170,13 +221,15 @@ def enforce(before: Conversation, after: Conversation) -> Enforced:
                         "dropped the tool calls that the most recent user message answers",
                     )
                 continue
+            if i is not None:
+                mended[len(messages)] = i
             messages.append(closed)
             final_origin.append(None)
     else:
         messages = list(after)
         final_origin = origin
 
-    return _diff(before, tuple(messages), final_origin, tuple(sorted(dead_calls)))
+    return _diff(before, tuple(messages), final_origin, tuple(sorted(dead_calls)), mended)
 
 
 def _diff(
@@ -184,13 +237,17 @@ def _diff(
     messages: Conversation,
     origin: Sequence[int | None],
     closed_calls: tuple[str, ...],
+    mended: dict[int, int] | None = None,
 ) -> Enforced:
     """Removed, replaced and inserted messages between kept anchors.
 
-    Within each gap between two kept messages, the removed input messages and
-    the new output messages pair up in order as replacements; any surplus is
-    plainly removed or inserted.
+    A message that pairing closure mended replaces the message it was made
+    from (``mended`` maps its output index to that input index). Within each
+    gap between two kept messages, the other removed input messages and new
+    output messages pair up in order as replacements; any surplus is plainly
+    removed or inserted.
     """
+    sources = mended or {}
     removed: list[int] = []
     replaced: list[tuple[int, int]] = []
     inserted: list[int] = []
@@ -198,11 +255,14 @@ def _diff(
     new: list[int] = []
 
     def settle(upto: int) -> None:
-        gone = range(prev + 1, upto)
-        pairs = min(len(gone), len(new))
-        replaced.extend(zip(gone[:pairs], new[:pairs], strict=True))
+        known = [(sources[j], j) for j in new if j in sources]
+        taken = {i for i, _ in known}
+        gone = [i for i in range(prev + 1, upto) if i not in taken]
+        made = [j for j in new if j not in sources]
+        pairs = min(len(gone), len(made))
+        replaced.extend(sorted([*known, *zip(gone[:pairs], made[:pairs], strict=True)]))
         removed.extend(gone[pairs:])
-        inserted.extend(new[pairs:])
+        inserted.extend(made[pairs:])
 
     for j, i in enumerate(origin):
         if i is None:
@@ -293,17 +353,36 @@ def _same_but_results(original: Message, candidate: Message) -> bool:
 
 
 def _is_subsequence_of_kept(before: Conversation, after: Conversation) -> bool:
-    """Messages of ``after`` that occur in ``before`` occur in the same order."""
-    positions: dict[Message, list[int]] = {}
-    for i, m in enumerate(before):
-        positions.setdefault(m, []).append(i)
-    last = -1
-    for m in after:
-        candidates = positions.get(m)
-        if not candidates:
-            continue
-        later = [i for i in candidates if i > last]
-        if not later:
-            return False
-        last = later[0]
-    return True
+    """Messages of ``after`` that occur in ``before`` occur in the same order.
+
+    Matching is by value, and an output message equal to an input message may
+    still be a new one, so only unambiguous messages are taken as kept: those
+    whose value occurs exactly once in ``before`` and once in ``after``, and
+    that are not what pairing closure could have made of another input
+    message (the same message with fewer tool parts).
+    """
+    once_before = _once(before)
+    once_after = _once(after)
+    position = {m: i for i, m in enumerate(before) if m in once_before}
+    carriers: dict[tuple[object, ...], list[Message]] = {}
+    for m in before:
+        if m.is_tool_carrier:
+            carriers.setdefault(_without_tool_parts(m), []).append(m)
+    kept = [
+        position[m]
+        for m in after
+        if m in once_after
+        and m in position
+        and not any(c != m for c in carriers.get(_without_tool_parts(m), ()))
+    ]
+    return all(a < b for a, b in itertools.pairwise(kept))
+
+
+def _without_tool_parts(m: Message) -> tuple[object, ...]:
+    rest = tuple(p for p in m.parts if not isinstance(p, ToolCall | ToolResult))
+    return (m.role, m.id, m.name, m.metadata, rest)
+
+
+def _once(conversation: Conversation) -> set[Message]:
+    counts = Counter(conversation)
+    return {m for m, n in counts.items() if n == 1}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from memrules.conversation import survivor_indices
-from memrules.messages import Conversation, Opaque, Part, Text, ToolResult
+from memrules.messages import Conversation, Opaque, Part, Text, ToolResult, part_text
 from memrules.strategies._util import check_positive, rewrite_parts
 from memrules.strategies.registry import describe, register
 from memrules.tokens import TokenCounter
@@ -43,6 +43,26 @@ def clamp_text(text: str, limit: int, counter: TokenCounter) -> str:
         keep = keep * 9 // 10
 
 
+def _clamp_blocks(
+    part: ToolResult, content: tuple[Text | Opaque, ...], limit: int, counter: TokenCounter
+) -> ToolResult:
+    """A structured tool result is one part and must fit as a whole: when its
+    text blocks together are over the limit, they are joined (as counting
+    joins them) and clamped into the first one; other blocks stay in place."""
+    joined = part_text(part)
+    clamped = clamp_text(joined, limit, counter)
+    if clamped is joined:
+        return part
+    blocks: list[Text | Opaque] = []
+    for block in content:
+        if not isinstance(block, Text):
+            blocks.append(block)
+        elif clamped:
+            blocks.append(attrs.evolve(block, text=clamped))
+            clamped = ""
+    return attrs.evolve(part, content=tuple(blocks))
+
+
 @attrs.frozen(slots=True, repr=False)
 class _Clamp:
     max_part_tokens: int
@@ -51,23 +71,15 @@ class _Clamp:
         limit = self.max_part_tokens
         counter = context.counter
 
-        def clamp_inner(part: Text | Opaque) -> Text | Opaque:
+        def clamp_part(part: Part) -> Part:
             if isinstance(part, Text):
                 text = clamp_text(part.text, limit, counter)
                 return part if text is part.text else attrs.evolve(part, text=text)
-            return part
-
-        def clamp_part(part: Part) -> Part:
-            if isinstance(part, Text):
-                return clamp_inner(part)
             if isinstance(part, ToolResult):
                 if isinstance(part.content, str):
                     content = clamp_text(part.content, limit, counter)
                     return part if content is part.content else attrs.evolve(part, content=content)
-                inner = tuple(clamp_inner(p) for p in part.content)
-                if all(a is b for a, b in zip(inner, part.content, strict=True)):
-                    return part
-                return attrs.evolve(part, content=inner)
+                return _clamp_blocks(part, part.content, limit, counter)
             return part  # call arguments are JSON: cutting them would break them
 
         survivors = survivor_indices(conversation)
@@ -89,8 +101,11 @@ class _Clamp:
 @register("clamp_oversized_messages")
 def clamp_oversized_messages(*, max_part_tokens: int = 4096) -> Strategy:
     """Cut every text part and tool result over ``max_part_tokens`` to its
-    head and tail joined by a marker, so the part fits the limit. Tool call
-    arguments are left whole (cut JSON is no longer JSON).
+    head and tail joined by a marker, so the part fits the limit. A tool
+    result with several text blocks counts as one part: when over, its text
+    is joined and clamped into its first text block, and its other blocks
+    (images) stay. Tool call arguments are left whole (cut JSON is no longer
+    JSON).
 
     Keeps: survivors untouched, order, tool pairing (ids are untouched).
     """

@@ -55,10 +55,13 @@ class _DeduplicateFileReads:
     path_key: str
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
+        # Only reads that have their result count: a newer read still waiting
+        # for its result has no content to stand in for the older one.
+        answered = {r for m in conversation if m.result_ids for r in m.result_ids}
         newest: dict[str, str] = {}
         path_of: dict[str, str] = {}
         for call_id, (_, call) in _calls(conversation).items():
-            if call.name != self.tool_name:
+            if call.name != self.tool_name or call_id not in answered:
                 continue
             path = _argument(call.arguments, self.path_key)
             if path is not None:
@@ -88,8 +91,9 @@ class _DeduplicateFileReads:
 def deduplicate_file_reads(*, tool_name: str = "read_file", path_key: str = "path") -> Strategy:
     """Keyed on the tool name and the call's ``path_key`` argument: replace
     every result but the newest read of a path with a short stub that names
-    the later read. Calls whose arguments are not a JSON object with that
-    key are left alone.
+    the later read. Only answered reads count: a read still waiting for its
+    result leaves the last answered one alone. Calls whose arguments are not
+    a JSON object with that key are left alone.
 
     Keeps: survivors untouched, order, tool pairing (calls and ids stay).
     """

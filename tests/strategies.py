@@ -1,0 +1,311 @@
+"""Shared hypothesis generators and reference helpers for the test-suite.
+
+The generators users get are in :mod:`memrules.testing` and re-exported
+here; this module adds what only our own tests need: in-memory seams (real
+implementations of the protocols, not mocks), contexts, random pipelines
+drawn from the registry, and small reference implementations of the
+structure the strategies read (survivors, tool-linked messages, turns),
+written independently of :mod:`memrules.conversation` so the tests do not
+grade the library with its own helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+
+from memrules.budget import Budget
+from memrules.interpreter import NamedStrategy
+from memrules.messages import Conversation, Message, Text, ToolResult
+from memrules.strategies import BUILTIN_ORDER, STRATEGIES
+from memrules.testing import (
+    FILE_PATHS,
+    FILE_TOOL,
+    assert_invariants,
+    budgets,
+    check_strategy,
+    conversations,
+    messages,
+    parts,
+    render,
+    texts,
+)
+from memrules.tokens import TokenCounter, counter_for
+from memrules.typing import Outcome, StrategyContext, StrategyResult
+
+__all__ = [
+    "ALL_BUILTINS",
+    "COUNTER",
+    "FILE_PATHS",
+    "FILE_TOOL",
+    "PARAMS",
+    "ExtractiveSummarizer",
+    "MemoryStore",
+    "agent_histories",
+    "assert_invariants",
+    "boundary_budgets",
+    "budgets",
+    "budgets_for",
+    "check_strategy",
+    "context",
+    "conversations",
+    "droppable_turn_count",
+    "held",
+    "linked",
+    "messages",
+    "named_strategies",
+    "parts",
+    "pinned_calls",
+    "render",
+    "survivors",
+    "texts",
+    "total",
+    "turn_ranges",
+    "unwrap",
+    "with_observations",
+]
+
+COUNTER: TokenCounter = counter_for("cl100k_base")
+"""The shared cl100k counter (the default encoder)."""
+
+ALL_BUILTINS = (*BUILTIN_ORDER, "trim_to_budget")
+
+
+def agent_histories(
+    *, max_size: int = 24, large_texts: bool = False
+) -> st.SearchStrategy[Conversation]:
+    """Conversations with every knob on, orphan results included."""
+    return conversations(max_size=max_size, orphan_results=True, large_texts=large_texts)
+
+
+# --- seams ---------------------------------------------------------------------
+
+
+@attrs.define
+class MemoryStore:
+    """An in-memory VectorStore: keeps each batch it is given, or, when
+    ``down``, raises having kept nothing."""
+
+    down: bool = False
+    batches: list[Conversation] = attrs.field(factory=list)
+
+    def add(self, messages: Conversation) -> None:
+        if self.down:
+            msg = "vector store unreachable"
+            raise ConnectionError(msg)
+        self.batches.append(messages)
+
+
+@attrs.define
+class ExtractiveSummarizer:
+    """An in-memory Summarizer: the first words of each message, in order."""
+
+    down: bool = False
+    seen: list[Conversation] = attrs.field(factory=list)
+
+    def summarize(self, messages: Conversation) -> str:
+        if self.down:
+            msg = "summarizer timed out"
+            raise TimeoutError(msg)
+        self.seen.append(messages)
+        lines = (f"{m.role}: {' '.join(m.countable_text.split()[:6])}" for m in messages)
+        return "\n".join(lines)
+
+
+def context(
+    *,
+    budget: Budget = Budget.UNLIMITED,
+    store: MemoryStore | None = None,
+    summarizer: ExtractiveSummarizer | None = None,
+    offload_turns: int = 10,
+    counter: TokenCounter = COUNTER,
+) -> StrategyContext:
+    from memrules.seams import Seams
+
+    return StrategyContext(
+        counter=counter,
+        budget=budget,
+        seams=Seams(store=store, summarizer=summarizer),
+        offload_turns=offload_turns,
+    )
+
+
+def unwrap(result: StrategyResult) -> Conversation:
+    return result.messages if isinstance(result, Outcome) else result
+
+
+def total(conversation: Iterable[Message], counter: TokenCounter = COUNTER) -> int:
+    return sum(counter.count(m) for m in conversation)
+
+
+# --- reference structure ---------------------------------------------------------
+
+
+def survivors(conversation: Conversation) -> set[int]:
+    """The first system message and the most recent user message."""
+    out: set[int] = set()
+    systems = [i for i, m in enumerate(conversation) if m.role == "system"]
+    users = [i for i, m in enumerate(conversation) if m.role == "user"]
+    if systems:
+        out.add(systems[0])
+    if users:
+        out.add(users[-1])
+    return out
+
+
+def linked(conversation: Conversation, start: Iterable[int]) -> set[int]:
+    """``start`` and every message tied to it by tool ids, transitively."""
+    ids_of = [set(m.call_ids) | set(m.result_ids) for m in conversation]
+    seen = set(start)
+    frontier = list(seen)
+    while frontier:
+        i = frontier.pop()
+        for j, ids in enumerate(ids_of):
+            if j not in seen and ids & ids_of[i]:
+                seen.add(j)
+                frontier.append(j)
+    return seen
+
+
+def held(conversation: Conversation) -> set[int]:
+    """What a window can never drop: the survivors and their tool exchanges."""
+    return linked(conversation, survivors(conversation))
+
+
+def pinned_calls(conversation: Conversation) -> set[int]:
+    """Survivors, and the messages holding calls that the survivors answer."""
+    keep = survivors(conversation)
+    answered = {r for i in keep for r in conversation[i].result_ids}
+    return keep | {i for i, m in enumerate(conversation) if answered & set(m.call_ids)}
+
+
+def turn_ranges(conversation: Conversation) -> list[range]:
+    """Turns: from a user message that is not only tool results to the next."""
+    starts = [
+        i
+        for i, m in enumerate(conversation)
+        if m.role == "user" and not (m.parts and all(isinstance(p, ToolResult) for p in m.parts))
+    ]
+    ends = [*starts[1:], len(conversation)]
+    return [range(s, e) for s, e in zip(starts, ends[: len(starts)], strict=True)]
+
+
+def droppable_turn_count(conversation: Conversation, limit: int) -> int:
+    """How many of the oldest turns a turn strategy moves: at most ``limit``,
+    never the latest turn, and none from the first turn that holds a survivor
+    or any part of a survivor's tool exchange."""
+    keep = held(conversation)
+    count = 0
+    for turn in turn_ranges(conversation)[:-1]:
+        if count == limit or keep.intersection(turn):
+            break
+        count += 1
+    return count
+
+
+# --- budgets and pipelines ---------------------------------------------------------
+
+
+@st.composite
+def budgets_for(draw: st.DrawFn, conversation: Conversation, *, unlimited: bool = True) -> Budget:
+    """A budget near ``conversation``'s size, so that it bites sometimes."""
+    kinds = ["messages", "tokens"] + (["unlimited"] if unlimited else [])
+    kind = draw(st.sampled_from(kinds))
+    if kind == "messages":
+        return Budget.messages(draw(st.integers(1, len(conversation) + 2)))
+    if kind == "tokens":
+        return Budget.tokens(draw(st.integers(1, total(conversation) + 20)))
+    return Budget.UNLIMITED
+
+
+@st.composite
+def boundary_budgets(draw: st.DrawFn, conversation: Conversation) -> Budget:
+    """A budget right at the edge of what some window cut keeps: the size
+    of the conversation without its oldest ``t`` droppable messages (a cut
+    that splits no tool exchange), give or take one, so that off-by-one
+    errors at the limit show."""
+    keep = held(conversation)
+    order = [i for i in range(len(conversation)) if i not in keep]
+    exchanges = [linked(conversation, {i}) for i in order]
+    safe = [
+        t
+        for t in range(len(order) + 1)
+        if all(x <= set(order[:t]) or not (x & set(order[:t])) for x in exchanges)
+    ]
+    t = draw(st.sampled_from(safe))
+    gone = set(order[:t])
+    kept = [m for i, m in enumerate(conversation) if i not in gone]
+    delta = draw(st.sampled_from((-1, 0, 1)))
+    if draw(st.booleans()):
+        return Budget.messages(max(1, len(kept) + delta))
+    return Budget.tokens(max(1, total(kept) + delta))
+
+
+@st.composite
+def with_observations(
+    draw: st.DrawFn, base: st.SearchStrategy[Conversation], *, most: int = 6
+) -> Conversation:
+    """``base`` conversations with up to ``most`` extra observations (system
+    messages) inserted after the first message."""
+    conversation = list(draw(base))
+    for n in range(draw(st.integers(0, most))):
+        at = draw(st.integers(min(1, len(conversation)), len(conversation)))
+        conversation.insert(at, Message(role="system", parts=(Text(text=f"observation {n}"),)))
+    return tuple(conversation)
+
+
+_TOOL_NAMES = (FILE_TOOL, "search", "run_tests", "write_file")
+
+PARAMS: Mapping[str, st.SearchStrategy[dict[str, Any]]] = {
+    "offload": st.fixed_dictionaries({}, optional={"turns": st.integers(1, 4)}),
+    "summarize": st.fixed_dictionaries({}, optional={"turns": st.integers(1, 4)}),
+    "deduplicate_file_reads": st.fixed_dictionaries(
+        {},
+        optional={
+            "tool_name": st.sampled_from((FILE_TOOL, "write_file")),
+            "path_key": st.sampled_from(("path", "query")),
+        },
+    ),
+    "clear_tool_results": st.fixed_dictionaries(
+        {},
+        optional={
+            "keep_pairs": st.integers(0, 4),
+            "clear_at_least": st.integers(0, 120),
+            "exclude_tools": st.lists(st.sampled_from(_TOOL_NAMES), max_size=2).map(tuple),
+            "clear_tool_inputs": st.booleans(),
+        },
+    ),
+    "clamp_oversized_messages": st.fixed_dictionaries(
+        {}, optional={"max_part_tokens": st.integers(32, 300)}
+    ),
+    "sliding_window": st.one_of(
+        st.fixed_dictionaries({}, optional={"keep_messages": st.integers(0, 24)}),
+        st.fixed_dictionaries({"keep_tokens": st.integers(1, 3000)}),
+        st.fixed_dictionaries(
+            {"keep_messages": st.integers(0, 24), "keep_tokens": st.integers(1, 3000)}
+        ),
+    ),
+    "drop_observations": st.fixed_dictionaries({}, optional={"max_drop": st.integers(1, 4)}),
+    "drop_turns": st.just({}),
+    "trim_to_budget": st.just({}),
+}
+"""Valid parameters for every registered strategy type."""
+
+
+@st.composite
+def _named(draw: st.DrawFn, name: str) -> NamedStrategy:
+    params = draw(PARAMS[name])
+    return NamedStrategy(name=name, strategy=STRATEGIES[name](**params))
+
+
+def named_strategies(
+    names: Iterable[str] = ALL_BUILTINS, *, min_size: int = 1, max_size: int = 8
+) -> st.SearchStrategy[tuple[NamedStrategy, ...]]:
+    """Random pipelines: built-ins drawn from ``names`` with random valid parameters."""
+    pool = tuple(names)
+    return st.lists(
+        st.sampled_from(pool).flatmap(_named), min_size=min_size, max_size=max_size
+    ).map(tuple)

@@ -1,0 +1,262 @@
+"""Property tests of whole pipelines: the default eight, variants, and random
+pipelines drawn from the registry, under random budgets.
+
+Whatever the pipeline, the invariants hold between input and output, the
+report tells the truth (stop reason, counts, origin, each action), and the
+same input gives the same output.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from memrules.budget import Budget
+from memrules.config import MemoryConfig, default_strategies
+from memrules.interpreter import MAX_PASSES, NamedStrategy
+from memrules.messages import Conversation
+from memrules.pipeline import Pipeline
+from memrules.report import Compaction, StopReason
+from memrules.seams import Seams
+from memrules.strategies import BUILTIN_ORDER, STRATEGIES, sliding_window, trim_to_budget
+from memrules.tokens import TiktokenCounter
+from tests.strategies import (
+    ALL_BUILTINS,
+    COUNTER,
+    PARAMS,
+    ExtractiveSummarizer,
+    MemoryStore,
+    agent_histories,
+    assert_invariants,
+    budgets_for,
+    held,
+    named_strategies,
+    render,
+    total,
+)
+
+
+def pipeline(
+    strategies: tuple[NamedStrategy, ...],
+    *,
+    seams: bool = True,
+    counter: TiktokenCounter | None = None,
+) -> Pipeline:
+    return Pipeline(
+        config=MemoryConfig(strategies=strategies),
+        counter=counter or COUNTER,
+        seams=Seams(store=MemoryStore(), summarizer=ExtractiveSummarizer()) if seams else Seams(),
+    )
+
+
+def over(budget: Budget, conversation: Conversation) -> bool:
+    return budget.is_over(messages=len(conversation), tokens=total(conversation))
+
+
+def check_compaction(
+    conversation: Conversation,
+    result: Compaction,
+    strategies: tuple[NamedStrategy, ...],
+    budget: Budget,
+) -> None:
+    """Everything the report says is true of the input and the output."""
+    out, report = result.messages, result.report
+    where = f"\ninput:\n{render(conversation)}\noutput:\n{render(out)}\n{report.to_dict()}"
+    assert_invariants(conversation, out)
+    assert report.errors == (), where  # built-ins with working seams never fail
+    assert report.budget == budget
+    assert (report.messages_before, report.tokens_before) == (
+        len(conversation),
+        total(conversation),
+    )
+    assert (report.messages_after, report.tokens_after) == (len(out), total(out))
+
+    # origin maps each output message to the input message it is, or to None
+    assert len(report.origin) == len(out)
+    kept = [i for i in report.origin if i is not None]
+    assert kept == sorted(set(kept))
+    inputs = {id(m) for m in conversation}
+    for j, i in enumerate(report.origin):
+        if i is None:
+            assert id(out[j]) not in inputs, f"output[{j}] is an input message{where}"
+        else:
+            assert out[j] is conversation[i], f"origin[{j}]={i} is wrong{where}"
+
+    # the actions chain: each starts where the last change left off
+    names = [s.name for s in strategies]
+    messages, tokens = len(conversation), total(conversation)
+    for k, action in enumerate(report.actions):
+        assert action.strategy == names[k % len(names)]
+        assert action.pass_number == k // len(names) + 1
+        assert (action.messages_before, action.tokens_before) == (messages, tokens)
+        assert action.messages_after == (
+            action.messages_before - len(action.removed) + len(action.inserted)
+        )
+        if not action.changed:
+            assert (action.messages_after, action.tokens_after) == (messages, tokens)
+        messages, tokens = action.messages_after, action.tokens_after
+        if action.changed and k < len(report.actions) - 1 and not budget.is_unlimited:
+            # the interpreter stops as soon as it is under budget
+            assert budget.is_over(messages=messages, tokens=tokens), where
+    assert (messages, tokens) == (len(out), total(out))
+    assert report.compacted == (out is not conversation)
+
+    for p in range(1, report.passes):  # a pass that changes nothing ends the run
+        assert any(a.changed for a in report.actions if a.pass_number == p), where
+    stop = report.stop_reason
+    event(f"stop: {stop.value}, passes: {report.passes}")
+    if budget.is_unlimited:
+        assert stop is StopReason.NO_TRIGGER
+        assert out is conversation
+        assert report.actions == ()
+        return
+    if stop is StopReason.UNDER_BUDGET:
+        assert not over(budget, out), where
+        if report.passes == 0:
+            assert out is conversation
+            assert report.actions == ()
+        else:
+            assert report.actions[-1].changed
+        return
+    assert over(budget, out), where
+    last_pass = [a for a in report.actions if a.pass_number == report.passes]
+    assert len(last_pass) == len(strategies)
+    if stop is StopReason.NO_PROGRESS:
+        assert not any(a.changed for a in last_pass), where
+        assert report.passes <= MAX_PASSES
+    else:
+        assert stop is StopReason.PASS_LIMIT, stop
+        assert report.passes == MAX_PASSES
+        assert any(a.changed for a in last_pass)
+
+
+def check_deterministic(
+    conversation: Conversation,
+    result: Compaction,
+    strategies: tuple[NamedStrategy, ...],
+    budget: Budget,
+    seams: bool,
+) -> None:
+    """A second run, on a cold counter cache and fresh seams, is identical."""
+    fresh = TiktokenCounter.for_name("cl100k_base")
+    again = pipeline(strategies, seams=seams, counter=fresh).apply(conversation, budget=budget)
+    assert again.messages == result.messages
+    assert again.report.to_dict() == result.report.to_dict()
+
+
+PIPELINES = {
+    "default": lambda: default_strategies(),
+    "default+trim": lambda: (
+        *default_strategies(),
+        NamedStrategy(name="trim_to_budget", strategy=trim_to_budget()),
+    ),
+    "windows-first": lambda: (
+        NamedStrategy(name="sliding_window", strategy=sliding_window(keep_messages=6)),
+        *default_strategies(),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PIPELINES))
+@given(data=st.data())
+def test_builtin_pipelines(kind: str, data: st.DataObject) -> None:
+    conversation = data.draw(agent_histories(max_size=30, large_texts=True), label="conversation")
+    budget = data.draw(budgets_for(conversation), label="budget")
+    seams = data.draw(st.booleans(), label="seams")
+    strategies = PIPELINES[kind]()
+    result = pipeline(strategies, seams=seams).apply(conversation, budget=budget)
+    check_compaction(conversation, result, strategies, budget)
+    check_deterministic(conversation, result, strategies, budget, seams)
+
+
+@given(data=st.data())
+def test_random_pipelines(data: st.DataObject) -> None:
+    conversation = data.draw(agent_histories(max_size=30, large_texts=True), label="conversation")
+    budget = data.draw(budgets_for(conversation), label="budget")
+    strategies = data.draw(named_strategies(), label="strategies")
+    seams = data.draw(st.booleans(), label="seams")
+    result = pipeline(strategies, seams=seams).apply(conversation, budget=budget)
+    check_compaction(conversation, result, strategies, budget)
+    check_deterministic(conversation, result, strategies, budget, seams)
+
+
+@given(data=st.data())
+def test_a_final_window_meets_the_budget_when_the_survivors_do(data: st.DataObject) -> None:
+    """A pipeline that ends in trim_to_budget (or a sliding window no larger
+    than a message budget) stops under budget whenever the survivors and
+    their tool exchanges alone fit; and when it does not, only they are left."""
+    conversation = data.draw(agent_histories(max_size=30, large_texts=True), label="conversation")
+    budget = data.draw(budgets_for(conversation, unlimited=False), label="budget")
+    last = NamedStrategy(name="trim_to_budget", strategy=trim_to_budget())
+    if budget.kind == "messages" and data.draw(st.booleans(), label="window"):
+        keep = data.draw(st.integers(0, budget.limit), label="keep_messages")
+        last = NamedStrategy(name="sliding_window", strategy=sliding_window(keep_messages=keep))
+    strategies = (*data.draw(named_strategies(min_size=0, max_size=5), label="before"), last)
+    result = pipeline(strategies).apply(conversation, budget=budget)
+    check_compaction(conversation, result, strategies, budget)
+    out = result.messages
+    must = [conversation[i] for i in held(conversation)]
+    if not over(budget, must):
+        assert result.report.stop_reason is StopReason.UNDER_BUDGET, render(out)
+    if result.report.stop_reason is not StopReason.UNDER_BUDGET:
+        assert held(out) == set(range(len(out))), render(out)
+
+
+@given(data=st.data())
+def test_compress_runs_each_strategy_once(data: st.DataObject) -> None:
+    conversation = data.draw(agent_histories(max_size=30, large_texts=True), label="conversation")
+    strategies = data.draw(
+        st.one_of(st.just(default_strategies()), named_strategies()), label="strategies"
+    )
+    result = pipeline(strategies).compress(conversation)
+    report = result.report
+    assert report.stop_reason is StopReason.SINGLE_PASS
+    assert report.passes == 1
+    assert report.budget == Budget.UNLIMITED
+    assert [a.strategy for a in report.actions] == [s.name for s in strategies]
+    assert all(a.pass_number == 1 for a in report.actions)
+    assert report.errors == ()
+    assert_invariants(conversation, result.messages)
+    assert (report.messages_after, report.tokens_after) == (
+        len(result.messages),
+        total(result.messages),
+    )
+    for j, i in enumerate(report.origin):
+        if i is not None:
+            assert result.messages[j] is conversation[i]
+    again = pipeline(strategies).compress(conversation)
+    assert again.messages == result.messages
+    assert again.report.to_dict() == report.to_dict()
+
+
+@given(data=st.data())
+def test_failing_seams_are_recorded_and_the_pipeline_goes_on(data: st.DataObject) -> None:
+    conversation = data.draw(agent_histories(max_size=30), label="conversation")
+    budget = data.draw(budgets_for(conversation, unlimited=False), label="budget")
+    store, summarizer = MemoryStore(down=True), ExtractiveSummarizer(down=True)
+    strategies = default_strategies()
+    pipe = Pipeline(
+        config=MemoryConfig(strategies=strategies),
+        counter=COUNTER,
+        seams=Seams(store=store, summarizer=summarizer),
+    )
+    result = pipe.apply(conversation, budget=budget)
+    assert_invariants(conversation, result.messages)
+    assert store.batches == []
+    for action in result.report.actions:
+        if action.error is not None:
+            assert action.strategy in ("offload", "summarize")
+            assert not action.changed
+            (call,) = action.seam_calls
+            assert call.error is not None
+    errors = result.report.errors
+    assert all(e.startswith(("offload: ", "summarize: ")) for e in errors)
+    assert result.report.last_error == (errors[-1] if errors else None)
+
+
+def test_every_registered_strategy_has_parameters_to_draw() -> None:
+    """Random pipelines cover the whole registry: a new built-in needs its
+    parameters in tests/strategies.py."""
+    assert set(PARAMS) == set(STRATEGIES) == set(ALL_BUILTINS)
+    assert tuple(s.name for s in default_strategies()) == BUILTIN_ORDER
