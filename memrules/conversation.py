@@ -5,11 +5,16 @@ Plain functions over message tuples, shared by strategies and the interpreter.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Iterable
+
+import attrs
 
 from memrules.messages import Conversation, Message, ToolResult
 
 __all__ = [
+    "ToolLinks",
     "droppable_turns",
     "first_system_index",
     "held_indices",
@@ -17,6 +22,7 @@ __all__ = [
     "last_user_index",
     "pinned_indices",
     "survivor_indices",
+    "tool_links",
     "turns",
 ]
 
@@ -82,6 +88,46 @@ def turns(conversation: Conversation) -> tuple[range, ...]:
         return ()
     ends = [*starts[1:], len(conversation)]
     return tuple(range(s, e) for s, e in zip(starts, ends, strict=True))
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class ToolLinks:
+    """Which messages are tied by tool ids: ``pairs`` of (message holding a
+    call, message holding its result) indices, in the order of the results. ``unique_calls`` is
+    False when some call id occurs in more than one place (then a call id
+    does not name one message, and callers take their general path)."""
+
+    pairs: tuple[tuple[int, int], ...]
+    unique_calls: bool
+
+
+_NO_LINKS = ToolLinks(pairs=(), unique_calls=True)
+_CARRIES = operator.attrgetter("is_tool_carrier")
+_CALL_IDS = operator.attrgetter("call_ids")
+_last_links: tuple[Conversation, ToolLinks] | None = None
+
+
+def tool_links(conversation: Conversation) -> ToolLinks:
+    """The :class:`ToolLinks` of ``conversation``.
+
+    A window and the interpreter's invariant check ask this of the same
+    tuple in turn, so the answer for the last tuple asked about is kept (by
+    identity: the tuple is immutable, so the answer cannot go stale).
+    """
+    global _last_links
+    last = _last_links
+    if last is not None and last[0] is conversation:
+        return last[1]
+    carriers = list(itertools.compress(enumerate(conversation), map(_CARRIES, conversation)))
+    if not carriers:
+        return _NO_LINKS
+    # Built newest first, so a repeated call id maps to its first message.
+    call_at = {c: i for i, m in reversed(carriers) for c in m.call_ids}
+    calls = sum(map(len, map(_CALL_IDS, conversation)))
+    pairs = [(j, i) for i, m in carriers for r in m.result_ids if (j := call_at.get(r, i)) != i]
+    links = ToolLinks(pairs=tuple(pairs), unique_calls=calls == len(call_at))
+    _last_links = (conversation, links)
+    return links
 
 
 def held_indices(conversation: Conversation) -> frozenset[int]:

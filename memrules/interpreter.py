@@ -11,6 +11,7 @@ pipeline goes on.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import attrs
@@ -94,7 +95,13 @@ def _step(
 
     # Measured on the new tuple itself, which the next strategy is handed:
     # the counter remembers its sizes, so that strategy pays nothing more.
-    after = _total(enforced.messages, context) if enforced.changed else tokens
+    after = tokens
+    if enforced.changed:
+        if None not in enforced.origin and hasattr(context.counter, "remember"):
+            sizes = message_sizes(context.counter, conversation)
+            kept = tuple(map(sizes.__getitem__, enforced.origin))  # type: ignore[arg-type]
+            context.counter.remember(enforced.messages, kept)
+        after = _total(enforced.messages, context)
     action = CompressionAction(
         strategy=named.name,
         pass_number=pass_number,
@@ -115,8 +122,12 @@ def _step(
     return _Step(action=action, enforced=enforced, tokens=after)
 
 
+_ID = operator.attrgetter("id")
+
+
 def _ids(conversation: Conversation, indices: Sequence[int]) -> tuple[str, ...]:
-    return tuple(i for i in (conversation[k].id for k in indices) if i is not None)
+    ids = map(_ID, map(conversation.__getitem__, indices))
+    return tuple(i for i in ids if i is not None)
 
 
 def _compose(origin: tuple[int | None, ...], step: Enforced) -> tuple[int | None, ...]:

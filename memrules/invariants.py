@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Sequence
 
 import attrs
 
-from memrules.conversation import first_system_index, last_user_index
+from memrules.conversation import first_system_index, last_user_index, tool_links
 from memrules.messages import Conversation, Message, ToolCall, ToolResult
 
 __all__ = ["Enforced", "check_invariants", "enforce", "pairing_problems"]
@@ -72,6 +73,13 @@ def _match(
     and everything else takes the latest input occurrence that keeps the
     order, since strategies drop the oldest messages.
     """
+    position = dict(zip(map(id, before), range(len(before)), strict=True))
+    if len(position) == len(before):
+        # Every input object is distinct (the usual case): one lookup each.
+        direct = list(map(position.get, map(id, after)))
+        kept = [i for i in direct if i is not None]
+        if kept == sorted(kept) and len(set(kept)) == len(kept):
+            return direct
     positions: dict[int, list[int]] = {}
     for i, m in enumerate(before):
         positions.setdefault(id(m), []).append(i)
@@ -125,30 +133,30 @@ def _embed(
     return origin
 
 
+_CALLS = operator.attrgetter("call_ids")
+_RESULTS = operator.attrgetter("result_ids")
+
+
 def _closure(before: Conversation, after: Conversation) -> tuple[frozenset[str], frozenset[str]]:
     """Call ids and result ids that pairing closure must drop from ``after``."""
-    calls_before: set[str] = set()
-    results_before: set[str] = set()
-    for m in before:
-        if m.call_ids:
-            calls_before.update(m.call_ids)
-        if m.result_ids:
-            results_before.update(m.result_ids)
+    tools_before = [m for m in before if m.is_tool_carrier]
+    calls_before = set(itertools.chain.from_iterable(map(_CALLS, tools_before)))
     if not calls_before:
         return frozenset(), frozenset()
-    units = [m.call_ids for m in after if m.call_ids]
-    alive_calls = {c for unit in units for c in unit}
-    alive_results = {r for m in after if m.result_ids for r in m.result_ids}
+    results_before = set(itertools.chain.from_iterable(map(_RESULTS, tools_before)))
+    tools_after = [m for m in after if m.is_tool_carrier]
+    units = [u for u in map(_CALLS, tools_after) if u]
+    alive_calls = set(itertools.chain.from_iterable(units))
+    alive_results = set(itertools.chain.from_iterable(map(_RESULTS, tools_after)))
     dead_calls: set[str] = set()
     dead_results: set[str] = set()
     live_units = units
     while True:
-        orphans = {r for r in alive_results if r in calls_before and r not in alive_calls}
+        orphans = alive_results & (calls_before - alive_calls)
         alive_results -= orphans
         dead_results |= orphans
-        killed = [
-            u for u in live_units if any(c in results_before and c not in alive_results for c in u)
-        ]
+        unanswered = results_before - alive_results
+        killed = [u for u in live_units if not unanswered.isdisjoint(u)]
         if not killed:
             break
         for u in killed:
@@ -156,6 +164,17 @@ def _closure(before: Conversation, after: Conversation) -> tuple[frozenset[str],
             dead_calls.update(u)
         live_units = [u for u in live_units if u not in killed]
     return frozenset(dead_calls), frozenset(dead_results)
+
+
+def _no_pair_split(before: Conversation, origin: Sequence[int | None]) -> bool:
+    """For an output that only deletes: True when every call/result pair of
+    ``before`` is kept or dropped whole, so closure has nothing to do. False
+    means "look closer" (also when call ids repeat)."""
+    links = tool_links(before)
+    if not links.unique_calls:
+        return False
+    kept = set(origin)
+    return not any((a in kept) != (b in kept) for a, b in links.pairs)
 
 
 def _close_message(
@@ -201,7 +220,10 @@ def enforce(before: Conversation, after: Conversation) -> Enforced:
     if first_system == 0 and origin[0] != 0:
         return _unchanged(before, "put a message before the first system message")
 
-    dead_calls, dead_results = _closure(before, after)
+    dead_calls: frozenset[str] = frozenset()
+    dead_results: frozenset[str] = frozenset()
+    if None in origin or not _no_pair_split(before, origin):
+        dead_calls, dead_results = _closure(before, after)
     messages: list[Message] = []
     final_origin: list[int | None] = []
     mended: dict[int, int] = {}  # output index of a mended message → its input index
@@ -247,8 +269,19 @@ def _diff(
     output messages pair up in order as replacements; any surplus is plainly
     removed or inserted.
     """
+    if not mended and None not in origin:
+        # Only deletions: everything not kept was removed.
+        removed = sorted(set(range(len(before))).difference(origin))
+        if not removed:
+            return _unchanged(before)
+        return Enforced(
+            messages=messages,
+            removed=tuple(removed),
+            origin=tuple(origin),
+            closed_calls=closed_calls,
+        )
     sources = mended or {}
-    removed: list[int] = []
+    removed = []
     replaced: list[tuple[int, int]] = []
     inserted: list[int] = []
     prev = -1

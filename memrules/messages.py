@@ -152,16 +152,15 @@ class Message:
     # ask these of every message on every request.
     call_ids: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
     result_ids: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
+    is_tool_carrier: bool = attrs.field(init=False, eq=False, repr=False)
+    """True when the message holds tool calls or tool results."""
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(
-            self, "call_ids", tuple(p.id for p in self.parts if isinstance(p, ToolCall))
-        )
-        object.__setattr__(
-            self,
-            "result_ids",
-            tuple(p.call_id for p in self.parts if isinstance(p, ToolResult)),
-        )
+        calls = tuple(p.id for p in self.parts if isinstance(p, ToolCall))
+        results = tuple(p.call_id for p in self.parts if isinstance(p, ToolResult))
+        object.__setattr__(self, "call_ids", calls)
+        object.__setattr__(self, "result_ids", results)
+        object.__setattr__(self, "is_tool_carrier", bool(calls or results))
 
     @property
     def text(self) -> str:
@@ -172,11 +171,6 @@ class Message:
     def countable_text(self) -> str:
         """Everything token counting sees: text, call arguments, result content."""
         return "\n".join(part_text(p) for p in self.parts if not isinstance(p, Opaque))
-
-    @property
-    def is_tool_carrier(self) -> bool:
-        """True when the message holds tool calls or tool results."""
-        return bool(self.call_ids or self.result_ids)
 
     def evolve(self, **changes: Any) -> Message:
         """Return a copy with ``changes`` applied; the original is untouched."""

@@ -34,6 +34,8 @@ __all__ = ["Pipeline", "as_conversation", "load_pipeline"]
 def as_conversation(messages: Iterable[Message]) -> Conversation:
     """``messages`` as a tuple, checking that each one is a :class:`Message`."""
     conversation = messages if isinstance(messages, tuple) else tuple(messages)
+    if set(map(type, conversation)) <= {Message}:
+        return conversation
     for i, m in enumerate(conversation):
         if not isinstance(m, Message):
             msg = f"expected a Message, got {type(m).__name__} (use from_openai or from_anthropic)"

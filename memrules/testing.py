@@ -122,16 +122,17 @@ def _prose(seed: int, words: int) -> str:
 def texts(*, max_size: int = 40, large: bool = False) -> st.SearchStrategy[str]:
     """Text in the scripts a conversation mixes: ASCII (punctuation, digits,
     spaces), English-like prose, CJK, emoji (ZWJ sequences and flags
-    included), mixtures of those, and the empty string. ``max_size`` bounds
-    the characters (words for prose); ``large=True`` adds long prose, up to
-    about a thousand tokens, for token budgets and clamping.
+    included), mixtures of up to four such runs, and the empty string.
+    ``max_size`` bounds each run (characters; words for prose);
+    ``large=True`` adds long prose, up to about a thousand tokens, for token
+    budgets and clamping.
     """
     if max_size < 0:
         msg = f"max_size={max_size!r} must be at least 0"
         raise InvalidArgument(msg)
     words = st.lists(st.sampled_from(_WORDS), max_size=max_size).map(" ".join)
     cjk = st.text(alphabet=_CJK, max_size=max_size)
-    emoji = st.lists(st.sampled_from(_EMOJI), max_size=max(1, max_size // 4)).map("".join)
+    emoji = st.lists(st.sampled_from(_EMOJI), max_size=max_size // 4).map("".join)
     ascii_ = st.text(alphabet=_ASCII, max_size=max_size)
     mixed = st.lists(st.one_of(words, cjk, emoji), max_size=4).map(" ".join)
     options = [st.just(""), ascii_, words, words, cjk, emoji, mixed]

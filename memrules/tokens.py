@@ -235,6 +235,12 @@ class TiktokenCounter:
         self._last = (conversation, counts)
         return counts
 
+    def remember(self, conversation: Conversation, sizes: tuple[int, ...]) -> None:
+        """Take ``sizes`` as the counts of ``conversation`` for the next
+        :meth:`sizes` call: for a tuple made from a measured one by deleting
+        messages, whose counts the caller already has."""
+        self._last = (conversation, sizes)
+
     @property
     def cached(self) -> int:
         """How many message counts the cache holds."""

@@ -15,7 +15,12 @@ import itertools
 
 import attrs
 
-from memrules.conversation import droppable_turns, pinned_indices, without_indices
+from memrules.conversation import (
+    droppable_turns,
+    pinned_indices,
+    tool_links,
+    without_indices,
+)
 from memrules.messages import Conversation
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
@@ -26,21 +31,9 @@ __all__ = ["drop_turns", "sliding_window", "trim", "trim_to_budget"]
 
 
 def _pairs(conversation: Conversation) -> list[tuple[int, int]]:
-    """Every (call message, result message) index pair, in either order,
-    sorted by the lower index. Only tool-carrying messages are visited."""
-    carriers = [(i, m) for i, m in enumerate(conversation) if m.call_ids or m.result_ids]
-    if not carriers:
-        return []
-    call_at: dict[str, int] = {}
-    for i, m in carriers:
-        for c in m.call_ids:
-            call_at.setdefault(c, i)
-    pairs: list[tuple[int, int]] = []
-    for i, m in carriers:
-        for r in m.result_ids:
-            j = call_at.get(r)
-            if j is not None and j != i:
-                pairs.append((j, i) if j < i else (i, j))
+    """Every pair of messages tied by a call and its result, as (lower,
+    higher) indices sorted by the lower."""
+    pairs = [(a, b) if a < b else (b, a) for a, b in tool_links(conversation).pairs]
     pairs.sort()
     return pairs
 
@@ -89,7 +82,7 @@ def trim(
 
     pairs = _pairs(conversation)
     pinned = set(pinned_indices(conversation))
-    if pairs and any(i in pinned for pair in pairs for i in pair):
+    if pairs and not pinned.isdisjoint(itertools.chain.from_iterable(pairs)):
         _hold_exchanges(pinned, pairs)
         pairs = [(a, b) for a, b in pairs if a not in pinned]
     order = [i for i in range(n) if i not in pinned]
