@@ -157,17 +157,55 @@ def held_indices(conversation: Conversation) -> frozenset[int]:
 
 
 def droppable_turns(conversation: Conversation, limit: int) -> tuple[range, ...]:
-    """The oldest ``limit`` turns a strategy may move out whole: never the
-    latest turn, nor a turn holding a survivor or part of a survivor's tool
-    exchange (see :func:`held_indices`; such an exchange may begin before
-    the first turn)."""
+    """The oldest turns a strategy may move out whole, ``limit`` of them if
+    it can: never the latest turn, nor a turn holding a survivor or part of
+    a survivor's tool exchange (see :func:`held_indices`; such an exchange
+    may begin before the first turn).
+
+    The turns moved never split a tool exchange: a call made in one turn and
+    answered in the next (Anthropic's ``tool_result`` blocks open the user's
+    next message) would otherwise be half moved and half deleted by pairing
+    closure, and what closure deletes is neither stored nor summarized. So
+    the block is the longest run of at most ``limit`` oldest turns that no
+    exchange leaves; when there is none, the shortest longer run; when no
+    run of the movable turns is closed, nothing.
+    """
     held = held_indices(conversation)
-    out: list[range] = []
+    movable: list[range] = []
     for turn in turns(conversation)[:-1]:
-        if len(out) >= limit or any(i in held for i in turn):
+        if any(i in held for i in turn):
             break
-        out.append(turn)
-    return tuple(out)
+        movable.append(turn)
+    if not movable:
+        return ()
+    closed = _closed_runs(conversation, movable)
+    fits = [k for k in closed if k <= limit]
+    longer = [k for k in closed if k > limit]
+    k = max(fits) if fits else min(longer, default=0)
+    return tuple(movable[:k])
+
+
+def _closed_runs(conversation: Conversation, movable: list[range]) -> list[int]:
+    """The ``k`` for which the first ``k`` movable turns hold every message
+    tied by tool ids to one of theirs (and no message outside them is)."""
+    at: dict[str, list[int]] = {}
+    for i, m in enumerate(conversation):
+        if m.is_tool_carrier:
+            for key in {*m.call_ids, *m.result_ids}:
+                at.setdefault(key, []).append(i)
+    start = movable[0].start
+    spread = [ix for ix in at.values() if len(ix) > 1]
+    closed: list[int] = []
+    for k, turn in enumerate(movable, start=1):
+        end = turn.stop
+        if all(_whole(ix, start, end) for ix in spread):
+            closed.append(k)
+    return closed
+
+
+def _whole(indices: list[int], start: int, end: int) -> bool:
+    inside = sum(1 for i in indices if start <= i < end)
+    return inside in (0, len(indices))
 
 
 def without_indices(conversation: Conversation, drop: Iterable[int]) -> Conversation:

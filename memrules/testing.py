@@ -262,7 +262,8 @@ class _Builder:
         prefix = self.draw(st.sampled_from(("call_", "toolu_", "fc_")))
         call_id = f"{prefix}{self.calls}"
         self.calls += 1
-        tools = _TOOLS if self.k.file_reads else _TOOLS[1:]
+        # File reads are half the calls, so that paths repeat often.
+        tools = (FILE_TOOL,) * 3 + _TOOLS[1:] if self.k.file_reads else _TOOLS[1:]
         name = self.draw(st.sampled_from(tools))
         if name in (FILE_TOOL, "write_file"):
             args: object = {"path": self.draw(st.sampled_from(FILE_PATHS))}

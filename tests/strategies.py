@@ -58,7 +58,6 @@ __all__ = [
     "messages",
     "named_strategies",
     "parts",
-    "pinned_calls",
     "render",
     "survivors",
     "texts",
@@ -75,10 +74,16 @@ ALL_BUILTINS = (*BUILTIN_ORDER, "trim_to_budget")
 
 
 def agent_histories(
-    *, max_size: int = 24, large_texts: bool = False
+    *, max_size: int = 24, large_texts: bool = False, long_texts: bool = False
 ) -> st.SearchStrategy[Conversation]:
-    """Conversations with every knob on, orphan results included."""
-    return conversations(max_size=max_size, orphan_results=True, large_texts=large_texts)
+    """Conversations with every knob on, orphan results included. With
+    ``long_texts``, half the texts are a few hundred characters long, so
+    that replacing tool results with short stubs pays."""
+    text = None
+    if long_texts:
+        long = st.text(alphabet="abcdefgh ijklmnop\n", min_size=120, max_size=400)
+        text = st.one_of(texts(large=large_texts), long)
+    return conversations(max_size=max_size, orphan_results=True, large_texts=large_texts, text=text)
 
 
 # --- seams ---------------------------------------------------------------------
@@ -175,13 +180,6 @@ def held(conversation: Conversation) -> set[int]:
     return linked(conversation, survivors(conversation))
 
 
-def pinned_calls(conversation: Conversation) -> set[int]:
-    """Survivors, and the messages holding calls that the survivors answer."""
-    keep = survivors(conversation)
-    answered = {r for i in keep for r in conversation[i].result_ids}
-    return keep | {i for i, m in enumerate(conversation) if answered & set(m.call_ids)}
-
-
 def turn_ranges(conversation: Conversation) -> list[range]:
     """Turns: from a user message that is not only tool results to the next."""
     starts = [
@@ -194,16 +192,25 @@ def turn_ranges(conversation: Conversation) -> list[range]:
 
 
 def droppable_turn_count(conversation: Conversation, limit: int) -> int:
-    """How many of the oldest turns a turn strategy moves: at most ``limit``,
-    never the latest turn, and none from the first turn that holds a survivor
-    or any part of a survivor's tool exchange."""
+    """How many of the oldest turns a turn strategy moves. Movable: the
+    oldest turns up to (not including) the latest one or the first that
+    holds a survivor or any part of a survivor's tool exchange. Moved: the
+    longest run of at most ``limit`` movable turns that no tool exchange
+    leaves; else the shortest longer such run; else none."""
     keep = held(conversation)
-    count = 0
+    movable: list[range] = []
     for turn in turn_ranges(conversation)[:-1]:
-        if count == limit or keep.intersection(turn):
+        if keep.intersection(turn):
             break
-        count += 1
-    return count
+        movable.append(turn)
+
+    def closed(k: int) -> bool:
+        block = {i for turn in movable[:k] for i in turn}
+        return all(linked(conversation, {i}) <= block for i in block)
+
+    runs = [k for k in range(1, len(movable) + 1) if closed(k)]
+    fits = [k for k in runs if k <= limit]
+    return max(fits) if fits else min((k for k in runs if k > limit), default=0)
 
 
 # --- budgets and pipelines ---------------------------------------------------------

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from memrules.invariants import check_invariants, enforce, pairing_problems
 from memrules.messages import Message, Opaque, Text, ToolCall, ToolResult, message
 from memrules.testing import assert_invariants
-from tests.strategies import agent_histories, pinned_calls, survivors
+from tests.strategies import agent_histories, held, survivors
 
 SYS = message("system", "You are terse.")
 U1 = message("user", "first question")
@@ -313,11 +313,13 @@ def test_opaque_parts_are_not_tool_parts() -> None:
 
 
 @given(data=st.data())
-def test_any_deletion_that_spares_the_pinned_messages_stands(data: st.DataObject) -> None:
-    """Deleting any messages but the survivors and the calls they answer is
-    mended by closure, never refused, and the diff accounts for everything."""
+def test_any_deletion_that_spares_the_survivors_exchanges_stands(data: st.DataObject) -> None:
+    """Deleting any messages but the survivors and their tool exchanges is
+    mended by closure, never refused, and the diff accounts for everything.
+    (Sparing only the calls the latest user message answers is not enough:
+    a parallel sibling's result elsewhere takes the whole call message.)"""
     conversation = data.draw(agent_histories(), label="conversation")
-    spare = pinned_calls(conversation)
+    spare = held(conversation)
     droppable = [i for i in range(len(conversation)) if i not in spare]
     gone = (
         set(data.draw(st.lists(st.sampled_from(droppable), unique=True), label="gone"))
@@ -369,3 +371,16 @@ def test_check_invariants_ignores_a_mended_copy_equal_to_a_dropped_message() -> 
     assert mended == blank
     assert check_invariants(before, (A1, mended, A2, U3)) == []
     assert check_invariants(before, (A2, A1, U3)) == ["kept messages are out of order"]
+
+
+def test_a_parallel_sibling_ties_the_latest_user_message_to_an_older_result() -> None:
+    """The latest user message answers call ``b``; ``a`` was made in the same
+    message and answered earlier. Deleting ``a``'s result kills the unit, and
+    with it ``b``'s result: refused, since it would empty the latest message."""
+    parallel = call("a", "b")
+    latest = Message(role="user", parts=(ToolResult(call_id="b", content="B"),))
+    before = (SYS, U1, parallel, result("a"), latest)
+    enforced = enforce(before, (SYS, U1, parallel, latest))
+    assert enforced.messages is before
+    assert enforced.violation is not None
+    assert "most recent user message" in enforced.violation

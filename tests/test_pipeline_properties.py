@@ -19,8 +19,15 @@ from memrules.messages import Conversation
 from memrules.pipeline import Pipeline
 from memrules.report import Compaction, StopReason
 from memrules.seams import Seams
-from memrules.strategies import BUILTIN_ORDER, STRATEGIES, sliding_window, trim_to_budget
+from memrules.strategies import (
+    BUILTIN_ORDER,
+    STRATEGIES,
+    drop_observations,
+    sliding_window,
+    trim_to_budget,
+)
 from memrules.tokens import TiktokenCounter
+from memrules.typing import DEFAULT_WARNING_MARKER
 from tests.strategies import (
     ALL_BUILTINS,
     COUNTER,
@@ -34,6 +41,7 @@ from tests.strategies import (
     named_strategies,
     render,
     total,
+    with_observations,
 )
 
 
@@ -124,10 +132,10 @@ def check_compaction(
     assert len(last_pass) == len(strategies)
     if stop is StopReason.NO_PROGRESS:
         assert not any(a.changed for a in last_pass), where
-        assert report.passes <= MAX_PASSES
+        assert report.passes <= 4
     else:
         assert stop is StopReason.PASS_LIMIT, stop
-        assert report.passes == MAX_PASSES
+        assert report.passes == MAX_PASSES == 4  # the spec: at most 4 passes
         assert any(a.changed for a in last_pass)
 
 
@@ -260,3 +268,28 @@ def test_every_registered_strategy_has_parameters_to_draw() -> None:
     parameters in tests/strategies.py."""
     assert set(PARAMS) == set(STRATEGIES) == set(ALL_BUILTINS)
     assert tuple(s.name for s in default_strategies()) == BUILTIN_ORDER
+
+
+@given(conversation=with_observations(agent_histories(max_size=12), most=8))
+def test_passes_stop_at_four_or_when_nothing_changes(conversation: Conversation) -> None:
+    """One observation goes per pass and the budget is never met: the run
+    takes min(observations, 4) passes that change something, plus one that
+    changes nothing when they run out first."""
+    strategies = (NamedStrategy(name="drop_observations", strategy=drop_observations(max_drop=1)),)
+    budget = Budget.messages(0)
+    result = pipeline(strategies).apply(conversation, budget=budget)
+    check_compaction(conversation, result, strategies, budget)
+    systems = [i for i, m in enumerate(conversation) if m.role == "system"]
+    droppable = [
+        i for i in systems[1:] if not conversation[i].text.startswith(DEFAULT_WARNING_MARKER)
+    ]
+    if not conversation:
+        assert result.report.stop_reason is StopReason.UNDER_BUDGET
+    elif len(droppable) >= 4:
+        assert result.report.stop_reason is StopReason.PASS_LIMIT
+        assert result.report.passes == 4
+        assert len(result.messages) == len(conversation) - 4
+    else:
+        assert result.report.stop_reason is StopReason.NO_PROGRESS
+        assert result.report.passes == len(droppable) + 1
+        assert len(result.messages) == len(conversation) - len(droppable)

@@ -60,9 +60,13 @@ class _Offload:
 def offload(*, turns: int = 10) -> Strategy:
     """Move the oldest ``turns`` turns into the vector store, all or nothing:
     when the store fails the turns stay where they were. Without a store it
-    does nothing.
+    does nothing. A tool exchange is never split: when a call is answered in
+    the next turn, the turns move together (see
+    :func:`memrules.conversation.droppable_turns`), so everything that
+    leaves the conversation is in the store.
 
-    Keeps: survivors untouched (their turns never move), order.
+    Keeps: survivors untouched (their turns never move), order, tool
+    exchanges whole.
     """
     check_positive("turns", turns)
     return _Offload(turns)
@@ -117,9 +121,11 @@ class _Summarize:
 def summarize(*, turns: int = 10) -> Strategy:
     """Replace the oldest ``turns`` turns with one user message from the
     summarizer that says it is a summary and of how much. Without a
-    summarizer it does nothing.
+    summarizer it does nothing. Turns are chosen as ``offload`` chooses
+    them, never splitting a tool exchange, so all that goes is summarized.
 
-    Keeps: survivors untouched (their turns are never summarized), order.
+    Keeps: survivors untouched (their turns are never summarized), order,
+    tool exchanges whole.
     """
     check_positive("turns", turns)
     return _Summarize(turns)

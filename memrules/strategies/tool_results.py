@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import attrs
 
 from memrules.conversation import survivor_indices
-from memrules.messages import Conversation, Message, Part, ToolCall, ToolResult
+from memrules.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
 from memrules.strategies._util import check_positive, rewrite_parts
 from memrules.strategies.registry import describe, register
 from memrules.typing import Outcome, Strategy, StrategyContext, StrategyResult
@@ -42,6 +42,12 @@ def _argument(arguments: str, key: str) -> str | None:
         return None
     found = value.get(key) if isinstance(value, dict) else None
     return found if isinstance(found, str) else None
+
+
+def _not_longer(result: ToolResult, replacement: str) -> bool:
+    """Whether ``result`` is already no longer than ``replacement`` (or is
+    it): a stub or placeholder that would grow the result is not used."""
+    return len(part_text(result)) <= len(replacement)
 
 
 def _result_messages(conversation: Conversation) -> list[int]:
@@ -79,7 +85,7 @@ class _DeduplicateFileReads:
                 f"[memrules: stale read of {path}; the later {self.tool_name} call "
                 f"{newest[path]} has its current content]"
             )
-            return part if part.content == text else attrs.evolve(part, content=text)
+            return part if _not_longer(part, text) else attrs.evolve(part, content=text)
 
         return rewrite_parts(conversation, _result_messages(conversation), stub)
 
@@ -91,8 +97,9 @@ class _DeduplicateFileReads:
 def deduplicate_file_reads(*, tool_name: str = "read_file", path_key: str = "path") -> Strategy:
     """Keyed on the tool name and the call's ``path_key`` argument: replace
     every result but the newest read of a path with a short stub that names
-    the later read. Only answered reads count: a read still waiting for its
-    result leaves the last answered one alone. Calls whose arguments are not
+    the later read (a result already shorter than the stub stays as it is).
+    Only answered reads count: a read still waiting for its result leaves
+    the last answered one alone. Calls whose arguments are not
     a JSON object with that key are left alone.
 
     Keeps: survivors untouched, order, tool pairing (calls and ids stay).
@@ -132,7 +139,7 @@ class _ClearToolResults:
 
         def clear(part: Part) -> Part:
             if isinstance(part, ToolResult) and part.call_id in targets:
-                if part.content == CLEARED:
+                if _not_longer(part, CLEARED):
                     return part
                 return attrs.evolve(part, content=CLEARED)
             if (
@@ -178,7 +185,8 @@ def clear_tool_results(
     clear_tool_inputs: bool = False,
 ) -> Strategy:
     """Replace the content of every tool result but the newest ``keep_pairs``
-    with a placeholder that says it was cleared. Calls stay, and their
+    with a placeholder that says it was cleared (a result already shorter
+    than the placeholder stays as it is). Calls stay, and their
     arguments too unless ``clear_tool_inputs``. Results of ``exclude_tools``
     are never cleared. Does nothing unless at least ``clear_at_least`` tokens
     would go: clearing breaks the provider's prompt cache from the first

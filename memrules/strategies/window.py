@@ -193,8 +193,9 @@ class _DropTurns:
 @register("drop_turns")
 def drop_turns() -> Strategy:
     """Remove the oldest ``offload_turns`` turns (a config setting) per pass,
-    never the latest turn nor one holding a survivor.
+    never the latest turn nor one holding a survivor, and never splitting a
+    tool exchange (see :func:`memrules.conversation.droppable_turns`).
 
-    Keeps: survivors untouched, order.
+    Keeps: survivors untouched, order, tool exchanges whole.
     """
     return _DropTurns()
