@@ -5,6 +5,7 @@ Plain functions over message tuples, shared by strategies and the interpreter.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 from collections.abc import Iterable
@@ -187,25 +188,42 @@ def droppable_turns(conversation: Conversation, limit: int) -> tuple[range, ...]
 
 def _closed_runs(conversation: Conversation, movable: list[range]) -> list[int]:
     """The ``k`` for which the first ``k`` movable turns hold every message
-    tied by tool ids to one of theirs (and no message outside them is)."""
+    tied by tool ids to one of theirs (and no message outside them is).
+
+    The run is ``[start, end)``. An exchange (the messages sharing a tool id)
+    that begins before ``start`` must have none of its messages inside, so
+    ``end`` may not pass its first message at or after ``start``; any other
+    exchange must lie wholly inside or wholly after, so ``end`` may not fall
+    in ``(first, last]``. One sweep over the run ends, sorted, checks both.
+    """
     at: dict[str, list[int]] = {}
-    for i, m in enumerate(conversation):
-        if m.is_tool_carrier:
-            for key in {*m.call_ids, *m.result_ids}:
-                at.setdefault(key, []).append(i)
+    for i, m in itertools.compress(enumerate(conversation), map(_CARRIES, conversation)):
+        for key in {*m.call_ids, *m.result_ids}:
+            at.setdefault(key, []).append(i)
     start = movable[0].start
-    spread = [ix for ix in at.values() if len(ix) > 1]
+    limit = len(conversation) + 1  # ends beyond this are never reached
+    spans: list[tuple[int, int]] = []
+    for ix in at.values():
+        if len(ix) < 2:
+            continue
+        if ix[0] < start:
+            later = bisect.bisect_left(ix, start)
+            if later < len(ix):
+                limit = min(limit, ix[later])
+        else:
+            spans.append((ix[0], ix[-1]))
+    spans.sort()
     closed: list[int] = []
+    reach = -1
+    p = 0
     for k, turn in enumerate(movable, start=1):
         end = turn.stop
-        if all(_whole(ix, start, end) for ix in spread):
+        while p < len(spans) and spans[p][0] < end:
+            reach = max(reach, spans[p][1])
+            p += 1
+        if end <= limit and reach < end:
             closed.append(k)
     return closed
-
-
-def _whole(indices: list[int], start: int, end: int) -> bool:
-    inside = sum(1 for i in indices if start <= i < end)
-    return inside in (0, len(indices))
 
 
 def without_indices(conversation: Conversation, drop: Iterable[int]) -> Conversation:
