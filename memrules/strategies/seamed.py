@@ -7,6 +7,9 @@ keeps the conversation as it was: offloading is all or nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import attrs
 
 from memrules.conversation import droppable_turns
@@ -20,10 +23,27 @@ from memrules.typing import Outcome, Strategy, StrategyContext, StrategyResult
 __all__ = ["SUMMARY_PREFIX", "offload", "summarize"]
 
 SUMMARY_PREFIX = "[memrules summary]"
+T = TypeVar("T")
 
 
-def _oldest(conversation: Conversation, turns: int) -> tuple[int, ...]:
-    return tuple(i for turn in droppable_turns(conversation, turns) for i in turn)
+def _oldest(conversation: Conversation, turns: int) -> tuple[range, ...]:
+    return droppable_turns(conversation, turns)
+
+
+def _call(
+    seam: str, operation: str, batch: Conversation, send: Callable[[Conversation], T]
+) -> tuple[T, SeamCall]:
+    """``send(batch)`` through a seam, and the record of it for the report.
+    A failure raises :class:`StrategyError` carrying that record, so the
+    interpreter keeps the conversation as it was."""
+    request = {"messages": len(batch)}
+    try:
+        response = send(batch)
+    except Exception as exc:
+        call = SeamCall(seam=seam, operation=operation, request=request, error=str(exc))
+        msg = f"{seam} failed, {len(batch)} messages stay: {exc}"
+        raise StrategyError(msg, seam_calls=(call,)) from exc
+    return response, SeamCall(seam=seam, operation=operation, request=request, response=response)
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -37,19 +57,13 @@ class _Offload:
         moved = _oldest(conversation, self.turns)
         if not moved:
             return conversation
-        batch = tuple(conversation[i] for i in moved)
-        request = {"messages": len(batch)}
-        try:
-            store.add(batch)
-        except Exception as exc:
-            call = SeamCall(seam="store", operation="add", request=request, error=str(exc))
-            msg = f"store failed, {len(batch)} messages stay: {exc}"
-            raise StrategyError(msg, seam_calls=(call,)) from exc
-        kept = moved[-1] + 1
+        first, end = moved[0].start, moved[-1].stop
+        batch = conversation[first:end]
+        _, call = _call("store", "add", batch, store.add)
         return Outcome(
-            messages=conversation[: moved[0]] + conversation[kept:],
+            messages=conversation[:first] + conversation[end:],
             note=f"offloaded {len(batch)} messages",
-            seam_calls=(SeamCall(seam="store", operation="add", request=request),),
+            seam_calls=(call,),
         )
 
     def __repr__(self) -> str:
@@ -83,34 +97,23 @@ class _Summarize:
         moved = _oldest(conversation, self.turns)
         if not moved:
             return conversation
-        batch = tuple(conversation[i] for i in moved)
-        request = {"messages": len(batch)}
-        try:
-            text = summarizer.summarize(batch)
-        except Exception as exc:
-            call = SeamCall(
-                seam="summarizer", operation="summarize", request=request, error=str(exc)
-            )
-            msg = f"summarizer failed, {len(batch)} messages stay: {exc}"
-            raise StrategyError(msg, seam_calls=(call,)) from exc
-        turn_count = len(droppable_turns(conversation, self.turns))
+        first, end = moved[0].start, moved[-1].stop
+        batch = conversation[first:end]
+        text, call = _call("summarizer", "summarize", batch, summarizer.summarize)
         summary = Message(
             role="user",
             parts=(
                 Text(
-                    text=f"{SUMMARY_PREFIX} A summary of {turn_count} earlier turns "
+                    text=f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns "
                     f"({len(batch)} messages):\n{text}"
                 ),
             ),
             metadata={"memrules": {"summary_of": len(batch)}},
         )
-        kept = moved[-1] + 1
         return Outcome(
-            messages=(*conversation[: moved[0]], summary, *conversation[kept:]),
+            messages=(*conversation[:first], summary, *conversation[end:]),
             note=f"summarized {len(batch)} messages",
-            seam_calls=(
-                SeamCall(seam="summarizer", operation="summarize", request=request, response=text),
-            ),
+            seam_calls=(call,),
         )
 
     def __repr__(self) -> str:
