@@ -94,7 +94,7 @@ def turns(conversation: Conversation) -> tuple[range, ...]:
 @attrs.frozen(kw_only=True, slots=True)
 class ToolLinks:
     """Which messages are tied by tool ids: ``pairs`` of (message holding a
-    call, message holding its result) indices, in the order of the results. ``unique_calls`` is
+    call, message holding its result) indices, in no particular order. ``unique_calls`` is
     False when some call id occurs in more than one place (then a call id
     does not name one message, and callers take their general path)."""
 
@@ -104,30 +104,70 @@ class ToolLinks:
 
 _NO_LINKS = ToolLinks(pairs=(), unique_calls=True)
 _CARRIES = operator.attrgetter("is_tool_carrier")
-_CALL_IDS = operator.attrgetter("call_ids")
-_last_links: tuple[Conversation, ToolLinks] | None = None
+
+
+@attrs.frozen(slots=True)
+class _LinkMemo:
+    """The last conversation :func:`tool_links` answered for, with what it
+    takes to extend the answer to a conversation that only appends to it."""
+
+    conversation: Conversation
+    links: ToolLinks
+    call_at: dict[str, int]  # call id → first message holding it
+    unmatched: dict[str, list[int]]  # result id → messages holding it, no call yet
+    calls: int
+
+
+_memo: _LinkMemo | None = None
+
+
+def extends(longer: Conversation, shorter: Conversation) -> bool:
+    """Whether ``longer`` starts with the very message objects of ``shorter``."""
+    return len(longer) >= len(shorter) and all(map(operator.is_, shorter, longer))
 
 
 def tool_links(conversation: Conversation) -> ToolLinks:
     """The :class:`ToolLinks` of ``conversation``.
 
     A window and the interpreter's invariant check ask this of the same
-    tuple in turn, so the answer for the last tuple asked about is kept (by
-    identity: the tuple is immutable, so the answer cannot go stale).
+    tuple in turn, and an agent loop asks it of a conversation that grew by a
+    message, so the answer for the last tuple asked about is kept (with the
+    tuple: it is immutable, so the answer cannot go stale) and extended when
+    the next tuple only appends to it.
     """
-    global _last_links
-    last = _last_links
-    if last is not None and last[0] is conversation:
-        return last[1]
-    carriers = list(itertools.compress(enumerate(conversation), map(_CARRIES, conversation)))
-    if not carriers:
-        return _NO_LINKS
-    # Built newest first, so a repeated call id maps to its first message.
-    call_at = {c: i for i, m in reversed(carriers) for c in m.call_ids}
-    calls = sum(map(len, map(_CALL_IDS, conversation)))
-    pairs = [(j, i) for i, m in carriers for r in m.result_ids if (j := call_at.get(r, i)) != i]
-    links = ToolLinks(pairs=tuple(pairs), unique_calls=calls == len(call_at))
-    _last_links = (conversation, links)
+    global _memo
+    memo = _memo
+    if memo is not None and memo.conversation is conversation:
+        return memo.links
+    if memo is not None and extends(conversation, memo.conversation):
+        start = len(memo.conversation)
+        call_at = dict(memo.call_at)
+        unmatched = {r: list(ix) for r, ix in memo.unmatched.items()}
+        pairs = list(memo.links.pairs)
+        calls = memo.calls
+    else:
+        start, call_at, unmatched, pairs, calls = 0, {}, {}, [], 0
+    tail = itertools.compress(
+        enumerate(conversation[start:], start), map(_CARRIES, conversation[start:])
+    )
+    for i, m in tail:
+        for c in m.call_ids:
+            calls += 1
+            if c not in call_at:
+                call_at[c] = i
+                pairs.extend((i, r) for r in unmatched.pop(c, ()) if r != i)
+        for r in m.result_ids:
+            j = call_at.get(r)
+            if j is None:
+                unmatched.setdefault(r, []).append(i)
+            elif j != i:
+                pairs.append((j, i))
+    links = (
+        ToolLinks(pairs=tuple(pairs), unique_calls=calls == len(call_at))
+        if pairs or calls
+        else _NO_LINKS
+    )
+    _memo = _LinkMemo(conversation, links, call_at, unmatched, calls)
     return links
 
 

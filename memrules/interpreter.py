@@ -131,6 +131,8 @@ def _ids(conversation: Conversation, indices: Sequence[int]) -> tuple[str, ...]:
 
 
 def _compose(origin: tuple[int | None, ...], step: Enforced) -> tuple[int | None, ...]:
+    if None not in step.origin:
+        return tuple(map(origin.__getitem__, step.origin))  # type: ignore[arg-type]
     return tuple(None if i is None else origin[i] for i in step.origin)
 
 

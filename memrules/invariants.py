@@ -134,6 +134,8 @@ def _embed(
 
 
 _CALLS = operator.attrgetter("call_ids")
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 _RESULTS = operator.attrgetter("result_ids")
 
 
@@ -173,8 +175,10 @@ def _no_pair_split(before: Conversation, origin: Sequence[int | None]) -> bool:
     links = tool_links(before)
     if not links.unique_calls:
         return False
-    kept = set(origin)
-    return not any((a in kept) != (b in kept) for a, b in links.pairs)
+    kept = set(origin).__contains__
+    calls = map(kept, map(_FIRST, links.pairs))
+    results = map(kept, map(_SECOND, links.pairs))
+    return not any(map(operator.ne, calls, results))
 
 
 def _close_message(

@@ -29,6 +29,7 @@ import attrs
 import tiktoken
 import tiktoken.model
 
+from memrules.conversation import extends
 from memrules.errors import EncodingError
 from memrules.messages import Conversation, Message
 
@@ -199,7 +200,8 @@ class TiktokenCounter:
     encoding: tiktoken.Encoding
     cache_size: int = DEFAULT_CACHE_SIZE
     _cache: _BoundedCache = attrs.field(init=False)
-    _last: tuple[Conversation, tuple[int, ...]] | None = attrs.field(init=False, default=None)
+    # The last two tuples measured: a request's input and the pipeline's output.
+    _last: tuple[tuple[Conversation, tuple[int, ...]], ...] = attrs.field(init=False, default=())
 
     def __attrs_post_init__(self) -> None:
         self._cache = _BoundedCache(compute=self._compute, cap=self.cache_size)
@@ -226,20 +228,27 @@ class TiktokenCounter:
 
         The interpreter and a strategy it runs ask this of the same tuple in
         turn, so the answer for the last tuple asked about is kept (by
-        identity; the tuple is immutable, so the answer cannot go stale).
+        identity; the tuple is immutable, so the answer cannot go stale); a
+        conversation that appends to that tuple looks up only what it adds.
         """
-        last = self._last
-        if last is not None and last[0] is conversation:
-            return last[1]
-        counts = self._cache.many(conversation)
-        self._last = (conversation, counts)
+        remembered = self._last
+        for seen, counts in remembered:
+            if seen is conversation:
+                return counts
+        for seen, counts in remembered:
+            if extends(conversation, seen):
+                counts = counts + self._cache.many(conversation[len(seen) :])
+                break
+        else:
+            counts = self._cache.many(conversation)
+        self.remember(conversation, counts)
         return counts
 
     def remember(self, conversation: Conversation, sizes: tuple[int, ...]) -> None:
         """Take ``sizes`` as the counts of ``conversation`` for the next
         :meth:`sizes` call: for a tuple made from a measured one by deleting
         messages, whose counts the caller already has."""
-        self._last = (conversation, sizes)
+        self._last = ((conversation, sizes), *self._last[:1])
 
     @property
     def cached(self) -> int:

@@ -188,3 +188,26 @@ def test_sizes_encode_only_new_messages_and_remember_the_last_tuple() -> None:
     assert message_sizes(EstimatingCounter(), history) == tuple(
         estimate_tokens(f"user turn {i}") for i in range(100)
     )
+
+
+def test_sizes_of_an_appended_conversation_look_up_only_the_tail() -> None:
+    counter = TiktokenCounter.for_name("cl100k_base")
+    looked_up: list[int] = []
+    cache = counter._cache
+
+    class Spy:
+        def many(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
+            looked_up.append(len(messages))
+            return cache.many(messages)
+
+        def get(self, m: Message) -> int:
+            return cache.get(m)
+
+    counter._cache = Spy()  # type: ignore[assignment]
+    history = tuple(message("user", f"turn {i}") for i in range(200))
+    counter.sizes(history)
+    trimmed = history[150:]
+    counter.sizes(trimmed)  # the pipeline's output is remembered too
+    grown = (*history, message("assistant", "reply"))
+    assert counter.sizes(grown) == tuple(counter.count(m) for m in grown)
+    assert looked_up == [200, 50, 1]

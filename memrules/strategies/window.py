@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 
 import attrs
 
@@ -113,8 +114,8 @@ def _snap(order: list[int], pairs: list[tuple[int, int]], cut: int) -> int:
     ``lo < order[k] <= hi``; ``reach[p]`` is the highest ``hi`` among the
     first ``p`` pairs (by ``lo``), so each try is two binary searches.
     """
-    lows = [lo for lo, _ in pairs]
-    reach = list(itertools.accumulate((hi for _, hi in pairs), max))
+    lows = list(map(operator.itemgetter(0), pairs))
+    reach = list(itertools.accumulate(map(operator.itemgetter(1), pairs), max))
     while cut < len(order):
         first_kept = order[cut]
         p = bisect.bisect_left(lows, first_kept)
