@@ -204,3 +204,22 @@ def test_custom_strategy_by_import_path() -> None:
         load_config(text + "    count: 2\n")
     with pytest.raises(ConfigError, match="expected a whole number"):
         load_config(factory.replace("count: 2", "count: two"))
+
+
+def test_custom_strategy_by_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dist = tmp_path / "memrules_plugin_example-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: memrules-plugin-example\nVersion: 1.0\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[memrules.strategies]\n"
+        "only_survivors = tests.custom_strategies:drop_everything_old\n"
+        "keep_last = tests.custom_strategies:keep_last\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = load_config(
+        "strategies:\n  - type: only_survivors\n  - type: keep_last\n    count: 3\n"
+    )
+    assert [s.name for s in config.strategies] == ["only_survivors", "keep_last"]
+    assert repr(config.strategies[1].strategy) == "keep_last(count=3)"
