@@ -183,3 +183,26 @@ def test_missing_input_file(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_example_history_is_valid_openai() -> None:
     assert len(from_openai(json.loads(HISTORY.read_text())["messages"])) == 14
+
+
+def test_a_reader_that_goes_away_gets_no_traceback() -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memrules",
+            "compact",
+            "--config",
+            "configs/tiny_budget.yaml",
+            str(HISTORY),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.read(5)
+    process.stdout.close()  # like `| head -c 5`
+    process.wait(timeout=120)
+    assert b"Traceback" not in process.stderr.read()
