@@ -101,16 +101,22 @@ def test_message_count_is_role_and_all_countable_text() -> None:
     assert counter.count(result) == len(enc.encode_ordinary("tool x = 1"))
 
 
-def test_counts_are_cached_per_message_value() -> None:
-    calls: list[Message] = []
+def encoding_spy() -> tuple[TiktokenCounter, list[Message]]:
+    """A fresh counter, and the list of messages it actually encodes."""
+    encoded: list[Message] = []
     counter = TiktokenCounter.for_name("cl100k_base")
     compute = counter._compute
 
     def spying(m: Message) -> int:
-        calls.append(m)
+        encoded.append(m)
         return compute(m)
 
     counter._cache.compute = spying
+    return counter, encoded
+
+
+def test_counts_are_cached_per_message_value() -> None:
+    counter, calls = encoding_spy()
     history = tuple(message("user", f"message {i}") for i in range(50))
     assert count_many(counter, history) == count_many(counter, history)
     assert len(calls) == 50
@@ -169,15 +175,7 @@ def test_counters_satisfy_the_protocol() -> None:
 
 
 def test_sizes_encode_only_new_messages_and_remember_the_last_tuple() -> None:
-    encoded: list[Message] = []
-    counter = TiktokenCounter.for_name("cl100k_base")
-    compute = counter._compute
-
-    def spying(m: Message) -> int:
-        encoded.append(m)
-        return compute(m)
-
-    counter._cache.compute = spying
+    counter, encoded = encoding_spy()
     history = tuple(message("user", f"turn {i}") for i in range(100))
     sizes = counter.sizes(history)
     assert sizes == tuple(counter.count(m) for m in history)
