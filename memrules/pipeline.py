@@ -25,7 +25,7 @@ from memrules.interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules.messages import Conversation, Message
 from memrules.report import Compaction
 from memrules.seams import Seams
-from memrules.tokens import TiktokenCounter, TokenCounter
+from memrules.tokens import TiktokenCounter, TokenCounter, message_sizes
 from memrules.typing import StrategyContext, StrategyFactory
 
 __all__ = ["Pipeline", "as_conversation", "load_pipeline"]
@@ -82,9 +82,10 @@ class Pipeline:
         )
 
     def count(self, messages: Iterable[Message]) -> int:
-        """Tokens of ``messages`` under this pipeline's counter."""
-        count = self.counter.count
-        return sum(count(m) for m in as_conversation(messages))
+        """Tokens of ``messages`` under this pipeline's counter. Measured as
+        :meth:`apply` measures, so applying the same tuple next (as the
+        request hook does) looks nothing up again."""
+        return sum(message_sizes(self.counter, as_conversation(messages)))
 
     def apply(self, messages: Iterable[Message], *, budget: Budget | None = None) -> Compaction:
         """Compact ``messages`` until they fit ``budget`` (the config's by
