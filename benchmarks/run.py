@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from memrules.bench import main
+from memrules._bench import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -20,9 +20,9 @@ from __future__ import annotations
 import argparse
 
 from memrules import ContextUsage, MemoryConfig, Message
-from memrules.demo import OpenAIChat, scripted_reply
-from memrules.messages import message
-from memrules.plugin import MemoryPlugin, Request
+from memrules._demo import OpenAIChat, scripted_reply
+from memrules._messages import message
+from memrules._plugin import MemoryPlugin, Request
 from memrules.strategies import sliding_window
 
 

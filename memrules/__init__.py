@@ -7,10 +7,10 @@ the survivor and tool-pairing invariants after every strategy.
 
 from __future__ import annotations
 
-from memrules.adapters import from_anthropic, from_openai, to_anthropic, to_openai
-from memrules.budget import Budget, ContextWindowResolver
-from memrules.config import MemoryConfig, load_config, strategy_factory
-from memrules.errors import (
+from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
+from memrules._budget import Budget, ContextWindowResolver
+from memrules._config import MemoryConfig, load_config, strategy_factory
+from memrules._errors import (
     ConfigError,
     EncodingError,
     MemrulesError,
@@ -18,23 +18,23 @@ from memrules.errors import (
     ObserverError,
     StrategyError,
 )
-from memrules.interpreter import NamedStrategy
-from memrules.invariants import check_invariants
-from memrules.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
-from memrules.pipeline import Pipeline, load_pipeline
-from memrules.plugin import MemoryPlugin, PluginState, Request, StepResult, step
-from memrules.report import Compaction, CompressionAction, CompressionReport, StopReason
-from memrules.seams import SeamCall, Seams, Summarizer, VectorStore
-from memrules.strategies import STRATEGIES, register
-from memrules.tokens import (
+from memrules._interpreter import NamedStrategy
+from memrules._invariants import check_invariants
+from memrules._messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
+from memrules._pipeline import Pipeline, load_pipeline
+from memrules._plugin import MemoryPlugin, PluginState, Request, StepResult, step
+from memrules._report import Compaction, CompressionAction, CompressionReport, StopReason
+from memrules._tokens import (
     EstimatingCounter,
     TiktokenCounter,
     TokenCounter,
     count_tokens,
     estimate_tokens,
 )
-from memrules.typing import Outcome, Strategy, StrategyContext
-from memrules.usage import ContextUsage, ContextUsageObserver
+from memrules._typing import Outcome, Strategy, StrategyContext
+from memrules._usage import ContextUsage, ContextUsageObserver
+from memrules.seams import SeamCall, Seams, Summarizer, VectorStore
+from memrules.strategies import STRATEGIES, register
 
 __all__ = [
     "STRATEGIES",

@@ -2,6 +2,6 @@
 
 import sys
 
-from memrules.cli import main
+from memrules._cli import main
 
 sys.exit(main())

@@ -26,7 +26,7 @@ The generators:
 - :func:`budgets`: message, token and unlimited budgets.
 
 The checks: :func:`assert_invariants` (the invariants of
-:mod:`memrules.invariants`, with a readable failure) and
+:mod:`memrules._invariants`, with a readable failure) and
 :func:`check_strategy` (one strategy run held to the invariants, the
 no-op-keeps-identity rule, the interpreter's view, and determinism).
 :func:`register_profiles` registers the ``ci`` and ``dev`` hypothesis
@@ -44,10 +44,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from memrules.budget import Budget
-from memrules.interpreter import NamedStrategy, run_once, run_pipeline
-from memrules.invariants import Enforced, check_invariants, enforce
-from memrules.messages import (
+from memrules._budget import Budget
+from memrules._interpreter import NamedStrategy, run_once, run_pipeline
+from memrules._invariants import Enforced, check_invariants, enforce
+from memrules._messages import (
     ROLES,
     Conversation,
     Message,
@@ -58,8 +58,8 @@ from memrules.messages import (
     ToolCall,
     ToolResult,
 )
-from memrules.report import Compaction
-from memrules.typing import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
+from memrules._report import Compaction
+from memrules._typing import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
 
 __all__ = [
     "FILE_PATHS",
@@ -520,8 +520,8 @@ def render(conversation: Conversation) -> str:
 
 def assert_invariants(before: Conversation, after: Conversation) -> None:
     """Fail with a readable message when ``after`` breaks the invariants of
-    :mod:`memrules.invariants` relative to ``before`` (see
-    :func:`memrules.invariants.check_invariants`)."""
+    :mod:`memrules._invariants` relative to ``before`` (see
+    :func:`memrules._invariants.check_invariants`)."""
     problems = check_invariants(before, after)
     if problems:
         listed = "\n".join(f"  - {p}" for p in problems)
@@ -565,7 +565,7 @@ def check_strategy(
     """Run ``strategy`` once on ``conversation`` and hold it to the contract.
 
     Checks that it returns a tuple of messages (or an :class:`Outcome`),
-    that the output stands after :func:`memrules.invariants.enforce` and keeps
+    that the output stands after :func:`memrules._invariants.enforce` and keeps
     the invariants (:func:`assert_invariants`), that the interpreter, running
     it once under ``context.budget``, arrives at the same messages,
     and that a second run gives an equal result (determinism). With
@@ -574,7 +574,7 @@ def check_strategy(
     interpreter records an error, and when a no-op returns a new tuple
     instead of ``conversation`` itself (``new is old`` means nothing happened).
 
-    Returns what :func:`~memrules.invariants.enforce` made of the output.
+    Returns what :func:`~memrules._invariants.enforce` made of the output.
     Exceptions the strategy raises propagate.
     """
     name = getattr(strategy, "__name__", None) or repr(strategy)

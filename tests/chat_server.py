@@ -19,8 +19,8 @@ from typing import Any
 
 import attrs
 
-from memrules.adapters import from_openai
-from memrules.demo import scripted_reply
+from memrules._adapters import from_openai
+from memrules._demo import scripted_reply
 
 Reply = Callable[[list[dict[str, Any]]], str]
 

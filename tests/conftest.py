@@ -11,8 +11,8 @@ import os
 import pytest
 from hypothesis import settings
 
+from memrules._tokens import TiktokenCounter, counter_for
 from memrules.testing import register_profiles
-from memrules.tokens import TiktokenCounter, counter_for
 
 register_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from memrules.adapters import (
+from memrules._adapters import (
     from_anthropic,
     from_openai,
     to_anthropic,
     to_anthropic_request,
     to_openai,
 )
-from memrules.errors import MessageFormatError
-from memrules.messages import Message, Opaque, Text, ToolCall, ToolResult
+from memrules._errors import MessageFormatError
+from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult
 from tests.adapter_json import (
     anthropic_messages,
     anthropic_requests,

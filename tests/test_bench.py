@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from memrules import from_openai
-from memrules.bench import main
-from memrules.bench.histories import History, agent_history, request_points
-from memrules.messages import Text, ToolCall, ToolResult
-from memrules.tokens import TiktokenCounter, load_encoding
+from memrules._bench import main
+from memrules._bench.histories import History, agent_history, request_points
+from memrules._messages import Text, ToolCall, ToolResult
+from memrules._tokens import TiktokenCounter, load_encoding
 
 
 def _is_cjk(text: str) -> bool:
@@ -109,7 +109,7 @@ def test_request_points_end_a_step(history: History) -> None:
 
 def test_langchain_counter_sees_the_text_memrules_counts(history: History) -> None:
     pytest.importorskip("langchain_core")
-    from memrules.bench._langchain import load_langchain, message_text
+    from memrules._bench._langchain import load_langchain, message_text
 
     lc = load_langchain(load_encoding("o200k_base"))
     assert lc is not None

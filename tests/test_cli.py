@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memrules import from_openai
-from memrules.cli import main
+from memrules._cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = ROOT / "examples" / "agent_history.json"

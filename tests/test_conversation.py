@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-import memrules.conversation as structure
-from memrules.messages import Conversation
+import memrules._conversation as structure
+from memrules._messages import Conversation
 from memrules.testing import conversations
 
 

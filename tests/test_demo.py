@@ -1,4 +1,4 @@
-"""The seed's four-turn example (memrules.demo): offline, and against a real
+"""The seed's four-turn example (memrules._demo): offline, and against a real
 OpenAI-compatible server on loopback (tests/chat_server.py)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from memrules.config import load_config
-from memrules.demo import (
+from memrules._config import load_config
+from memrules._demo import (
     SYSTEM_PROMPT,
     TURNS,
     OpenAIChat,
@@ -24,8 +24,8 @@ from memrules.demo import (
     scripted_reply,
     shape,
 )
-from memrules.messages import message
-from memrules.typing import DEFAULT_WARNING_MARKER
+from memrules._messages import message
+from memrules._typing import DEFAULT_WARNING_MARKER
 from tests.chat_server import ChatServer
 
 # The seed's output (seed 000, "Example"), with the model's lines left out:

@@ -7,7 +7,7 @@ import pytest
 from pyrsistent import PMap
 
 from memrules import Message, Opaque, Text, ToolCall, ToolResult
-from memrules.messages import message
+from memrules._messages import message
 
 
 def test_messages_are_frozen_values() -> None:

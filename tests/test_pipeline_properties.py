@@ -12,12 +12,14 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from memrules.budget import Budget
-from memrules.config import MemoryConfig, default_strategies
-from memrules.interpreter import MAX_PASSES, NamedStrategy
-from memrules.messages import Conversation
-from memrules.pipeline import Pipeline
-from memrules.report import Compaction, StopReason
+from memrules._budget import Budget
+from memrules._config import MemoryConfig, default_strategies
+from memrules._interpreter import MAX_PASSES, NamedStrategy
+from memrules._messages import Conversation
+from memrules._pipeline import Pipeline
+from memrules._report import Compaction, StopReason
+from memrules._tokens import TiktokenCounter
+from memrules._typing import DEFAULT_WARNING_MARKER
 from memrules.seams import Seams
 from memrules.strategies import (
     BUILTIN_ORDER,
@@ -26,8 +28,6 @@ from memrules.strategies import (
     sliding_window,
     trim_to_budget,
 )
-from memrules.tokens import TiktokenCounter
-from memrules.typing import DEFAULT_WARNING_MARKER
 from tests.strategies import (
     ALL_BUILTINS,
     COUNTER,

@@ -1,4 +1,4 @@
-"""The request hook (memrules.plugin): the four steps, their order and their
+"""The request hook (memrules._plugin): the four steps, their order and their
 error rules, the one-shot warning, and the shell's thread safety."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from typing import Any
 import attrs
 import pytest
 
-from memrules.budget import Budget
-from memrules.config import MemoryConfig
-from memrules.errors import ConfigError, MessageFormatError, ObserverError
-from memrules.messages import Conversation, Message, message
-from memrules.plugin import MemoryPlugin, PluginState, Request, StepResult, step
-from memrules.report import StopReason
+from memrules._budget import Budget
+from memrules._config import MemoryConfig
+from memrules._errors import ConfigError, MessageFormatError, ObserverError
+from memrules._messages import Conversation, Message, message
+from memrules._plugin import MemoryPlugin, PluginState, Request, StepResult, step
+from memrules._report import StopReason
+from memrules._typing import DEFAULT_WARNING_MARKER, StrategyContext
+from memrules._usage import ContextUsage
 from memrules.strategies import offload, sliding_window
-from memrules.typing import DEFAULT_WARNING_MARKER, StrategyContext
-from memrules.usage import ContextUsage
 
 
 @attrs.frozen

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrules.budget import Budget
-from memrules.interpreter import NamedStrategy, run_once, run_pipeline
-from memrules.invariants import Enforced, enforce
-from memrules.messages import (
+from memrules._budget import Budget
+from memrules._interpreter import NamedStrategy, run_once, run_pipeline
+from memrules._invariants import Enforced, enforce
+from memrules._messages import (
     Conversation,
     Message,
     Opaque,
@@ -30,7 +30,8 @@ from memrules.messages import (
     ToolResult,
     part_text,
 )
-from memrules.report import StopReason
+from memrules._report import StopReason
+from memrules._typing import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
 from memrules.seams import SeamCall
 from memrules.strategies import (
     STRATEGIES,
@@ -46,7 +47,6 @@ from memrules.strategies import (
 )
 from memrules.strategies.seamed import SUMMARY_PREFIX
 from memrules.strategies.tool_results import CLEARED, CLEARED_INPUT
-from memrules.typing import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
 from tests.strategies import (
     ALL_BUILTINS,
     COUNTER,

@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import InvalidArgument
 
-from memrules.budget import Budget
-from memrules.messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules._budget import Budget
+from memrules._messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules._tokens import TiktokenCounter
+from memrules._typing import DEFAULT_WARNING_MARKER, StrategyContext
 from memrules.strategies import sliding_window
 from memrules.testing import (
     FILE_PATHS,
@@ -26,8 +28,6 @@ from memrules.testing import (
     register_profiles,
     texts,
 )
-from memrules.tokens import TiktokenCounter
-from memrules.typing import DEFAULT_WARNING_MARKER, StrategyContext
 from tests.strategies import COUNTER, agent_histories
 
 CTX = StrategyContext(counter=COUNTER)

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from memrules import EncodingError, count_tokens, estimate_tokens
-from memrules.messages import Message, Opaque, Text, ToolCall, ToolResult, message
-from memrules.tokens import (
+from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult, message
+from memrules._tokens import (
     EstimatingCounter,
     TiktokenCounter,
     TokenCounter,
@@ -56,7 +56,7 @@ def test_loading_never_touches_the_network() -> None:
             raise OSError("network is off in this test")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from memrules.tokens import load_encoding
+        from memrules._tokens import load_encoding
         print(load_encoding("o200k_base").encode_ordinary("offline"),
               load_encoding("cl100k_base").encode_ordinary("offline"))
         """

@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from memrules.messages import Conversation
+from memrules._messages import Conversation
 
 __all__ = ["SeamCall", "Seams", "Summarizer", "VectorStore"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from memrules.messages import Conversation, Message, Part
+from memrules._messages import Conversation, Message, Part
 
 
 def check_positive(name: str, value: int, *, minimum: int = 1) -> None:

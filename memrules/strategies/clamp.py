@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import attrs
 
-from memrules.conversation import survivor_indices
-from memrules.messages import Conversation, Opaque, Part, Text, ToolResult, part_text
+from memrules._conversation import survivor_indices
+from memrules._messages import Conversation, Opaque, Part, Text, ToolResult, part_text
+from memrules._tokens import TokenCounter
+from memrules._typing import Strategy, StrategyContext
 from memrules.strategies._util import check_positive, rewrite_parts
 from memrules.strategies.registry import describe, register
-from memrules.tokens import TokenCounter
-from memrules.typing import Strategy, StrategyContext
 
 __all__ = ["clamp_oversized_messages", "clamp_text"]
 

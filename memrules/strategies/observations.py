@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import attrs
 
-from memrules.conversation import first_system_index
-from memrules.messages import Conversation
+from memrules._conversation import first_system_index
+from memrules._messages import Conversation
+from memrules._typing import Strategy, StrategyContext
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
-from memrules.typing import Strategy, StrategyContext
 
 __all__ = ["drop_observations"]
 

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import attrs
 
-from memrules.typing import StrategyFactory
+from memrules._typing import StrategyFactory
 
 __all__ = ["BUILTIN_ORDER", "STRATEGIES", "describe", "register"]
 

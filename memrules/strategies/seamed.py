@@ -1,7 +1,7 @@
 """Strategies that move old turns out through a seam: offload and summarize.
 
 Each does nothing when its seam is absent. A seam failure raises
-:class:`~memrules.errors.StrategyError`, so the interpreter records it and
+:class:`~memrules._errors.StrategyError`, so the interpreter records it and
 keeps the conversation as it was: offloading is all or nothing.
 """
 
@@ -12,13 +12,13 @@ from typing import TypeVar
 
 import attrs
 
-from memrules.conversation import droppable_turns
-from memrules.errors import StrategyError
-from memrules.messages import Conversation, Message, Text
+from memrules._conversation import droppable_turns
+from memrules._errors import StrategyError
+from memrules._messages import Conversation, Message, Text
+from memrules._typing import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.seams import SeamCall
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
-from memrules.typing import Outcome, Strategy, StrategyContext, StrategyResult
 
 __all__ = ["SUMMARY_PREFIX", "offload", "summarize"]
 
@@ -76,7 +76,7 @@ def offload(*, turns: int = 10) -> Strategy:
     when the store fails the turns stay where they were. Without a store it
     does nothing. A tool exchange is never split: when a call is answered in
     the next turn, the turns move together (see
-    :func:`memrules.conversation.droppable_turns`), so everything that
+    :func:`memrules._conversation.droppable_turns`), so everything that
     leaves the conversation is in the store.
 
     Keeps: survivors untouched (their turns never move), order, tool

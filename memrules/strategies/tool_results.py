@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 import attrs
 
-from memrules.conversation import survivor_indices
-from memrules.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
+from memrules._conversation import survivor_indices
+from memrules._messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
+from memrules._typing import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.strategies._util import check_positive, rewrite_parts
 from memrules.strategies.registry import describe, register
-from memrules.typing import Outcome, Strategy, StrategyContext, StrategyResult
 
 __all__ = ["CLEARED", "clear_tool_results", "deduplicate_file_reads"]
 

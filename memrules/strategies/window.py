@@ -16,17 +16,17 @@ import operator
 
 import attrs
 
-from memrules.conversation import (
+from memrules._conversation import (
     droppable_turns,
     pinned_indices,
     tool_links,
     without_indices,
 )
-from memrules.messages import Conversation
+from memrules._messages import Conversation
+from memrules._tokens import message_sizes
+from memrules._typing import Strategy, StrategyContext
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
-from memrules.tokens import message_sizes
-from memrules.typing import Strategy, StrategyContext
 
 __all__ = ["drop_turns", "sliding_window", "trim", "trim_to_budget"]
 
@@ -195,7 +195,7 @@ class _DropTurns:
 def drop_turns() -> Strategy:
     """Remove the oldest ``offload_turns`` turns (a config setting) per pass,
     never the latest turn nor one holding a survivor, and never splitting a
-    tool exchange (see :func:`memrules.conversation.droppable_turns`).
+    tool exchange (see :func:`memrules._conversation.droppable_turns`).
 
     Keeps: survivors untouched, order, tool exchanges whole.
     """

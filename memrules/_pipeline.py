@@ -18,15 +18,15 @@ from pathlib import Path
 
 import attrs
 
-from memrules.budget import Budget, resolve_budget
-from memrules.config import MemoryConfig, load_config
-from memrules.errors import MessageFormatError
-from memrules.interpreter import MAX_PASSES, run_once, run_pipeline
-from memrules.messages import Conversation, Message
-from memrules.report import Compaction
+from memrules._budget import Budget, resolve_budget
+from memrules._config import MemoryConfig, load_config
+from memrules._errors import MessageFormatError
+from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
+from memrules._messages import Conversation, Message
+from memrules._report import Compaction
+from memrules._tokens import TiktokenCounter, TokenCounter, message_sizes
+from memrules._typing import StrategyContext, StrategyFactory
 from memrules.seams import Seams
-from memrules.tokens import TiktokenCounter, TokenCounter, message_sizes
-from memrules.typing import StrategyContext, StrategyFactory
 
 __all__ = ["Pipeline", "as_conversation", "load_pipeline"]
 
@@ -115,7 +115,7 @@ def load_pipeline(
 ) -> Pipeline:
     """A pipeline from a YAML file path, YAML text, or a :class:`MemoryConfig`.
 
-    Raises :class:`~memrules.errors.ConfigError` naming the file, YAML path
+    Raises :class:`~memrules._errors.ConfigError` naming the file, YAML path
     and line of every problem.
     """
     config = source if isinstance(source, MemoryConfig) else load_config(source, registry=registry)

@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from memrules.adapters import from_anthropic, from_openai, to_anthropic, to_openai
-from memrules.adapters.anthropic import to_anthropic_request
-from memrules.errors import MemrulesError
-from memrules.messages import Conversation
-from memrules.pipeline import load_pipeline
+from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
+from memrules._adapters.anthropic import to_anthropic_request
+from memrules._errors import MemrulesError
+from memrules._messages import Conversation
+from memrules._pipeline import load_pipeline
 
 __all__ = ["main"]
 
@@ -111,11 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] == "demo":
-        from memrules.demo import main as demo_main
+        from memrules._demo import main as demo_main
 
         return demo_main(args_list[1:])
     if args_list and args_list[0] == "bench":
-        from memrules.bench import main as bench_main
+        from memrules._bench import main as bench_main
 
         return bench_main(args_list[1:])
     args = _parser().parse_args(args_list)

@@ -35,15 +35,15 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from memrules.adapters import to_openai
-from memrules.config import MemoryConfig
-from memrules.conversation import last_user_index
-from memrules.errors import MemrulesError
-from memrules.messages import Conversation, Message, message
-from memrules.plugin import MemoryPlugin, Request
-from memrules.report import CompressionReport
+from memrules._adapters import to_openai
+from memrules._config import MemoryConfig
+from memrules._conversation import last_user_index
+from memrules._errors import MemrulesError
+from memrules._messages import Conversation, Message, message
+from memrules._plugin import MemoryPlugin, Request
+from memrules._report import CompressionReport
+from memrules._usage import ContextUsage, ContextUsageObserver
 from memrules.strategies import sliding_window
-from memrules.usage import ContextUsage, ContextUsageObserver
 
 __all__ = [
     "SYSTEM_PROMPT",

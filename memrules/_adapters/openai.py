@@ -13,15 +13,15 @@ How each message maps:
 
 - ``system`` and ``developer`` become ``system`` messages; ``user`` and
   ``assistant`` keep their role; ``tool`` becomes a ``tool`` message holding
-  one :class:`~memrules.messages.ToolResult` (``tool_call_id`` is its
+  one :class:`~memrules._messages.ToolResult` (``tool_call_id`` is its
   ``call_id``). The legacy ``function`` role becomes a ``tool`` message too,
   answering the assistant's most recent legacy ``function_call``.
-- ``content`` as a string becomes one :class:`~memrules.messages.Text`
+- ``content`` as a string becomes one :class:`~memrules._messages.Text`
   (an empty string, none); as a list, ``text`` parts become ``Text`` and every
   other part (``image_url``, ``input_audio``, ``file``, ``refusal``, types
-  memrules does not know) an :class:`~memrules.messages.Opaque` whose ``kind``
+  memrules does not know) an :class:`~memrules._messages.Opaque` whose ``kind``
   is ``"openai:<type>"`` and whose ``payload`` is the whole part.
-- ``tool_calls`` become :class:`~memrules.messages.ToolCall` parts after the
+- ``tool_calls`` become :class:`~memrules._messages.ToolCall` parts after the
   content, in order; ``arguments`` is kept as the exact text.
   ``custom`` tool calls are read too (``input`` is the arguments).
 - ``name`` becomes ``Message.name``.
@@ -66,7 +66,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memrules.adapters._common import (
+from memrules._adapters._common import (
     MISSING,
     array,
     fail,
@@ -79,7 +79,7 @@ from memrules.adapters._common import (
     type_name,
     unmapped,
 )
-from memrules.messages import Message, Opaque, Part, Role, Text, ToolCall, ToolResult
+from memrules._messages import Message, Opaque, Part, Role, Text, ToolCall, ToolResult
 
 __all__ = ["from_openai", "to_openai"]
 
@@ -120,7 +120,7 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> tuple[Message, ...]:
     """Read OpenAI chat-completions messages into a conversation.
 
     ``messages`` is the ``messages`` array of a request (parsed JSON). The
-    input is not modified. Raises :class:`~memrules.errors.MessageFormatError`
+    input is not modified. Raises :class:`~memrules._errors.MessageFormatError`
     naming the message index and field for malformed input, e.g.
     ``messages[3].tool_calls[0].function.arguments: expected a string, got int``.
     """
@@ -334,7 +334,7 @@ def to_openai(conversation: Iterable[Message]) -> list[dict[str, Any]]:
     Returns fresh plain ``dict``/``list`` values, ready for ``json.dumps``.
     A message that OpenAI cannot express (a tool call on a user message, a
     tool message with no result) raises
-    :class:`~memrules.errors.MessageFormatError` naming its index.
+    :class:`~memrules._errors.MessageFormatError` naming its index.
     """
     out: list[dict[str, Any]] = []
     for index, message in enumerate(conversation):

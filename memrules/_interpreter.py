@@ -16,14 +16,14 @@ from collections.abc import Sequence
 
 import attrs
 
-from memrules.budget import Budget
-from memrules.errors import StrategyError
-from memrules.invariants import Enforced, enforce
-from memrules.messages import Conversation, Message
-from memrules.report import Compaction, CompressionAction, CompressionReport, StopReason
+from memrules._budget import Budget
+from memrules._errors import StrategyError
+from memrules._invariants import Enforced, enforce
+from memrules._messages import Conversation, Message
+from memrules._report import Compaction, CompressionAction, CompressionReport, StopReason
+from memrules._tokens import message_sizes
+from memrules._typing import Outcome, Strategy, StrategyContext
 from memrules.seams import SeamCall
-from memrules.tokens import message_sizes
-from memrules.typing import Outcome, Strategy, StrategyContext
 
 __all__ = ["MAX_PASSES", "NamedStrategy", "run_once", "run_pipeline"]
 

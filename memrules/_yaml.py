@@ -13,7 +13,7 @@ import attrs
 import yaml
 from pyrsistent import PMap, pmap
 
-from memrules.errors import ConfigError, ConfigProblem
+from memrules._errors import ConfigError, ConfigProblem
 
 __all__ = ["Node", "parse_yaml"]
 

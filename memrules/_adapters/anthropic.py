@@ -31,14 +31,14 @@ it in, as a ``system`` message:
   ``from_anthropic`` reads it back (to the same message a ``system``
   parameter gives). Use ``to_anthropic_request`` to call the API.
 
-How each block maps: ``text`` becomes :class:`~memrules.messages.Text`;
-``tool_use`` a :class:`~memrules.messages.ToolCall` whose ``arguments`` is
+How each block maps: ``text`` becomes :class:`~memrules._messages.Text`;
+``tool_use`` a :class:`~memrules._messages.ToolCall` whose ``arguments`` is
 ``input`` as JSON text (written back, it parses to an equal object); a
-``tool_result`` a :class:`~memrules.messages.ToolResult` part of the same
+``tool_result`` a :class:`~memrules._messages.ToolResult` part of the same
 user message (not a separate ``tool`` message), its ``content`` a string or a
 tuple of ``Text``/``Opaque`` parts; every other block (``image``,
 ``document``, ``thinking``, ``redacted_thinking``, server tool blocks, types
-memrules does not know) an :class:`~memrules.messages.Opaque` whose ``kind``
+memrules does not know) an :class:`~memrules._messages.Opaque` whose ``kind``
 is ``"anthropic:<type>"`` and whose ``payload`` is the whole block.
 
 What the data model cannot say is kept where the writers find it again, and
@@ -75,7 +75,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memrules.adapters._common import (
+from memrules._adapters._common import (
     MISSING,
     array,
     fail,
@@ -87,7 +87,7 @@ from memrules.adapters._common import (
     type_name,
     unmapped,
 )
-from memrules.messages import Message, Opaque, Part, Role, Text, ToolCall, ToolResult
+from memrules._messages import Message, Opaque, Part, Role, Text, ToolCall, ToolResult
 
 __all__ = ["from_anthropic", "to_anthropic", "to_anthropic_request"]
 
@@ -113,7 +113,7 @@ def from_anthropic(
     ``messages`` is the ``messages`` array of a request, or the whole request
     mapping; ``system`` is the request's ``system`` parameter, when
     ``messages`` is a list. The system prompt becomes the first message. The
-    input is not modified. Raises :class:`~memrules.errors.MessageFormatError`
+    input is not modified. Raises :class:`~memrules._errors.MessageFormatError`
     naming the message index and field for malformed input, e.g.
     ``messages[2].content[0].tool_use_id: missing``; an error in the system
     prompt names ``system``.

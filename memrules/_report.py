@@ -7,8 +7,8 @@ from typing import Any
 
 import attrs
 
-from memrules.budget import Budget
-from memrules.messages import Conversation
+from memrules._budget import Budget
+from memrules._messages import Conversation
 from memrules.seams import SeamCall
 
 __all__ = ["CompressionAction", "CompressionReport", "StopReason"]

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from memrules.messages import Conversation, Message, ToolResult
+from memrules._messages import Conversation, Message, ToolResult
 
 __all__ = [
     "ToolLinks",

@@ -1,13 +1,13 @@
 """Provider message formats, both ways, losslessly.
 
-- :mod:`memrules.adapters.openai`: OpenAI chat-completions messages
+- :mod:`memrules._adapters.openai`: OpenAI chat-completions messages
   (:func:`from_openai`, :func:`to_openai`).
-- :mod:`memrules.adapters.anthropic`: Anthropic Messages API messages and the
+- :mod:`memrules._adapters.anthropic`: Anthropic Messages API messages and the
   ``system`` parameter (:func:`from_anthropic`, :func:`to_anthropic`,
   :func:`to_anthropic_request`).
 
 ``to_x(from_x(m)) == m`` for every valid input ``m``; malformed input raises
-:class:`~memrules.errors.MessageFormatError` naming the message index and
+:class:`~memrules._errors.MessageFormatError` naming the message index and
 field. Fields the data model has no place for are kept in
 ``Message.metadata`` and in each part's ``extra`` under the provider's name
 (``"openai"``, ``"anthropic"``) and a few ``"<provider>_..."`` keys that each
@@ -16,8 +16,8 @@ converting between formats drops the other provider's fields; each module
 says what else is lost that way.
 """
 
-from memrules.adapters.anthropic import from_anthropic, to_anthropic, to_anthropic_request
-from memrules.adapters.openai import from_openai, to_openai
+from memrules._adapters.anthropic import from_anthropic, to_anthropic, to_anthropic_request
+from memrules._adapters.openai import from_openai, to_openai
 
 __all__ = [
     "from_anthropic",

@@ -28,14 +28,14 @@ from typing import Any
 
 import attrs
 
-from memrules.budget import ContextWindowResolver, Trigger
-from memrules.errors import ConfigError, ConfigProblem, EncodingError
-from memrules.interpreter import NamedStrategy
+from memrules._budget import ContextWindowResolver, Trigger
+from memrules._errors import ConfigError, ConfigProblem, EncodingError
+from memrules._interpreter import NamedStrategy
+from memrules._tokens import load_encoding
+from memrules._typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
+from memrules._usage import ContextUsageObserver
+from memrules._yaml import Node, parse_yaml
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
-from memrules.tokens import load_encoding
-from memrules.typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
-from memrules.usage import ContextUsageObserver
-from memrules.yamlsource import Node, parse_yaml
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -106,7 +106,7 @@ class MemoryConfig:
 
     ``strategies`` are strategy callables (or :class:`NamedStrategy`), the
     seed's eight by default. ``observers`` and ``context_window_resolver``
-    are used by :class:`~memrules.plugin.MemoryPlugin`. ``source`` is the
+    are used by :class:`~memrules._plugin.MemoryPlugin`. ``source`` is the
     file the config came from, if any.
     """
 

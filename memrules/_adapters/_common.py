@@ -1,6 +1,6 @@
 """What both adapters share: reading untrusted JSON and naming what is wrong.
 
-Every check raises :class:`~memrules.errors.MessageFormatError` with the
+Every check raises :class:`~memrules._errors.MessageFormatError` with the
 message index and the field path (``content[2].type``), so malformed input
 never surfaces as a ``KeyError`` or ``TypeError`` from deep inside a loop.
 """
@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 from pyrsistent import thaw
 
-from memrules.errors import MessageFormatError
+from memrules._errors import MessageFormatError
 
 __all__ = [
     "MISSING",

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from memrules.conversation import first_system_index, last_user_index, tool_links
-from memrules.messages import Conversation, Message, ToolCall, ToolResult
+from memrules._conversation import first_system_index, last_user_index, tool_links
+from memrules._messages import Conversation, Message, ToolCall, ToolResult
 
 __all__ = ["Enforced", "check_invariants", "enforce", "pairing_problems"]
 

@@ -1,12 +1,12 @@
 """The benchmark: memrules against a plain tiktoken loop and LangChain.
 
 ``main(argv)`` runs five measurements on seeded agent histories (see
-:mod:`memrules.bench.histories`) and prints them as tables, then the issue's
+:mod:`memrules._bench.histories`) and prints them as tables, then the issue's
 targets, met or missed:
 
 1. **Counting.** The tiktoken floor (one plain ``encode_ordinary`` loop over
    the texts memrules counts) and cold counting with a fresh
-   :class:`~memrules.tokens.TiktokenCounter`.
+   :class:`~memrules._tokens.TiktokenCounter`.
 2. **Per call.** One ``Pipeline.apply`` with a token budget
    (``trim_to_budget``), cold and warm, and a warm request that needs no
    compaction; LangChain's ``trim_messages`` on the same messages.
@@ -40,12 +40,12 @@ from typing import Any, TextIO
 import attrs
 import tiktoken
 
-from memrules.bench._langchain import CONFIGS, LangChain, TrimConfig, load_langchain
-from memrules.bench.histories import History, agent_history, request_points
-from memrules.invariants import pairing_problems
-from memrules.messages import Conversation, Message
-from memrules.pipeline import Pipeline, load_pipeline
-from memrules.tokens import TiktokenCounter, load_encoding
+from memrules._bench._langchain import CONFIGS, LangChain, TrimConfig, load_langchain
+from memrules._bench.histories import History, agent_history, request_points
+from memrules._invariants import pairing_problems
+from memrules._messages import Conversation, Message
+from memrules._pipeline import Pipeline, load_pipeline
+from memrules._tokens import TiktokenCounter, load_encoding
 
 __all__ = ["Settings", "main", "run"]
 

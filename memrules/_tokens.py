@@ -29,9 +29,9 @@ import attrs
 import tiktoken
 import tiktoken.model
 
-from memrules.conversation import extends
-from memrules.errors import EncodingError
-from memrules.messages import Conversation, Message
+from memrules._conversation import extends
+from memrules._errors import EncodingError
+from memrules._messages import Conversation, Message
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",

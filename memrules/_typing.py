@@ -6,7 +6,7 @@ it changes nothing. It may instead return an :class:`Outcome`, which also
 carries a note for the report and the seam calls it made.
 
 Strategies never enforce the survivor or tool-pairing invariants themselves:
-the interpreter does that after every strategy (see :mod:`memrules.invariants`).
+the interpreter does that after every strategy (see :mod:`memrules._invariants`).
 They may rely on reusing the input's message objects for what they keep: the
 interpreter tells kept from new messages by identity.
 """
@@ -18,10 +18,10 @@ from typing import TypeAlias
 
 import attrs
 
-from memrules.budget import Budget
-from memrules.messages import Conversation
+from memrules._budget import Budget
+from memrules._messages import Conversation
+from memrules._tokens import TokenCounter
 from memrules.seams import SeamCall, Seams
-from memrules.tokens import TokenCounter
 
 DEFAULT_WARNING_MARKER = "memrules context warning:"
 

@@ -5,7 +5,7 @@ Every request goes through the seed's four steps, in order:
 1. **Measure.** Count the request's tokens and hand one :class:`ContextUsage`
    to every observer. The window is the resolver's answer for the request's
    model when it gives one, else ``config.context_window_tokens``. An observer
-   that raises fails the request with :class:`~memrules.errors.ObserverError`
+   that raises fails the request with :class:`~memrules._errors.ObserverError`
    before anything has changed.
 2. **Warn, once.** When ``warn_fraction`` is set and the usage reaches it,
    append one system message that starts with ``config.warning_marker``.
@@ -28,7 +28,7 @@ appended only when neither says it has been given; either one seen sets
 ``warned``. One plugin serves one conversation; :meth:`MemoryPlugin.reset`
 starts the next.
 
->>> from memrules.messages import message
+>>> from memrules._messages import message
 >>> config = MemoryConfig(context_window_tokens=10, max_fraction=None, warn_fraction=0.5)
 >>> plugin = MemoryPlugin(config)
 >>> sent = plugin.on_request(Request(messages=(message("user", "one two three four five"),)))
@@ -46,16 +46,16 @@ from typing import Any
 
 import attrs
 
-from memrules.adapters import from_openai, to_openai
-from memrules.budget import ContextWindowResolver
-from memrules.config import MemoryConfig
-from memrules.errors import ConfigError, MessageFormatError, ObserverError
-from memrules.messages import Conversation, Message, message
-from memrules.pipeline import Pipeline, as_conversation
-from memrules.report import Compaction, CompressionReport
+from memrules._adapters import from_openai, to_openai
+from memrules._budget import ContextWindowResolver
+from memrules._config import MemoryConfig
+from memrules._errors import ConfigError, MessageFormatError, ObserverError
+from memrules._messages import Conversation, Message, message
+from memrules._pipeline import Pipeline, as_conversation
+from memrules._report import Compaction, CompressionReport
+from memrules._tokens import TokenCounter
+from memrules._usage import ContextUsage, ContextUsageObserver
 from memrules.seams import Seams, Summarizer, VectorStore
-from memrules.tokens import TokenCounter
-from memrules.usage import ContextUsage, ContextUsageObserver
 
 __all__ = [
     "MemoryPlugin",
@@ -89,9 +89,9 @@ class PluginState:
 @attrs.frozen(kw_only=True, slots=True)
 class Request:
     """A chat request as the hook sees it: the messages, and the model they go
-    to (which the :class:`~memrules.budget.ContextWindowResolver` is asked
+    to (which the :class:`~memrules._budget.ContextWindowResolver` is asked
     about). Building one checks that every message is a
-    :class:`~memrules.messages.Message`."""
+    :class:`~memrules._messages.Message`."""
 
     messages: Conversation = attrs.field(converter=as_conversation)
     model: str | None = None
@@ -100,7 +100,7 @@ class Request:
     def from_openai(cls, body: Mapping[str, Any]) -> Request:
         """The request in an OpenAI chat-completions body (parsed JSON): its
         ``messages`` and ``model``. Raises
-        :class:`~memrules.errors.MessageFormatError` for malformed input."""
+        :class:`~memrules._errors.MessageFormatError` for malformed input."""
         model = body.get("model")
         if model is not None and not isinstance(model, str):
             msg = f"expected a string, got {type(model).__name__}"
@@ -142,7 +142,7 @@ def measure(
     against the resolver's window for ``request.model`` when it gives one,
     else ``context_window_tokens``.
 
-    Raises :class:`~memrules.errors.ConfigError` when the resolver answers
+    Raises :class:`~memrules._errors.ConfigError` when the resolver answers
     something other than None or a whole number of at least 1: a zero window
     would make every request over budget.
     """
@@ -208,7 +208,7 @@ def step(
     for what the observers and the pipeline's seams do.
 
     Changes nothing: the new state and request are in the result. An
-    observer error raises :class:`~memrules.errors.ObserverError`, chained to
+    observer error raises :class:`~memrules._errors.ObserverError`, chained to
     the cause, before anything else has run.
     """
     config = pipeline.config
@@ -265,7 +265,7 @@ class MemoryPlugin:
     a lock, so writers that do not wait for a request (the graph's, when it
     comes) lose nothing.
 
-    Raises :class:`~memrules.errors.EncodingError` when the config's encoder
+    Raises :class:`~memrules._errors.EncodingError` when the config's encoder
     cannot be loaded (the config validated itself when it was built).
     """
 
