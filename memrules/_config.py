@@ -120,6 +120,8 @@ class MemoryConfig:
     warn_fraction: float | None = attrs.field(default=None, validator=_fraction)
     offload_turns: int = attrs.field(default=10, validator=_positive)
     warning_marker: str = DEFAULT_WARNING_MARKER
+    repair: bool = False
+    user_first: bool = False
     strategies: tuple[NamedStrategy, ...] = attrs.field(
         factory=default_strategies, converter=_strategies
     )
@@ -159,6 +161,8 @@ _SCALARS: dict[str, tuple[Callable[[object], bool], str]] = {
     "warn_fraction": (lambda v: v is None or _is_fraction(v), "a number in (0, 1] or null"),
     "offload_turns": (lambda v: _is_int(v) and v >= 1, "a whole number ≥ 1"),  # type: ignore[operator]
     "warning_marker": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    "repair": (lambda v: isinstance(v, bool), "true or false"),
+    "user_first": (lambda v: isinstance(v, bool), "true or false"),
 }
 KNOWN_KEYS = (*_SCALARS, "strategies")
 
