@@ -5,7 +5,6 @@ Plain functions over message tuples, shared by strategies and the interpreter.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import operator
 from collections.abc import Iterable
@@ -15,12 +14,16 @@ import attrs
 from memrules._messages import Conversation, Message, ToolResult
 
 __all__ = [
+    "LinkState",
     "ToolLinks",
-    "droppable_turns",
+    "Units",
+    "extends",
     "first_system_index",
     "held_indices",
     "is_turn_start",
     "last_user_index",
+    "link_state",
+    "movable_units",
     "pinned_indices",
     "survivor_indices",
     "tool_links",
@@ -107,18 +110,19 @@ _CARRIES = operator.attrgetter("is_tool_carrier")
 
 
 @attrs.frozen(slots=True)
-class _LinkMemo:
-    """The last conversation :func:`tool_links` answered for, with what it
-    takes to extend the answer to a conversation that only appends to it."""
+class LinkState:
+    """:class:`ToolLinks` of a conversation of ``size`` messages, with what
+    it takes to extend them to a conversation that appends to it. Immutable:
+    extending makes new maps and leaves this one as it was."""
 
-    conversation: Conversation
+    size: int
     links: ToolLinks
     call_at: dict[str, int]  # call id → first message holding it
-    unmatched: dict[str, list[int]]  # result id → messages holding it, no call yet
+    unmatched: dict[str, tuple[int, ...]]  # result id → messages holding it, no call yet
     calls: int
 
 
-_memo: _LinkMemo | None = None
+_EMPTY_STATE = LinkState(0, _NO_LINKS, {}, {}, 0)
 
 
 def extends(longer: Conversation, shorter: Conversation) -> bool:
@@ -126,27 +130,15 @@ def extends(longer: Conversation, shorter: Conversation) -> bool:
     return len(longer) >= len(shorter) and all(map(operator.is_, shorter, longer))
 
 
-def tool_links(conversation: Conversation) -> ToolLinks:
-    """The :class:`ToolLinks` of ``conversation``.
-
-    A window and the interpreter's invariant check ask this of the same
-    tuple in turn, and an agent loop asks it of a conversation that grew by a
-    message, so the answer for the last tuple asked about is kept (with the
-    tuple: it is immutable, so the answer cannot go stale) and extended when
-    the next tuple only appends to it.
-    """
-    global _memo
-    memo = _memo
-    if memo is not None and memo.conversation is conversation:
-        return memo.links
-    if memo is not None and extends(conversation, memo.conversation):
-        start = len(memo.conversation)
-        call_at = dict(memo.call_at)
-        unmatched = {r: list(ix) for r, ix in memo.unmatched.items()}
-        pairs = list(memo.links.pairs)
-        calls = memo.calls
-    else:
-        start, call_at, unmatched, pairs, calls = 0, {}, {}, [], 0
+def link_state(conversation: Conversation, prefix: LinkState | None = None) -> LinkState:
+    """The :class:`LinkState` of ``conversation``, extending ``prefix`` (the
+    state of its first ``prefix.size`` messages) when given. Pure."""
+    base = _EMPTY_STATE if prefix is None else prefix
+    start = base.size
+    call_at = dict(base.call_at)
+    unmatched = dict(base.unmatched)
+    pairs = list(base.links.pairs)
+    calls = base.calls
     tail = itertools.compress(
         enumerate(conversation[start:], start), map(_CARRIES, conversation[start:])
     )
@@ -159,7 +151,7 @@ def tool_links(conversation: Conversation) -> ToolLinks:
         for r in m.result_ids:
             j = call_at.get(r)
             if j is None:
-                unmatched.setdefault(r, []).append(i)
+                unmatched[r] = (*unmatched.get(r, ()), i)
             elif j != i:
                 pairs.append((j, i))
     links = (
@@ -167,103 +159,158 @@ def tool_links(conversation: Conversation) -> ToolLinks:
         if pairs or calls
         else _NO_LINKS
     )
-    _memo = _LinkMemo(conversation, links, call_at, unmatched, calls)
-    return links
+    return LinkState(len(conversation), links, call_at, unmatched, calls)
 
 
-def held_indices(conversation: Conversation) -> frozenset[int]:
-    """Pinned messages, plus every message tied to one by tool ids,
+def tool_links(conversation: Conversation) -> ToolLinks:
+    """The :class:`ToolLinks` of ``conversation``, computed afresh (a
+    pipeline's :class:`~memrules._measure.Measure` remembers and extends them)."""
+    return link_state(conversation).links
+
+
+def held_indices(conversation: Conversation, links: ToolLinks) -> frozenset[int]:
+    """Pinned messages, plus every message tied to one by tool ``links``,
     transitively: the survivors' whole tool exchanges. Dropping any of them
     would make pairing closure strip a survivor (a parallel call whose
     sibling's result goes drops the whole call message, and with it the
     results the latest user message carries)."""
     pinned = pinned_indices(conversation)
-    if not any(conversation[i].is_tool_carrier for i in pinned):
+    if not links.pairs or not any(conversation[i].is_tool_carrier for i in pinned):
         return pinned
-    at: dict[str, list[int]] = {}
-    for i, m in enumerate(conversation):
-        if m.is_tool_carrier:
-            for key in (*m.call_ids, *m.result_ids):
-                at.setdefault(key, []).append(i)
+    linked: dict[int, list[int]] = {}
+    for a, b in links.pairs:
+        linked.setdefault(a, []).append(b)
+        linked.setdefault(b, []).append(a)
     held = set(pinned)
-    todo = [i for i in pinned if conversation[i].is_tool_carrier]
+    todo = [i for i in pinned if i in linked]
     while todo:
-        m = conversation[todo.pop()]
-        for key in (*m.call_ids, *m.result_ids):
-            for j in at[key]:
-                if j not in held:
-                    held.add(j)
-                    todo.append(j)
+        for j in linked[todo.pop()]:
+            if j not in held:
+                held.add(j)
+                todo.append(j)
     return frozenset(held)
 
 
-def droppable_turns(conversation: Conversation, limit: int) -> tuple[range, ...]:
-    """The oldest turns a strategy may move out whole, ``limit`` of them if
-    it can: never the latest turn, nor a turn holding a survivor or part of
-    a survivor's tool exchange (see :func:`held_indices`; such an exchange
-    may begin before the first turn).
+@attrs.frozen(slots=True)
+class Units:
+    """What the turn-moving strategies (``offload``, ``summarize``,
+    ``drop_turns``) may take, oldest first.
 
-    The turns moved never split a tool exchange: a call made in one turn and
-    answered in the next (Anthropic's ``tool_result`` blocks open the user's
-    next message) would otherwise be half moved and half deleted by pairing
-    closure, and what closure deletes is neither stored nor summarized. So
-    the block is the longest run of at most ``limit`` oldest turns that no
-    exchange leaves; when there is none, the shortest longer run; when no
-    run of the movable turns is closed, nothing.
+    A unit is a whole turn before the latest turn, or, inside the latest
+    turn (an agent loop runs hundreds of tool rounds after one instruction),
+    a tool exchange: an assistant message and everything up to the next
+    assistant message (the results of its calls, observations). The units
+    stop before the first one that holds a survivor or part of a survivor's
+    tool exchange, or a call nobody answered (a pending call), and the
+    newest ``keep_exchanges`` exchanges that call tools stay, with
+    everything after them.
+
+    ``closed`` lists every ``k`` for which the first ``k`` units hold every
+    message that a tool id ties to one of theirs: moving such a block never
+    splits a call from its result (what pairing closure would then delete
+    is neither stored nor summarized).
     """
-    held = held_indices(conversation)
-    movable: list[range] = []
-    for turn in turns(conversation)[:-1]:
+
+    units: tuple[range, ...]
+    closed: tuple[int, ...]
+
+    def pick(self, target: int) -> tuple[range, ...]:
+        """The block to move: the most units up to ``target`` that form a
+        closed block; when none does, the fewest beyond it; else none."""
+        fits = [k for k in self.closed if k <= target]
+        if fits:
+            return self.units[: fits[-1]]
+        longer = [k for k in self.closed if k > target]
+        return self.units[: longer[0]] if longer else ()
+
+
+def _exchanges(conversation: Conversation, turn: range) -> list[range]:
+    """The latest turn's exchanges: from each assistant message up to the next."""
+    starts = [i for i in turn if conversation[i].role == "assistant"]
+    if not starts:
+        return []
+    ends = [*starts[1:], turn.stop]
+    return [range(a, b) for a, b in zip(starts, ends, strict=True)]
+
+
+def movable_units(
+    conversation: Conversation, links: ToolLinks, *, keep_exchanges: int
+) -> Units:
+    """The :class:`Units` of ``conversation`` (see there)."""
+    all_turns = turns(conversation)
+    if not all_turns:
+        return Units((), ())
+    held = held_indices(conversation, links)
+    units: list[range] = []
+    for turn in all_turns[:-1]:
         if any(i in held for i in turn):
+            return _closed(conversation, units)
+        units.append(turn)
+    exchanges = _exchanges(conversation, all_turns[-1])
+    answered = {r for m in conversation if m.result_ids for r in m.result_ids}
+    calling = [k for k, x in enumerate(exchanges) if any(conversation[i].call_ids for i in x)]
+    if keep_exchanges:
+        exchanges = exchanges[: calling[-keep_exchanges]] if len(calling) >= keep_exchanges else []
+    for exchange in exchanges:
+        if any(i in held for i in exchange) or any(
+            c not in answered for i in exchange for c in conversation[i].call_ids
+        ):
             break
-        movable.append(turn)
-    if not movable:
-        return ()
-    closed = _closed_runs(conversation, movable)
-    fits = [k for k in closed if k <= limit]
-    longer = [k for k in closed if k > limit]
-    k = max(fits) if fits else min(longer, default=0)
-    return tuple(movable[:k])
+        units.append(exchange)
+    return _closed(conversation, units)
 
 
-def _closed_runs(conversation: Conversation, movable: list[range]) -> list[int]:
-    """The ``k`` for which the first ``k`` movable turns hold every message
-    tied by tool ids to one of theirs (and no message outside them is).
+def _closed(conversation: Conversation, units: list[range]) -> Units:
+    """``units`` with the ``k`` for which the first ``k`` form a closed block.
 
-    The run is ``[start, end)``. An exchange (the messages sharing a tool id)
-    that begins before ``start`` must have none of its messages inside, so
-    ``end`` may not pass its first message at or after ``start``; any other
-    exchange must lie wholly inside or wholly after, so ``end`` may not fall
-    in ``(first, last]``. One sweep over the run ends, sorted, checks both.
+    Block ``k`` holds the messages of units ``0..k-1``. A pair of messages
+    tied by a tool id splits it when exactly one of them is inside: for a
+    pair with both messages in units ``u < v``, every ``k`` in ``(u, v]``;
+    for a pair with one message in unit ``u`` and the other in no unit,
+    every ``k > u``.
     """
-    at: dict[str, list[int]] = {}
+    if not units:
+        return Units((), ())
+    unit_of: dict[int, int] = {}
+    for u, unit in enumerate(units):
+        for i in unit:
+            unit_of[i] = u
+    count = len(units)
+    bad = [0] * (count + 2)  # difference array over k = 1..count
+    limit = count
+    for a, b in _ties(conversation):
+        ua, ub = unit_of.get(a), unit_of.get(b)
+        if ua is None and ub is None:
+            continue
+        if ua is None or ub is None:
+            inside = ub if ua is None else ua
+            assert inside is not None
+            limit = min(limit, inside)
+            continue
+        lo, hi = min(ua, ub), max(ua, ub)
+        if lo != hi:
+            bad[lo + 1] += 1
+            bad[hi + 1] -= 1
+    closed: list[int] = []
+    running = 0
+    for k in range(1, limit + 1):
+        running += bad[k]
+        if running == 0:
+            closed.append(k)
+    return Units(tuple(units), tuple(closed))
+
+
+def _ties(conversation: Conversation) -> list[tuple[int, int]]:
+    """Pairs of messages tied by a tool id: every message holding an id (as
+    a call or a result) with the first message holding it."""
+    first: dict[str, int] = {}
+    ties: list[tuple[int, int]] = []
     for i, m in itertools.compress(enumerate(conversation), map(_CARRIES, conversation)):
         for key in {*m.call_ids, *m.result_ids}:
-            at.setdefault(key, []).append(i)
-    start = movable[0].start
-    limit = len(conversation) + 1  # ends beyond this are never reached
-    spans: list[tuple[int, int]] = []
-    for ix in at.values():
-        if len(ix) < 2:
-            continue
-        if ix[0] < start:
-            later = bisect.bisect_left(ix, start)
-            if later < len(ix):
-                limit = min(limit, ix[later])
-        else:
-            spans.append((ix[0], ix[-1]))
-    spans.sort()
-    closed: list[int] = []
-    reach = -1
-    p = 0
-    for k, turn in enumerate(movable, start=1):
-        end = turn.stop
-        while p < len(spans) and spans[p][0] < end:
-            reach = max(reach, spans[p][1])
-            p += 1
-        if end <= limit and reach < end:
-            closed.append(k)
-    return closed
+            j = first.setdefault(key, i)
+            if j != i:
+                ties.append((j, i))
+    return ties
 
 
 def without_indices(conversation: Conversation, drop: Iterable[int]) -> Conversation:

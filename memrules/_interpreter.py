@@ -21,7 +21,6 @@ from memrules._errors import StrategyError
 from memrules._invariants import Enforced, enforce
 from memrules._messages import Conversation, Message
 from memrules._report import Compaction, CompressionAction, CompressionReport, StopReason
-from memrules._tokens import message_sizes
 from memrules._typing import Outcome, Strategy, StrategyContext
 from memrules.seams import SeamCall
 
@@ -46,7 +45,7 @@ class _Step:
 
 
 def _total(conversation: Conversation, context: StrategyContext) -> int:
-    return sum(message_sizes(context.counter, conversation))
+    return context.measure.total(conversation)
 
 
 def _as_conversation(result: object) -> tuple[Conversation, str, tuple[SeamCall, ...]] | str:
@@ -90,17 +89,17 @@ def _step(
             enforced = enforce(conversation, conversation)
         else:
             output, note, seam_calls = checked
-            enforced = enforce(conversation, output)
+            enforced = enforce(conversation, output, measure=context.measure)
             error = enforced.violation
 
     # Measured on the new tuple itself, which the next strategy is handed:
     # the counter remembers its sizes, so that strategy pays nothing more.
     after = tokens
     if enforced.changed:
-        if None not in enforced.origin and hasattr(context.counter, "remember"):
-            sizes = message_sizes(context.counter, conversation)
+        if None not in enforced.origin:
+            sizes = context.measure.sizes(conversation)
             kept = tuple(map(sizes.__getitem__, enforced.origin))  # type: ignore[arg-type]
-            context.counter.remember(enforced.messages, kept)
+            context.measure.remember(enforced.messages, kept)
         after = _total(enforced.messages, context)
     action = CompressionAction(
         strategy=named.name,

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import attrs
 
 from memrules._conversation import first_system_index, last_user_index, tool_links
+from memrules._measure import Measure
 from memrules._messages import Conversation, Message, ToolCall, ToolResult
 
 __all__ = ["Enforced", "check_invariants", "enforce", "pairing_problems"]
@@ -168,11 +169,13 @@ def _closure(before: Conversation, after: Conversation) -> tuple[frozenset[str],
     return frozenset(dead_calls), frozenset(dead_results)
 
 
-def _no_pair_split(before: Conversation, origin: Sequence[int | None]) -> bool:
+def _no_pair_split(
+    before: Conversation, origin: Sequence[int | None], measure: Measure | None
+) -> bool:
     """For an output that only deletes: True when every call/result pair of
     ``before`` is kept or dropped whole, so closure has nothing to do. False
     means "look closer" (also when call ids repeat)."""
-    links = tool_links(before)
+    links = tool_links(before) if measure is None else measure.links(before)
     if not links.unique_calls:
         return False
     kept = set(origin).__contains__
@@ -198,11 +201,15 @@ def _close_message(
     return m.evolve(parts=parts) if parts else None
 
 
-def enforce(before: Conversation, after: Conversation) -> Enforced:
+def enforce(
+    before: Conversation, after: Conversation, *, measure: Measure | None = None
+) -> Enforced:
     """Hold ``after``, a strategy's output for ``before``, to the invariants.
 
     Returns the messages that stand and the diff from ``before``. When the
     output cannot stand, ``messages is before`` and ``violation`` says why.
+    ``measure`` (the pipeline's) saves recomputing the tool links of
+    ``before``.
     """
     if after is before:
         return _unchanged(before)
@@ -226,7 +233,7 @@ def enforce(before: Conversation, after: Conversation) -> Enforced:
 
     dead_calls: frozenset[str] = frozenset()
     dead_results: frozenset[str] = frozenset()
-    if None in origin or not _no_pair_split(before, origin):
+    if None in origin or not _no_pair_split(before, origin, measure):
         dead_calls, dead_results = _closure(before, after)
     messages: list[Message] = []
     final_origin: list[int | None] = []

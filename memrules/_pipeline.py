@@ -22,9 +22,10 @@ from memrules._budget import Budget, resolve_budget
 from memrules._config import MemoryConfig, load_config
 from memrules._errors import MessageFormatError
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
+from memrules._measure import Measure
 from memrules._messages import Conversation, Message
 from memrules._report import Compaction
-from memrules._tokens import TiktokenCounter, TokenCounter, message_sizes
+from memrules._tokens import TiktokenCounter, TokenCounter
 from memrules._typing import StrategyContext, StrategyFactory
 from memrules.seams import Seams
 
@@ -52,6 +53,12 @@ class Pipeline:
     counter: TokenCounter
     seams: Seams = attrs.field(factory=Seams)
     max_passes: int = MAX_PASSES
+    _measure: Measure = attrs.field(
+        init=False,
+        default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
+        eq=False,
+        repr=False,
+    )
 
     @classmethod
     def from_config(
@@ -79,13 +86,14 @@ class Pipeline:
             seams=self.seams,
             offload_turns=self.config.offload_turns,
             warning_marker=self.config.warning_marker,
+            measure=self._measure,
         )
 
     def count(self, messages: Iterable[Message]) -> int:
         """Tokens of ``messages`` under this pipeline's counter. Measured as
         :meth:`apply` measures, so applying the same tuple next (as the
         request hook does) looks nothing up again."""
-        return sum(message_sizes(self.counter, as_conversation(messages)))
+        return self._measure.total(as_conversation(messages))
 
     def apply(self, messages: Iterable[Message], *, budget: Budget | None = None) -> Compaction:
         """Compact ``messages`` until they fit ``budget`` (the config's by

@@ -22,16 +22,14 @@ import importlib.resources
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import attrs
 import tiktoken
 import tiktoken.model
 
-from memrules._conversation import extends
 from memrules._errors import EncodingError
-from memrules._messages import Conversation, Message
+from memrules._messages import Message
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -42,7 +40,6 @@ __all__ = [
     "counter_for",
     "estimate_tokens",
     "load_encoding",
-    "message_sizes",
 ]
 
 # tiktoken's published hashes of the decompressed vocabularies.
@@ -55,12 +52,19 @@ _LOAD_LOCK = threading.Lock()
 
 @runtime_checkable
 class TokenCounter(Protocol):
-    """Counts tokens. ``count`` must be a pure function of the message value."""
+    """Counts tokens. ``count`` must be a pure function of the message value,
+    and ``counts`` give the same answers as ``count`` for many messages at
+    once. A counter shared between threads must be safe to call from them
+    (the built-in ones are)."""
 
     @property
     def name(self) -> str: ...
 
     def count(self, message: Message) -> int: ...
+
+    def counts(self, messages: Sequence[Message], /) -> tuple[int, ...]:
+        """The count of each of ``messages``, in order (in bulk: the hot path)."""
+        ...
 
     def count_text(self, text: str) -> int: ...
 
@@ -151,33 +155,45 @@ def _message_text(message: Message) -> str:
     return f"{message.role} {message.countable_text}"
 
 
-@attrs.define(slots=True, eq=False)
 class _BoundedCache:
     """Message → count, at most ``cap`` entries; the oldest entry goes first.
 
-    Insertion-ordered eviction keeps a hit to one dict lookup; an agent loop
-    that grows by a message a turn keeps its whole history cached as long as
-    it is shorter than the cap.
+    Owned by one counter. Thread-safe: lookups take no lock (a dict lookup
+    is atomic), and a miss computes its count outside any lock, then inserts
+    and evicts under this cache's own lock, so concurrent misses never evict
+    the same entry twice or iterate the dict while another thread changes
+    it. Insertion-ordered eviction keeps a hit to one dict lookup; an agent
+    loop that grows by a message a turn keeps its whole history cached as
+    long as it is shorter than the cap.
     """
 
-    compute: Callable[[Message], int]
-    cap: int
-    _data: dict[Message, int] = attrs.field(init=False, factory=dict)
+    __slots__ = ("_compute", "_data", "_lock", "cap")
+
+    def __init__(self, compute: Callable[[Message], int], cap: int) -> None:
+        self._compute = compute
+        self.cap = cap
+        self._data: dict[Message, int] = {}
+        self._lock = threading.Lock()
 
     def get(self, message: Message) -> int:
-        data = self._data
-        count = data.get(message)
+        count = self._data.get(message)
         if count is None:
-            count = self.compute(message)
-            if len(data) >= self.cap:
-                del data[next(iter(data))]
-            data[message] = count
+            count = self._compute(message)
+            self._insert(message, count)
         return count
 
-    def many(self, messages: Conversation) -> tuple[int, ...]:
-        """Counts of ``messages``: one C-level pass of lookups, then the misses."""
+    def _insert(self, message: Message, count: int) -> None:
         data = self._data
-        counts = list(map(data.get, messages))
+        with self._lock:
+            if message in data:
+                return
+            while len(data) >= self.cap:
+                del data[next(iter(data))]
+            data[message] = count
+
+    def many(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        """Counts of ``messages``: one C-level pass of lookups, then the misses."""
+        counts = list(map(self._data.get, messages))
         if None in counts:
             for i, count in enumerate(counts):
                 if count is None:
@@ -188,23 +204,25 @@ class _BoundedCache:
         return len(self._data)
 
 
-@attrs.define(slots=True, eq=False, repr=False)
 class TiktokenCounter:
     """Exact tiktoken counts, cached per message value (``cache_size`` entries).
+
+    The cache belongs to the counter and is safe to share between threads.
 
     >>> counter = TiktokenCounter.for_name("cl100k_base")
     >>> counter.count_text("hello world")
     2
     """
 
-    encoding: tiktoken.Encoding
-    cache_size: int = DEFAULT_CACHE_SIZE
-    _cache: _BoundedCache = attrs.field(init=False)
-    # The last two tuples measured: a request's input and the pipeline's output.
-    _last: tuple[tuple[Conversation, tuple[int, ...]], ...] = attrs.field(init=False, default=())
+    __slots__ = ("_cache", "cache_size", "encoding")
 
-    def __attrs_post_init__(self) -> None:
-        self._cache = _BoundedCache(compute=self._compute, cap=self.cache_size)
+    def __init__(self, encoding: tiktoken.Encoding, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+            msg = f"cache_size={cache_size!r} must be a whole number of at least 1"
+            raise EncodingError(msg)
+        self.encoding = encoding
+        self.cache_size = cache_size
+        self._cache = _BoundedCache(self._compute, cache_size)
 
     @classmethod
     def for_name(cls, name: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> TiktokenCounter:
@@ -220,35 +238,11 @@ class TiktokenCounter:
     def count(self, message: Message) -> int:
         return self._cache.get(message)
 
+    def counts(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        return self._cache.many(messages)
+
     def count_text(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))
-
-    def sizes(self, conversation: Conversation) -> tuple[int, ...]:
-        """The count of each message of ``conversation``, in order.
-
-        The interpreter and a strategy it runs ask this of the same tuple in
-        turn, so the answer for the last tuple asked about is kept (by
-        identity; the tuple is immutable, so the answer cannot go stale); a
-        conversation that appends to that tuple looks up only what it adds.
-        """
-        remembered = self._last
-        for seen, counts in remembered:
-            if seen is conversation:
-                return counts
-        for seen, counts in remembered:
-            if extends(conversation, seen):
-                counts = counts + self._cache.many(conversation[len(seen) :])
-                break
-        else:
-            counts = self._cache.many(conversation)
-        self.remember(conversation, counts)
-        return counts
-
-    def remember(self, conversation: Conversation, sizes: tuple[int, ...]) -> None:
-        """Take ``sizes`` as the counts of ``conversation`` for the next
-        :meth:`sizes` call: for a tuple made from a measured one by deleting
-        messages, whose counts the caller already has."""
-        self._last = ((conversation, sizes), *self._last[:1])
 
     @property
     def cached(self) -> int:
@@ -291,17 +285,15 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(1.3 * words + 1.5 * cjk - 1e-9)
 
 
-@attrs.define(slots=True, eq=False)
 class EstimatingCounter:
-    """A :class:`TokenCounter` over :func:`estimate_tokens` (no tokenizer)."""
+    """A :class:`TokenCounter` over :func:`estimate_tokens` (no tokenizer);
+    its cache, like :class:`TiktokenCounter`'s, is safe to share."""
 
-    cache_size: int = DEFAULT_CACHE_SIZE
-    _cache: _BoundedCache = attrs.field(init=False)
+    __slots__ = ("_cache", "cache_size")
 
-    def __attrs_post_init__(self) -> None:
-        self._cache = _BoundedCache(
-            compute=lambda m: estimate_tokens(_message_text(m)), cap=self.cache_size
-        )
+    def __init__(self, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        self.cache_size = cache_size
+        self._cache = _BoundedCache(lambda m: estimate_tokens(_message_text(m)), cache_size)
 
     @property
     def name(self) -> str:
@@ -310,28 +302,54 @@ class EstimatingCounter:
     def count(self, message: Message) -> int:
         return self._cache.get(message)
 
+    def counts(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        return self._cache.many(messages)
+
     def count_text(self, text: str) -> int:
         return estimate_tokens(text)
 
-
-def message_sizes(counter: TokenCounter, conversation: Conversation) -> tuple[int, ...]:
-    """Each message's count under ``counter``: its ``sizes`` method when it
-    has one (:class:`TiktokenCounter` does, memoized), else one ``count`` each."""
-    sizes = getattr(counter, "sizes", None)
-    if sizes is not None:
-        result: tuple[int, ...] = sizes(conversation)
-        return result
-    return tuple(map(counter.count, conversation))
+    def __repr__(self) -> str:
+        return f"EstimatingCounter(cache_size={self.cache_size})"
 
 
-@functools.lru_cache(maxsize=8)
-def counter_for(name: str) -> TokenCounter:
-    """A shared cached counter for an encoder or model name, or ``"estimate"``."""
+class _SharedCounters:
+    """The counters :func:`count_tokens` shares across the process, one per
+    encoder name, made on first use under a lock (so two threads asking at
+    once get the same counter). Owned by this module."""
+
+    __slots__ = ("_by_name", "_lock")
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, TokenCounter] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> TokenCounter:
+        counter = self._by_name.get(name)
+        if counter is None:
+            with self._lock:
+                counter = self._by_name.get(name)
+                if counter is None:
+                    counter = _new_counter(name)
+                    self._by_name[name] = counter
+        return counter
+
+
+def _new_counter(name: str) -> TokenCounter:
     if name == "estimate":
         return EstimatingCounter()
     return TiktokenCounter.for_name(name)
 
 
+_SHARED = _SharedCounters()
+
+
+def counter_for(name: str) -> TokenCounter:
+    """The process-wide shared counter for an encoder or model name, or
+    ``"estimate"`` for the script-aware estimator."""
+    return _SHARED.get(name)
+
+
 def count_tokens(messages: Iterable[Message], encoder_name: str = "cl100k_base") -> int:
-    """Total tokens of ``messages`` under ``encoder_name`` (see module docs)."""
-    return sum(message_sizes(counter_for(encoder_name), tuple(messages)))
+    """Total tokens of ``messages`` under ``encoder_name`` (see module docs).
+    Safe to call from many threads at once."""
+    return sum(counter_for(encoder_name).counts(tuple(messages)))

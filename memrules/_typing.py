@@ -19,6 +19,8 @@ from typing import TypeAlias
 import attrs
 
 from memrules._budget import Budget
+from memrules._conversation import ToolLinks
+from memrules._measure import Measure
 from memrules._messages import Conversation
 from memrules._tokens import TokenCounter
 from memrules.seams import SeamCall, Seams
@@ -46,6 +48,22 @@ class StrategyContext:
     seams: Seams = attrs.field(factory=Seams)
     offload_turns: int = 10
     warning_marker: str = DEFAULT_WARNING_MARKER
+    measure: Measure = attrs.field(
+        default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
+        eq=False,
+        repr=False,
+    )
+    """Counts and tool links of the conversations the pipeline has seen
+    (the pipeline's own, so that a strategy handed the tuple the interpreter
+    just measured pays nothing more); made for ``counter`` when not given."""
+
+    def sizes(self, conversation: Conversation) -> tuple[int, ...]:
+        """The token count of each message of ``conversation``, in order."""
+        return self.measure.sizes(conversation)
+
+    def links(self, conversation: Conversation) -> ToolLinks:
+        """Which messages of ``conversation`` tool ids tie together."""
+        return self.measure.links(conversation)
 
 
 @attrs.frozen(kw_only=True, slots=True)

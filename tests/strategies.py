@@ -52,7 +52,8 @@ __all__ = [
     "check_strategy",
     "context",
     "conversations",
-    "droppable_turn_count",
+    "moved_units",
+    "unit_ranges",
     "held",
     "linked",
     "messages",
@@ -191,26 +192,66 @@ def turn_ranges(conversation: Conversation) -> list[range]:
     return [range(s, e) for s, e in zip(starts, ends[: len(starts)], strict=True)]
 
 
-def droppable_turn_count(conversation: Conversation, limit: int) -> int:
-    """How many of the oldest turns a turn strategy moves. Movable: the
-    oldest turns up to (not including) the latest one or the first that
-    holds a survivor or any part of a survivor's tool exchange. Moved: the
-    longest run of at most ``limit`` movable turns that no tool exchange
-    leaves; else the shortest longer such run; else none."""
+def unit_ranges(conversation: Conversation, keep_exchanges: int = 3) -> list[range]:
+    """The units a turn strategy may move, oldest first: the turns before
+    the latest one, then the latest turn's exchanges (an assistant message up
+    to the next one) but the newest ``keep_exchanges`` that call tools and
+    what follows them; stopping at the first unit that holds a survivor or
+    part of a survivor's exchange, or a call that has no result."""
     keep = held(conversation)
-    movable: list[range] = []
-    for turn in turn_ranges(conversation)[:-1]:
+    turns = turn_ranges(conversation)
+    units: list[range] = []
+    if not turns:
+        return units
+    for turn in turns[:-1]:
         if keep.intersection(turn):
+            return units
+        units.append(turn)
+    last = turns[-1]
+    starts = [i for i in last if conversation[i].role == "assistant"]
+    ends = [*starts[1:], last.stop][: len(starts)]
+    exchanges = [range(a, b) for a, b in zip(starts, ends, strict=True)]
+    calling = [k for k, x in enumerate(exchanges) if any(conversation[i].call_ids for i in x)]
+    if keep_exchanges:
+        cut = calling[-keep_exchanges] if len(calling) >= keep_exchanges else 0
+        exchanges = exchanges[:cut]
+    answered = {r for m in conversation for r in m.result_ids}
+    for x in exchanges:
+        if keep.intersection(x) or any(c not in answered for i in x for c in conversation[i].call_ids):
             break
-        movable.append(turn)
+        units.append(x)
+    return units
+
+
+def moved_units(
+    conversation: Conversation,
+    limit: int,
+    *,
+    keep_exchanges: int = 3,
+    budget: Budget = Budget.UNLIMITED,
+) -> list[range]:
+    """The units a turn strategy moves: the longest closed block (one no
+    tool exchange leaves) of at most ``target`` oldest units, else the
+    shortest longer one, else none; ``target`` is ``limit``, or, under
+    ``budget``, the number of units whose removal fits it when larger."""
+    units = unit_ranges(conversation, keep_exchanges)
 
     def closed(k: int) -> bool:
-        block = {i for turn in movable[:k] for i in turn}
+        block = {i for unit in units[:k] for i in unit}
         return all(linked(conversation, {i}) <= block for i in block)
 
-    runs = [k for k in range(1, len(movable) + 1) if closed(k)]
-    fits = [k for k in runs if k <= limit]
-    return max(fits) if fits else min((k for k in runs if k > limit), default=0)
+    target = limit
+    if not budget.is_unlimited:
+        for k in range(len(units) + 1):
+            gone = {i for unit in units[:k] for i in unit}
+            rest = [m for i, m in enumerate(conversation) if i not in gone]
+            if not budget.is_over(messages=len(rest), tokens=total(rest)) or k == len(units):
+                target = max(limit, k)
+                break
+    runs = [k for k in range(1, len(units) + 1) if closed(k)]
+    fits = [k for k in runs if k <= target]
+    count = max(fits) if fits else min((k for k in runs if k > target), default=0)
+    return units[:count]
 
 
 # --- budgets and pipelines ---------------------------------------------------------

@@ -6,8 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import memrules._conversation as structure
+from memrules._measure import Measure
 from memrules._messages import Conversation
 from memrules.testing import conversations
+from tests.strategies import COUNTER
 
 
 def links_from_scratch(conversation: Conversation) -> tuple[list[tuple[int, int]], bool]:
@@ -32,13 +34,15 @@ def links_from_scratch(conversation: Conversation) -> tuple[list[tuple[int, int]
 def test_tool_links_extended_from_a_prefix_equal_links_from_scratch(
     conversation: Conversation, k: int
 ) -> None:
-    structure.tool_links(conversation[:k])  # memoize a prefix, then extend it
-    extended = structure.tool_links(conversation)
+    measure = Measure(COUNTER)
+    measure.links(conversation[:k])  # memoize a prefix, then extend it
+    extended = measure.links(conversation)
     assert (sorted(extended.pairs), extended.unique_calls) == links_from_scratch(conversation)
-    assert structure.tool_links(conversation) is extended
+    assert measure.links(conversation) is extended
     other = (*conversation[k + 1 :], *conversation[: k + 1])  # not an extension
-    rotated = structure.tool_links(other)
+    rotated = measure.links(other)
     assert (sorted(rotated.pairs), rotated.unique_calls) == links_from_scratch(other)
+    assert structure.tool_links(other) == rotated
 
 
 @given(conversations(max_size=20))

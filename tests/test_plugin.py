@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -30,6 +30,9 @@ class WordCounter:
 
     def count(self, message: Message) -> int:
         return len(message.text.split())
+
+    def counts(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        return tuple(map(self.count, messages))
 
     def count_text(self, text: str) -> int:
         return len(text.split())

@@ -60,7 +60,7 @@ from tests.strategies import (
     budgets_for,
     check_strategy,
     context,
-    droppable_turn_count,
+    moved_units,
     held,
     linked,
     render,
@@ -524,10 +524,11 @@ def test_trim_to_budget(edge: bool, data: st.DataObject) -> None:
 # --- turns: drop_turns, offload, summarize ---------------------------------------------
 
 
-def oldest_turns(conversation: Conversation, limit: int) -> tuple[set[int], int]:
-    count = droppable_turn_count(conversation, limit)
-    moved = {i for turn in turn_ranges(conversation)[:count] for i in turn}
-    return moved, count
+def oldest_turns(
+    conversation: Conversation, limit: int, budget: Budget = Budget.UNLIMITED
+) -> tuple[set[int], int]:
+    units = moved_units(conversation, limit, budget=budget)
+    return {i for unit in units for i in unit}, len(units)
 
 
 @given(conversation=agent_histories(), turns=st.integers(1, 4))
@@ -584,12 +585,13 @@ def test_summarize_replaces_the_oldest_turns_with_one_summary(
     assert len(summarizer.seen) == 1
     assert same(summarizer.seen[0], batch)
     start = min(moved)
-    assert same(raw[:start], conversation[:start])
-    assert same(raw[start + 1 :], conversation[max(moved) + 1 :])
+    rest = drop(conversation, moved)
+    assert same(raw[:start], rest[:start])
+    assert same(raw[start + 1 :], rest[start:])
     summary = raw[start]
     assert summary.role == "user"
     assert summary.text.startswith(SUMMARY_PREFIX)
-    assert f"{count} earlier turns" in summary.text
+    assert f"{count} earlier turns or tool exchanges" in summary.text
     assert f"({len(batch)} messages)" in summary.text
     assert summary.text.endswith(summarizer.summarize(batch))
     enforced = run(summarize(turns=turns), conversation, context(summarizer=ExtractiveSummarizer()))
@@ -613,17 +615,19 @@ def test_seam_failure_leaves_the_conversation_and_records_the_call(
     store, summarizer = MemoryStore(down=True), ExtractiveSummarizer(down=True)
     strategy = STRATEGIES[name](turns=turns)
     named = (NamedStrategy(name=name, strategy=strategy),)
-    moved, _ = oldest_turns(conversation, turns)
-    for result in (
-        run_once(conversation, named, context(store=store, summarizer=summarizer)),
-        run_pipeline(
-            conversation,
-            named,
-            context(
-                budget=Budget.messages(max(0, len(conversation) - 1)),
-                store=store,
-                summarizer=summarizer,
+    budget = Budget.messages(max(0, len(conversation) - 1))
+    for result, moved in (
+        (
+            run_once(conversation, named, context(store=store, summarizer=summarizer)),
+            oldest_turns(conversation, turns)[0],
+        ),
+        (
+            run_pipeline(
+                conversation,
+                named,
+                context(budget=budget, store=store, summarizer=summarizer),
             ),
+            oldest_turns(conversation, turns, budget)[0],
         ),
     ):
         assert result.messages is conversation

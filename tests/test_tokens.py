@@ -11,13 +11,13 @@ import textwrap
 import pytest
 
 from memrules import EncodingError, count_tokens, estimate_tokens
+from memrules._measure import Measure
 from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult, message
 from memrules._tokens import (
     EstimatingCounter,
     TiktokenCounter,
     TokenCounter,
     load_encoding,
-    message_sizes,
     parse_vocabulary,
 )
 
@@ -111,7 +111,7 @@ def encoding_spy() -> tuple[TiktokenCounter, list[Message]]:
         encoded.append(m)
         return compute(m)
 
-    counter._cache.compute = spying
+    counter._cache._compute = spying
     return counter, encoded
 
 
@@ -176,36 +176,55 @@ def test_counters_satisfy_the_protocol() -> None:
 
 def test_sizes_encode_only_new_messages_and_remember_the_last_tuple() -> None:
     counter, encoded = encoding_spy()
+    measure = Measure(counter)
     history = tuple(message("user", f"turn {i}") for i in range(100))
-    sizes = counter.sizes(history)
+    sizes = measure.sizes(history)
     assert sizes == tuple(counter.count(m) for m in history)
-    assert counter.sizes(history) is sizes  # the same tuple asked again: no lookups
+    assert measure.sizes(history) is sizes  # the same tuple asked again: no lookups
     grown = (*history, message("assistant", "reply"))
-    assert counter.sizes(grown)[:-1] == sizes
+    assert measure.sizes(grown)[:-1] == sizes
     assert len(encoded) == 101
-    assert message_sizes(EstimatingCounter(), history) == tuple(
+    assert Measure(EstimatingCounter()).sizes(history) == tuple(
         estimate_tokens(f"user turn {i}") for i in range(100)
     )
 
 
 def test_sizes_of_an_appended_conversation_look_up_only_the_tail() -> None:
-    counter = TiktokenCounter.for_name("cl100k_base")
     looked_up: list[int] = []
-    cache = counter._cache
+    real = TiktokenCounter.for_name("cl100k_base")
 
     class Spy:
-        def many(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
+        name = "spy"
+
+        def count(self, m: Message) -> int:
+            return real.count(m)
+
+        def counts(self, messages: tuple[Message, ...]) -> tuple[int, ...]:
             looked_up.append(len(messages))
-            return cache.many(messages)
+            return real.counts(messages)
 
-        def get(self, m: Message) -> int:
-            return cache.get(m)
+        def count_text(self, text: str) -> int:
+            return real.count_text(text)
 
-    counter._cache = Spy()  # type: ignore[assignment]
+    measure = Measure(Spy())
     history = tuple(message("user", f"turn {i}") for i in range(200))
-    counter.sizes(history)
+    measure.sizes(history)
     trimmed = history[150:]
-    counter.sizes(trimmed)  # the pipeline's output is remembered too
+    measure.remember(trimmed, measure.sizes(history)[150:])  # the pipeline's output
+    measure.sizes(trimmed)
     grown = (*history, message("assistant", "reply"))
-    assert counter.sizes(grown) == tuple(counter.count(m) for m in grown)
-    assert looked_up == [200, 50, 1]
+    assert measure.sizes(grown) == tuple(real.count(m) for m in grown)
+    assert looked_up == [200, 1]
+
+
+def test_a_custom_counter_needs_counts() -> None:
+    class Partial:
+        name = "partial"
+
+        def count(self, m: Message) -> int:
+            return 1
+
+        def count_text(self, text: str) -> int:
+            return 1
+
+    assert not isinstance(Partial(), TokenCounter)

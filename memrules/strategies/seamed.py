@@ -12,11 +12,12 @@ from typing import TypeVar
 
 import attrs
 
-from memrules._conversation import droppable_turns
+from memrules._conversation import without_indices
 from memrules._errors import StrategyError
 from memrules._messages import Conversation, Message, Text
 from memrules._typing import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.seams import SeamCall
+from memrules.strategies._units import take_units
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
 
@@ -26,8 +27,8 @@ SUMMARY_PREFIX = "[memrules summary]"
 T = TypeVar("T")
 
 
-def _oldest(conversation: Conversation, turns: int) -> tuple[range, ...]:
-    return droppable_turns(conversation, turns)
+def _indices(block: tuple[range, ...]) -> list[int]:
+    return [i for unit in block for i in unit]
 
 
 def _call(
@@ -49,20 +50,23 @@ def _call(
 @attrs.frozen(slots=True, repr=False)
 class _Offload:
     turns: int
+    keep_exchanges: int
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
         store = context.seams.store
         if store is None:
             return conversation
-        moved = _oldest(conversation, self.turns)
+        moved = take_units(
+            conversation, context, units=self.turns, keep_exchanges=self.keep_exchanges, fill=True
+        )
         if not moved:
             return conversation
-        first, end = moved[0].start, moved[-1].stop
-        batch = conversation[first:end]
+        gone = _indices(moved)
+        batch = tuple(conversation[i] for i in gone)
         _, call = _call("store", "add", batch, store.add)
         return Outcome(
-            messages=conversation[:first] + conversation[end:],
-            note=f"offloaded {len(batch)} messages",
+            messages=without_indices(conversation, gone),
+            note=f"offloaded {len(batch)} messages ({len(moved)} units)",
             seam_calls=(call,),
         )
 
@@ -71,48 +75,58 @@ class _Offload:
 
 
 @register("offload")
-def offload(*, turns: int = 10) -> Strategy:
-    """Move the oldest ``turns`` turns into the vector store, all or nothing:
-    when the store fails the turns stay where they were. Without a store it
-    does nothing. A tool exchange is never split: when a call is answered in
-    the next turn, the turns move together (see
-    :func:`memrules._conversation.droppable_turns`), so everything that
-    leaves the conversation is in the store.
+def offload(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
+    """Move the oldest ``turns`` units into the vector store, or more when
+    the budget needs more, all or nothing: when the store fails they stay
+    where they were. Without a store it does nothing.
 
-    Keeps: survivors untouched (their turns never move), order, tool
+    A unit is a turn before the latest one or, inside the latest turn, a
+    completed tool exchange older than the newest ``keep_exchanges`` (see
+    :class:`memrules._conversation.Units`), so an agent loop that runs many
+    tool rounds after one instruction offloads its old rounds. Never the
+    latest user message, never a pending call, never half an exchange:
+    everything that leaves the conversation is in the store.
+
+    Keeps: survivors untouched (their exchanges never move), order, tool
     exchanges whole.
     """
     check_positive("turns", turns)
-    return _Offload(turns)
+    check_positive("keep_exchanges", keep_exchanges, minimum=0)
+    return _Offload(turns, keep_exchanges)
 
 
 @attrs.frozen(slots=True, repr=False)
 class _Summarize:
     turns: int
+    keep_exchanges: int
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
         summarizer = context.seams.summarizer
         if summarizer is None:
             return conversation
-        moved = _oldest(conversation, self.turns)
+        moved = take_units(
+            conversation, context, units=self.turns, keep_exchanges=self.keep_exchanges, fill=True
+        )
         if not moved:
             return conversation
-        first, end = moved[0].start, moved[-1].stop
-        batch = conversation[first:end]
+        gone = _indices(moved)
+        batch = tuple(conversation[i] for i in gone)
         text, call = _call("summarizer", "summarize", batch, summarizer.summarize)
         summary = Message(
             role="user",
             parts=(
                 Text(
-                    text=f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns "
-                    f"({len(batch)} messages):\n{text}"
+                    text=f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns or "
+                    f"tool exchanges ({len(batch)} messages):\n{text}"
                 ),
             ),
             metadata={"memrules": {"summary_of": len(batch)}},
         )
+        first = gone[0]
+        rest = without_indices(conversation, gone)
         return Outcome(
-            messages=(*conversation[:first], summary, *conversation[end:]),
-            note=f"summarized {len(batch)} messages",
+            messages=(*rest[:first], summary, *rest[first:]),
+            note=f"summarized {len(batch)} messages ({len(moved)} units)",
             seam_calls=(call,),
         )
 
@@ -121,14 +135,16 @@ class _Summarize:
 
 
 @register("summarize")
-def summarize(*, turns: int = 10) -> Strategy:
-    """Replace the oldest ``turns`` turns with one user message from the
-    summarizer that says it is a summary and of how much. Without a
-    summarizer it does nothing. Turns are chosen as ``offload`` chooses
+def summarize(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
+    """Replace the oldest ``turns`` units (or more when the budget needs
+    more) with one user message from the summarizer that says it is a
+    summary and of how much, where the first of them stood. Without a
+    summarizer it does nothing. Units are chosen as ``offload`` chooses
     them, never splitting a tool exchange, so all that goes is summarized.
 
-    Keeps: survivors untouched (their turns are never summarized), order,
-    tool exchanges whole.
+    Keeps: survivors untouched (their exchanges are never summarized),
+    order, tool exchanges whole.
     """
     check_positive("turns", turns)
-    return _Summarize(turns)
+    check_positive("keep_exchanges", keep_exchanges, minimum=0)
+    return _Summarize(turns, keep_exchanges)

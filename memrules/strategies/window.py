@@ -17,41 +17,24 @@ import operator
 import attrs
 
 from memrules._conversation import (
-    droppable_turns,
-    pinned_indices,
-    tool_links,
+    held_indices,
     without_indices,
 )
 from memrules._messages import Conversation
-from memrules._tokens import message_sizes
 from memrules._typing import Strategy, StrategyContext
+from memrules.strategies._units import take_units
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
 
 __all__ = ["drop_turns", "sliding_window", "trim", "trim_to_budget"]
 
 
-def _pairs(conversation: Conversation) -> list[tuple[int, int]]:
+def _pairs(conversation: Conversation, context: StrategyContext) -> list[tuple[int, int]]:
     """Every pair of messages tied by a call and its result, as (lower,
     higher) indices sorted by the lower."""
-    pairs = [(a, b) if a < b else (b, a) for a, b in tool_links(conversation).pairs]
+    pairs = [(a, b) if a < b else (b, a) for a, b in context.links(conversation).pairs]
     pairs.sort()
     return pairs
-
-
-def _hold_exchanges(pinned: set[int], pairs: list[tuple[int, int]]) -> None:
-    """Add to ``pinned`` every message linked to a pinned one by tool pairs,
-    transitively: dropping it would make closure alter a pinned message."""
-    linked: dict[int, list[int]] = {}
-    for a, b in pairs:
-        linked.setdefault(a, []).append(b)
-        linked.setdefault(b, []).append(a)
-    todo = [i for i in pinned if i in linked]
-    while todo:
-        for j in linked[todo.pop()]:
-            if j not in pinned:
-                pinned.add(j)
-                todo.append(j)
 
 
 def trim(
@@ -75,16 +58,15 @@ def trim(
     n = len(conversation)
     if max_messages is not None and max_tokens is None and n <= max_messages:
         return conversation
-    sizes = message_sizes(context.counter, conversation)
+    sizes = context.sizes(conversation)
     if (max_messages is None or n <= max_messages) and (
         max_tokens is None or sum(sizes) <= max_tokens
     ):
         return conversation
 
-    pairs = _pairs(conversation)
-    pinned = set(pinned_indices(conversation))
-    if pairs and not pinned.isdisjoint(itertools.chain.from_iterable(pairs)):
-        _hold_exchanges(pinned, pairs)
+    pairs = _pairs(conversation, context)
+    pinned = held_indices(conversation, context.links(conversation))
+    if pairs:
         pairs = [(a, b) for a, b in pairs if a not in pinned]
     order = [i for i in range(n) if i not in pinned]
 
@@ -183,20 +165,31 @@ def trim_to_budget() -> Strategy:
 
 @attrs.frozen(slots=True, repr=False)
 class _DropTurns:
+    keep_exchanges: int
+
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
-        dropped = droppable_turns(conversation, context.offload_turns)
-        return without_indices(conversation, (i for turn in dropped for i in turn))
+        dropped = take_units(
+            conversation,
+            context,
+            units=context.offload_turns,
+            keep_exchanges=self.keep_exchanges,
+            fill=False,
+        )
+        return without_indices(conversation, (i for unit in dropped for i in unit))
 
     def __repr__(self) -> str:
-        return "drop_turns()"
+        return describe("drop_turns", self)
 
 
 @register("drop_turns")
-def drop_turns() -> Strategy:
-    """Remove the oldest ``offload_turns`` turns (a config setting) per pass,
-    never the latest turn nor one holding a survivor, and never splitting a
-    tool exchange (see :func:`memrules._conversation.droppable_turns`).
+def drop_turns(*, keep_exchanges: int = 3) -> Strategy:
+    """Remove the oldest ``offload_turns`` units (a config setting) per pass:
+    turns before the latest one, then completed tool exchanges of the latest
+    turn older than the newest ``keep_exchanges`` (units as ``offload``
+    takes them, see :class:`memrules._conversation.Units`); never a
+    survivor's exchange, never a pending call, never half an exchange.
 
     Keeps: survivors untouched, order, tool exchanges whole.
     """
-    return _DropTurns()
+    check_positive("keep_exchanges", keep_exchanges, minimum=0)
+    return _DropTurns(keep_exchanges)
