@@ -3,11 +3,24 @@
 Compaction strategies are pure functions over immutable message tuples,
 composed by a pipeline that a YAML file declares; the interpreter enforces
 the survivor and tool-pairing invariants after every strategy.
+
+The names below are the public API (a test holds them to this list). The
+built-in strategy factories are in :mod:`memrules.strategies`, the seams in
+:mod:`memrules.seams`, and the tools to property-test a strategy in
+:mod:`memrules.testing`; every other module is private.
 """
 
 from __future__ import annotations
 
-from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
+import importlib.metadata as _metadata
+
+from memrules._adapters import (
+    from_anthropic,
+    from_openai,
+    to_anthropic,
+    to_anthropic_request,
+    to_openai,
+)
 from memrules._budget import Budget, ContextWindowResolver
 from memrules._config import MemoryConfig, load_config, strategy_factory
 from memrules._errors import (
@@ -18,12 +31,10 @@ from memrules._errors import (
     ObserverError,
     StrategyError,
 )
-from memrules._interpreter import NamedStrategy
-from memrules._invariants import check_invariants
 from memrules._messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
 from memrules._pipeline import Pipeline, load_pipeline
-from memrules._plugin import MemoryPlugin, PluginState, Request, StepResult, step
-from memrules._report import Compaction, CompressionAction, CompressionReport, StopReason
+from memrules._plugin import ConversationState, MemoryPlugin, Request
+from memrules._report import CompressionAction, CompressionReport, CompressionResult, StopReason
 from memrules._tokens import (
     EstimatingCounter,
     TiktokenCounter,
@@ -34,19 +45,18 @@ from memrules._tokens import (
 from memrules._typing import Outcome, Strategy, StrategyContext
 from memrules._usage import ContextUsage, ContextUsageObserver
 from memrules.seams import SeamCall, Seams, Summarizer, VectorStore
-from memrules.strategies import STRATEGIES, register
 
 __all__ = [
-    "STRATEGIES",
     "Budget",
-    "Compaction",
     "CompressionAction",
     "CompressionReport",
+    "CompressionResult",
     "ConfigError",
     "ContextUsage",
     "ContextUsageObserver",
     "ContextWindowResolver",
     "Conversation",
+    "ConversationState",
     "EncodingError",
     "EstimatingCounter",
     "MemoryConfig",
@@ -54,17 +64,14 @@ __all__ = [
     "MemrulesError",
     "Message",
     "MessageFormatError",
-    "NamedStrategy",
     "ObserverError",
     "Opaque",
     "Outcome",
     "Part",
     "Pipeline",
-    "PluginState",
     "Request",
     "SeamCall",
     "Seams",
-    "StepResult",
     "StopReason",
     "Strategy",
     "StrategyContext",
@@ -76,18 +83,19 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "VectorStore",
-    "check_invariants",
     "count_tokens",
     "estimate_tokens",
     "from_anthropic",
     "from_openai",
     "load_config",
     "load_pipeline",
-    "register",
-    "step",
     "strategy_factory",
     "to_anthropic",
+    "to_anthropic_request",
     "to_openai",
 ]
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("memrules")
+except _metadata.PackageNotFoundError:  # a checkout that was never installed
+    __version__ = "0+unknown"

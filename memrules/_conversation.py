@@ -202,8 +202,8 @@ class Units:
     assistant message (the results of its calls, observations). The units
     stop before the first one that holds a survivor or part of a survivor's
     tool exchange, or a call nobody answered (a pending call), and the
-    newest ``keep_exchanges`` exchanges that call tools stay, with
-    everything after them.
+    newest ``keep_exchanges`` completed exchanges (whose calls all have
+    their results) stay, with everything after them.
 
     ``closed`` lists every ``k`` for which the first ``k`` units hold every
     message that a tool id ties to one of theirs: moving such a block never
@@ -248,13 +248,12 @@ def movable_units(
         units.append(turn)
     exchanges = _exchanges(conversation, all_turns[-1])
     answered = {r for m in conversation if m.result_ids for r in m.result_ids}
-    calling = [k for k, x in enumerate(exchanges) if any(conversation[i].call_ids for i in x)]
+    calls = [[c for i in x for c in conversation[i].call_ids] for x in exchanges]
+    calling = [k for k, ids in enumerate(calls) if ids and answered.issuperset(ids)]
     if keep_exchanges:
         exchanges = exchanges[: calling[-keep_exchanges]] if len(calling) >= keep_exchanges else []
-    for exchange in exchanges:
-        if any(i in held for i in exchange) or any(
-            c not in answered for i in exchange for c in conversation[i].call_ids
-        ):
+    for exchange, ids in zip(exchanges, calls, strict=False):
+        if any(i in held for i in exchange) or not answered.issuperset(ids):
             break
         units.append(exchange)
     return _closed(conversation, units)

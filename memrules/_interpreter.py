@@ -20,7 +20,7 @@ from memrules._budget import Budget
 from memrules._errors import StrategyError
 from memrules._invariants import Enforced, enforce
 from memrules._messages import Conversation, Message
-from memrules._report import Compaction, CompressionAction, CompressionReport, StopReason
+from memrules._report import CompressionAction, CompressionReport, CompressionResult, StopReason
 from memrules._typing import Outcome, Strategy, StrategyContext
 from memrules.seams import SeamCall
 
@@ -146,7 +146,7 @@ def _report(
     passes: int,
     actions: Sequence[CompressionAction],
     origin: tuple[int | None, ...],
-) -> Compaction:
+) -> CompressionResult:
     report = CompressionReport(
         budget=budget,
         stop_reason=stop,
@@ -158,7 +158,7 @@ def _report(
         actions=tuple(actions),
         origin=origin,
     )
-    return Compaction(messages=final, report=report)
+    return CompressionResult(messages=final, report=report)
 
 
 def run_pipeline(
@@ -167,7 +167,7 @@ def run_pipeline(
     context: StrategyContext,
     *,
     max_passes: int = MAX_PASSES,
-) -> Compaction:
+) -> CompressionResult:
     """Compact ``conversation`` until it fits ``context.budget``.
 
     Nothing happens when the budget is unlimited (``no_trigger``) or already
@@ -180,7 +180,7 @@ def run_pipeline(
     origin: tuple[int | None, ...] = tuple(range(len(conversation)))
     actions: list[CompressionAction] = []
 
-    def done(stop: StopReason, passes: int) -> Compaction:
+    def done(stop: StopReason, passes: int) -> CompressionResult:
         return _report(
             conversation,
             current,
@@ -219,7 +219,7 @@ def run_once(
     conversation: Conversation,
     strategies: Sequence[NamedStrategy],
     context: StrategyContext,
-) -> Compaction:
+) -> CompressionResult:
     """Run every strategy once, in order, with no budget (``compress``)."""
     context = attrs.evolve(context, budget=Budget.UNLIMITED)
     tokens_before = tokens = _total(conversation, context)

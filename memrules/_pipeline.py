@@ -24,7 +24,7 @@ from memrules._errors import MessageFormatError
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
 from memrules._messages import Conversation, Message
-from memrules._report import Compaction
+from memrules._report import CompressionResult
 from memrules._tokens import TiktokenCounter, TokenCounter
 from memrules._typing import StrategyContext, StrategyFactory
 from memrules.seams import Seams
@@ -46,7 +46,7 @@ def as_conversation(messages: Iterable[Message]) -> Conversation:
 
 @attrs.frozen(kw_only=True, slots=True)
 class Pipeline:
-    """Compaction as a value: ``apply`` and ``compress`` return new messages
+    """CompressionResult as a value: ``apply`` and ``compress`` return new messages
     and a report and change nothing else."""
 
     config: MemoryConfig
@@ -95,7 +95,9 @@ class Pipeline:
         request hook does) looks nothing up again."""
         return self._measure.total(as_conversation(messages))
 
-    def apply(self, messages: Iterable[Message], *, budget: Budget | None = None) -> Compaction:
+    def apply(
+        self, messages: Iterable[Message], *, budget: Budget | None = None
+    ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
         default). Returns the new messages and the report."""
         return run_pipeline(
@@ -105,7 +107,7 @@ class Pipeline:
             max_passes=self.max_passes,
         )
 
-    def compress(self, messages: Iterable[Message]) -> Compaction:
+    def compress(self, messages: Iterable[Message]) -> CompressionResult:
         """Run every strategy once, with no budget."""
         return run_once(as_conversation(messages), self.config.strategies, self.context())
 

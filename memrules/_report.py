@@ -131,7 +131,7 @@ class CompressionReport:
 
 
 @attrs.frozen(kw_only=True, slots=True)
-class Compaction:
+class CompressionResult:
     """The result of applying a pipeline: the new messages and the report."""
 
     messages: Conversation

@@ -58,7 +58,7 @@ from memrules._messages import (
     ToolCall,
     ToolResult,
 )
-from memrules._report import Compaction
+from memrules._report import CompressionResult
 from memrules._typing import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
 
 __all__ = [
@@ -542,7 +542,7 @@ def _output(result: object, what: str) -> tuple[Conversation, str]:
 
 def _interpret(
     strategy: Strategy, name: str, conversation: Conversation, context: StrategyContext
-) -> Compaction | None:
+) -> CompressionResult | None:
     """The interpreter running ``strategy`` once under ``context``'s budget;
     None when that budget is met already (the interpreter would not run it)."""
     named = (NamedStrategy(name=name, strategy=strategy),)

@@ -52,11 +52,10 @@ __all__ = [
     "check_strategy",
     "context",
     "conversations",
-    "moved_units",
-    "unit_ranges",
     "held",
     "linked",
     "messages",
+    "moved_units",
     "named_strategies",
     "parts",
     "render",
@@ -64,6 +63,7 @@ __all__ = [
     "texts",
     "total",
     "turn_ranges",
+    "unit_ranges",
     "unwrap",
     "with_observations",
 ]
@@ -195,8 +195,8 @@ def turn_ranges(conversation: Conversation) -> list[range]:
 def unit_ranges(conversation: Conversation, keep_exchanges: int = 3) -> list[range]:
     """The units a turn strategy may move, oldest first: the turns before
     the latest one, then the latest turn's exchanges (an assistant message up
-    to the next one) but the newest ``keep_exchanges`` that call tools and
-    what follows them; stopping at the first unit that holds a survivor or
+    to the next one) but the newest ``keep_exchanges`` completed ones that
+    call tools and what follows them; stopping at the first unit that holds a survivor or
     part of a survivor's exchange, or a call that has no result."""
     keep = held(conversation)
     turns = turn_ranges(conversation)
@@ -211,13 +211,20 @@ def unit_ranges(conversation: Conversation, keep_exchanges: int = 3) -> list[ran
     starts = [i for i in last if conversation[i].role == "assistant"]
     ends = [*starts[1:], last.stop][: len(starts)]
     exchanges = [range(a, b) for a, b in zip(starts, ends, strict=True)]
-    calling = [k for k, x in enumerate(exchanges) if any(conversation[i].call_ids for i in x)]
+    answered = {r for m in conversation for r in m.result_ids}
+    calling = [
+        k
+        for k, x in enumerate(exchanges)
+        if any(conversation[i].call_ids for i in x)
+        and all(c in answered for i in x for c in conversation[i].call_ids)
+    ]
     if keep_exchanges:
         cut = calling[-keep_exchanges] if len(calling) >= keep_exchanges else 0
         exchanges = exchanges[:cut]
-    answered = {r for m in conversation for r in m.result_ids}
     for x in exchanges:
-        if keep.intersection(x) or any(c not in answered for i in x for c in conversation[i].call_ids):
+        if keep.intersection(x) or any(
+            c not in answered for i in x for c in conversation[i].call_ids
+        ):
             break
         units.append(x)
     return units

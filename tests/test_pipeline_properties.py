@@ -17,7 +17,7 @@ from memrules._config import MemoryConfig, default_strategies
 from memrules._interpreter import MAX_PASSES, NamedStrategy
 from memrules._messages import Conversation
 from memrules._pipeline import Pipeline
-from memrules._report import Compaction, StopReason
+from memrules._report import CompressionResult, StopReason
 from memrules._tokens import TiktokenCounter
 from memrules._typing import DEFAULT_WARNING_MARKER
 from memrules.seams import Seams
@@ -64,7 +64,7 @@ def over(budget: Budget, conversation: Conversation) -> bool:
 
 def check_compaction(
     conversation: Conversation,
-    result: Compaction,
+    result: CompressionResult,
     strategies: tuple[NamedStrategy, ...],
     budget: Budget,
 ) -> None:
@@ -141,7 +141,7 @@ def check_compaction(
 
 def check_deterministic(
     conversation: Conversation,
-    result: Compaction,
+    result: CompressionResult,
     strategies: tuple[NamedStrategy, ...],
     budget: Budget,
     seams: bool,

@@ -15,7 +15,7 @@ from memrules._budget import Budget
 from memrules._config import MemoryConfig
 from memrules._errors import ConfigError, MessageFormatError, ObserverError
 from memrules._messages import Conversation, Message, message
-from memrules._plugin import MemoryPlugin, PluginState, Request, StepResult, step
+from memrules._plugin import ConversationState, MemoryPlugin, Request, StepResult, step
 from memrules._report import StopReason
 from memrules._typing import DEFAULT_WARNING_MARKER, StrategyContext
 from memrules._usage import ContextUsage
@@ -103,13 +103,13 @@ def test_observer_error_fails_the_request_and_changes_nothing() -> None:
         observers=[flaky],
         strategies=[strategy],
     )
-    before = plugin.state
+    before = plugin.state()
     request = Request(messages=conversation(10))
     with pytest.raises(ObserverError, match="gauge offline") as exc:
         plugin.on_request(request)
     assert isinstance(exc.value.__cause__, ValueError)
-    assert plugin.state is before
-    assert not plugin.state.warned
+    assert plugin.state() is before
+    assert not plugin.state().warned
     assert plugin.last_result is None
     assert strategy.seen == []  # the pipeline never ran
     assert request.messages == conversation(10)
@@ -117,7 +117,7 @@ def test_observer_error_fails_the_request_and_changes_nothing() -> None:
     # The failed request did not use up the warning.
     sent = plugin.on_request(request)
     assert warnings_in(sent.messages) == 1
-    assert plugin.state.warned
+    assert plugin.state().warned
 
 
 def test_observer_error_in_step_leaves_the_given_state_alone() -> None:
@@ -125,7 +125,7 @@ def test_observer_error_in_step_leaves_the_given_state_alone() -> None:
         raise RuntimeError("no")
 
     plugin = plugin_for(context_window_tokens=10, warn_fraction=0.1, max_fraction=None)
-    state = PluginState()
+    state = ConversationState()
     with pytest.raises(ObserverError):
         step(
             state,
@@ -134,7 +134,7 @@ def test_observer_error_in_step_leaves_the_given_state_alone() -> None:
             observers=[failing],
             resolver=None,
         )
-    assert state == PluginState()
+    assert state == ConversationState()
 
 
 # --- step 2: the one-shot warning ---------------------------------------------
@@ -172,7 +172,7 @@ def test_a_warning_already_in_the_request_counts_as_given() -> None:
     given = message("system", f"{DEFAULT_WARNING_MARKER} earlier")
     sent = plugin.on_request(Request(messages=(*conversation(10, 10), given)))
     assert warnings_in(sent.messages) == 1
-    assert plugin.state.warned
+    assert plugin.state().warned
     # So a later request that dropped it gets none either.
     later = plugin.on_request(Request(messages=conversation(10, 10, 10)))
     assert warnings_in(later.messages) == 0
@@ -189,7 +189,7 @@ def test_warning_threshold_is_at_or_above(
     request = Request(messages=(words(2, "system"), words(tokens - 2)))
     sent = plugin.on_request(request)
     assert warnings_in(sent.messages) == int(warned)
-    assert plugin.state.warned is warned
+    assert plugin.state().warned is warned
     if not warned:
         assert sent is request  # nothing changed: the same request comes back
 
@@ -202,7 +202,7 @@ def test_custom_marker_and_reset() -> None:
     assert plugin.on_request(request).messages[-1].text.startswith("NB: this conversation")
     assert len(plugin.on_request(request).messages) == 2
     plugin.reset()
-    assert not plugin.state.warned
+    assert not plugin.state().warned
     assert plugin.on_request(request).messages[-1].text.startswith("NB:")
 
 
@@ -267,7 +267,7 @@ def test_a_resolver_answer_that_is_no_window_is_a_config_error(answer: object) -
     plugin = plugin_for(context_window_resolver=lambda model: answer, warn_fraction=0.1)
     with pytest.raises(ConfigError, match="context_window_resolver"):
         plugin.on_request(Request(messages=conversation(10)))
-    assert plugin.state == PluginState()
+    assert plugin.state() == ConversationState()
 
 
 def test_no_trigger_compacts_nothing() -> None:
@@ -293,11 +293,10 @@ def test_no_trigger_compacts_nothing() -> None:
 
 def test_nothing_to_do_returns_the_same_request_and_state() -> None:
     plugin = plugin_for(context_window_tokens=1000, warn_fraction=0.9)
-    state = plugin.state
+    state = plugin.state()
     request = Request(messages=conversation(3, 3))
     assert plugin.on_request(request) is request
-    assert plugin.state is state
-    assert state.graph is None
+    assert plugin.state() is state
 
 
 def test_concurrent_requests_warn_exactly_once() -> None:
@@ -328,7 +327,7 @@ def test_concurrent_requests_warn_exactly_once() -> None:
     assert len(results) == threads_n
     assert sum(warnings_in(r.request.messages) for r in results) == 1
     assert sum(r.warned for r in results) == 1
-    assert plugin.state.warned
+    assert plugin.state().warned
 
 
 def test_compress_runs_every_strategy_once_without_budget() -> None:
@@ -344,7 +343,7 @@ def test_compress_runs_every_strategy_once_without_budget() -> None:
     assert compaction.report.stop_reason == StopReason.SINGLE_PASS
     assert compaction.messages is messages
     assert seen == []  # out of band: no observers, no warning, no state change
-    assert plugin.state == PluginState()
+    assert plugin.state() == ConversationState()
 
 
 def test_count_tokens_is_what_step_one_counts() -> None:

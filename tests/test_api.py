@@ -1,0 +1,92 @@
+"""The public API is a short, deliberate list."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import pkgutil
+
+import memrules
+
+PUBLIC = {
+    "Budget",
+    "CompressionAction",
+    "CompressionReport",
+    "CompressionResult",
+    "ConfigError",
+    "ContextUsage",
+    "ContextUsageObserver",
+    "ContextWindowResolver",
+    "Conversation",
+    "ConversationState",
+    "EncodingError",
+    "EstimatingCounter",
+    "MemoryConfig",
+    "MemoryPlugin",
+    "MemrulesError",
+    "Message",
+    "MessageFormatError",
+    "ObserverError",
+    "Opaque",
+    "Outcome",
+    "Part",
+    "Pipeline",
+    "Request",
+    "SeamCall",
+    "Seams",
+    "StopReason",
+    "Strategy",
+    "StrategyContext",
+    "StrategyError",
+    "Summarizer",
+    "Text",
+    "TiktokenCounter",
+    "TokenCounter",
+    "ToolCall",
+    "ToolResult",
+    "VectorStore",
+    "count_tokens",
+    "estimate_tokens",
+    "from_anthropic",
+    "from_openai",
+    "load_config",
+    "load_pipeline",
+    "strategy_factory",
+    "to_anthropic",
+    "to_anthropic_request",
+    "to_openai",
+}
+
+PUBLIC_MODULES = {"seams", "strategies", "testing"}
+
+
+def test_exported_names_are_the_documented_list() -> None:
+    assert set(memrules.__all__) == PUBLIC
+    assert len(memrules.__all__) == len(PUBLIC)
+    for name in PUBLIC:
+        assert getattr(memrules, name) is not None
+
+
+def test_every_other_top_level_name_is_private_or_a_module() -> None:
+    extra = {
+        name
+        for name in vars(memrules)
+        if not name.startswith("_") and name not in PUBLIC and name != "annotations"
+    }
+    modules = {m.name for m in pkgutil.iter_modules(memrules.__path__)}
+    assert extra <= modules, extra - modules
+
+
+def test_only_documented_modules_are_public() -> None:
+    public = {m.name for m in pkgutil.iter_modules(memrules.__path__) if not m.name.startswith("_")}
+    assert public == PUBLIC_MODULES
+
+
+def test_version_comes_from_package_metadata() -> None:
+    assert memrules.__version__ == importlib.metadata.version("memrules")
+
+
+def test_every_public_error_is_a_memrules_error() -> None:
+    for name in PUBLIC:
+        value = getattr(memrules, name)
+        if isinstance(value, type) and issubclass(value, Exception):
+            assert issubclass(value, memrules.MemrulesError), name
