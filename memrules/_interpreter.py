@@ -20,6 +20,7 @@ from memrules._budget import Budget
 from memrules._errors import StrategyError
 from memrules._invariants import Enforced, enforce
 from memrules._messages import Conversation, Message
+from memrules._repair import repair as repair_input
 from memrules._report import CompressionAction, CompressionReport, CompressionResult, StopReason
 from memrules._typing import Outcome, Strategy, StrategyContext
 from memrules.seams import SeamCall
@@ -89,7 +90,9 @@ def _step(
             enforced = enforce(conversation, conversation)
         else:
             output, note, seam_calls = checked
-            enforced = enforce(conversation, output, measure=context.measure)
+            enforced = enforce(
+                conversation, output, measure=context.measure, user_first=context.user_first
+            )
             error = enforced.violation
 
     # Measured on the new tuple itself, which the next strategy is handed:
@@ -101,8 +104,34 @@ def _step(
             kept = tuple(map(sizes.__getitem__, enforced.origin))  # type: ignore[arg-type]
             context.measure.remember(enforced.messages, kept)
         after = _total(enforced.messages, context)
-    action = CompressionAction(
-        strategy=named.name,
+    action = _action(
+        named.name,
+        pass_number,
+        conversation,
+        tokens,
+        enforced,
+        after,
+        note=note,
+        error=error,
+        seam_calls=seam_calls,
+    )
+    return _Step(action=action, enforced=enforced, tokens=after)
+
+
+def _action(
+    name: str,
+    pass_number: int,
+    conversation: Conversation,
+    tokens: int,
+    enforced: Enforced,
+    after: int,
+    *,
+    note: str = "",
+    error: str | None = None,
+    seam_calls: tuple[SeamCall, ...] = (),
+) -> CompressionAction:
+    return CompressionAction(
+        strategy=name,
         pass_number=pass_number,
         messages_before=len(conversation),
         messages_after=len(enforced.messages),
@@ -118,7 +147,6 @@ def _step(
         error=error,
         seam_calls=seam_calls,
     )
-    return _Step(action=action, enforced=enforced, tokens=after)
 
 
 _ID = operator.attrgetter("id")
@@ -135,30 +163,69 @@ def _compose(origin: tuple[int | None, ...], step: Enforced) -> tuple[int | None
     return tuple(None if i is None else origin[i] for i in step.origin)
 
 
-def _report(
-    conversation: Conversation,
-    final: Conversation,
-    *,
-    budget: Budget,
-    stop: StopReason,
-    tokens_before: int,
-    tokens_after: int,
-    passes: int,
-    actions: Sequence[CompressionAction],
-    origin: tuple[int | None, ...],
-) -> CompressionResult:
-    report = CompressionReport(
-        budget=budget,
-        stop_reason=stop,
-        messages_before=len(conversation),
-        messages_after=len(final),
-        tokens_before=tokens_before,
-        tokens_after=tokens_after,
-        passes=passes,
-        actions=tuple(actions),
-        origin=origin,
+@attrs.define
+class _Run:
+    """One run's progress: the current messages, their tokens, where each
+    came from, and the actions so far. Local to one run, never shared."""
+
+    conversation: Conversation
+    current: Conversation
+    tokens: int
+    origin: tuple[int | None, ...]
+    problems: tuple[str, ...]
+    actions: list[CompressionAction] = attrs.Factory(list)
+
+    def take(self, step: _Step) -> bool:
+        """Record ``step``; True when it changed the messages."""
+        self.actions.append(step.action)
+        if not step.enforced.changed:
+            return False
+        self.current, self.tokens = step.enforced.messages, step.tokens
+        self.origin = _compose(self.origin, step.enforced)
+        return True
+
+    def done(
+        self, budget: Budget, stop: StopReason, passes: int, tokens_before: int
+    ) -> CompressionResult:
+        report = CompressionReport(
+            budget=budget,
+            stop_reason=stop,
+            messages_before=len(self.conversation),
+            messages_after=len(self.current),
+            tokens_before=tokens_before,
+            tokens_after=self.tokens,
+            passes=passes,
+            actions=tuple(self.actions),
+            origin=self.origin,
+            input_problems=self.problems,
+        )
+        return CompressionResult(messages=self.current, report=report)
+
+
+def _begin(conversation: Conversation, context: StrategyContext, *, repair: bool) -> _Run:
+    """A run of ``conversation``: its input problems found and, with
+    ``repair``, removed first (recorded as a ``repair`` action, pass 0)."""
+    tokens = _total(conversation, context)
+    problems = context.measure.problems(conversation)
+    run = _Run(
+        conversation=conversation,
+        current=conversation,
+        tokens=tokens,
+        origin=tuple(range(len(conversation))),
+        problems=tuple(map(str, problems)),
     )
-    return CompressionResult(messages=final, report=report)
+    if repair and problems:
+        enforced = repair_input(conversation, problems)
+        after = _total(enforced.messages, context) if enforced.changed else tokens
+        note = f"removed what {len(problems)} input problems named"
+        run.take(
+            _Step(
+                action=_action("repair", 0, conversation, tokens, enforced, after, note=note),
+                enforced=enforced,
+                tokens=after,
+            )
+        )
+    return run
 
 
 def run_pipeline(
@@ -167,79 +234,46 @@ def run_pipeline(
     context: StrategyContext,
     *,
     max_passes: int = MAX_PASSES,
+    repair: bool = False,
 ) -> CompressionResult:
     """Compact ``conversation`` until it fits ``context.budget``.
 
     Nothing happens when the budget is unlimited (``no_trigger``) or already
     met (``under_budget`` with no passes). Otherwise passes run the
-    strategies in order, re-measuring after each one that acted.
+    strategies in order, re-measuring after each one that acted. With
+    ``repair``, broken input is removed first (see :mod:`memrules._repair`).
     """
     budget = context.budget
-    tokens = _total(conversation, context)
-    current = conversation
-    origin: tuple[int | None, ...] = tuple(range(len(conversation)))
-    actions: list[CompressionAction] = []
-
-    def done(stop: StopReason, passes: int) -> CompressionResult:
-        return _report(
-            conversation,
-            current,
-            budget=budget,
-            stop=stop,
-            tokens_before=tokens_before,
-            tokens_after=tokens,
-            passes=passes,
-            actions=actions,
-            origin=origin,
-        )
-
-    tokens_before = tokens
+    run = _begin(conversation, context, repair=repair)
+    tokens_before = run.actions[0].tokens_before if run.actions else run.tokens
     if budget.is_unlimited:
-        return done(StopReason.NO_TRIGGER, 0)
-    if not budget.is_over(messages=len(current), tokens=tokens):
-        return done(StopReason.UNDER_BUDGET, 0)
+        return run.done(budget, StopReason.NO_TRIGGER, 0, tokens_before)
+    if not budget.is_over(messages=len(run.current), tokens=run.tokens):
+        return run.done(budget, StopReason.UNDER_BUDGET, 0, tokens_before)
     for pass_number in range(1, max_passes + 1):
         progressed = False
         for named in strategies:
-            step = _step(named, current, tokens, context, pass_number)
-            actions.append(step.action)
-            if not step.enforced.changed:
+            if not run.take(_step(named, run.current, run.tokens, context, pass_number)):
                 continue
             progressed = True
-            current, tokens = step.enforced.messages, step.tokens
-            origin = _compose(origin, step.enforced)
-            if not budget.is_over(messages=len(current), tokens=tokens):
-                return done(StopReason.UNDER_BUDGET, pass_number)
+            if not budget.is_over(messages=len(run.current), tokens=run.tokens):
+                return run.done(budget, StopReason.UNDER_BUDGET, pass_number, tokens_before)
         if not progressed:
-            return done(StopReason.NO_PROGRESS, pass_number)
-    return done(StopReason.PASS_LIMIT, max_passes)
+            return run.done(budget, StopReason.NO_PROGRESS, pass_number, tokens_before)
+    return run.done(budget, StopReason.PASS_LIMIT, max_passes, tokens_before)
 
 
 def run_once(
     conversation: Conversation,
     strategies: Sequence[NamedStrategy],
     context: StrategyContext,
+    *,
+    repair: bool = False,
 ) -> CompressionResult:
     """Run every strategy once, in order, with no budget (``compress``)."""
     context = attrs.evolve(context, budget=Budget.UNLIMITED)
-    tokens_before = tokens = _total(conversation, context)
-    current = conversation
-    origin: tuple[int | None, ...] = tuple(range(len(conversation)))
-    actions: list[CompressionAction] = []
+    run = _begin(conversation, context, repair=repair)
+    tokens_before = run.actions[0].tokens_before if run.actions else run.tokens
     for named in strategies:
-        step = _step(named, current, tokens, context, 1)
-        actions.append(step.action)
-        if step.enforced.changed:
-            current, tokens = step.enforced.messages, step.tokens
-            origin = _compose(origin, step.enforced)
-    return _report(
-        conversation,
-        current,
-        budget=Budget.UNLIMITED,
-        stop=StopReason.SINGLE_PASS,
-        tokens_before=tokens_before,
-        tokens_after=tokens,
-        passes=1,
-        actions=actions,
-        origin=origin,
-    )
+        run.take(_step(named, run.current, run.tokens, context, 1))
+    return run.done(Budget.UNLIMITED, StopReason.SINGLE_PASS, 1, tokens_before)

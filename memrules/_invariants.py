@@ -27,14 +27,17 @@ import itertools
 import operator
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from memrules._conversation import first_system_index, last_user_index, tool_links
-from memrules._measure import Measure
+from memrules._conversation import first_system_index, is_turn_start, last_user_index, tool_links
 from memrules._messages import Conversation, Message, ToolCall, ToolResult
 
-__all__ = ["Enforced", "check_invariants", "enforce", "pairing_problems"]
+if TYPE_CHECKING:
+    from memrules._measure import Measure
+
+__all__ = ["Enforced", "check_invariants", "diff", "enforce", "pairing_problems"]
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -141,30 +144,43 @@ _RESULTS = operator.attrgetter("result_ids")
 
 
 def _closure(before: Conversation, after: Conversation) -> tuple[frozenset[str], frozenset[str]]:
-    """Call ids and result ids that pairing closure must drop from ``after``."""
+    """Call ids and result ids that pairing closure must drop from ``after``.
+
+    A unit is the set of calls one message makes (parallel calls). Units
+    are taken from ``before`` as well as ``after``: a strategy that rewrote
+    an assistant message to drop one call of a parallel set has split the
+    input's unit, so the rest of it goes too (a unit stays or goes whole).
+    """
     tools_before = [m for m in before if m.is_tool_carrier]
     calls_before = set(itertools.chain.from_iterable(map(_CALLS, tools_before)))
     if not calls_before:
         return frozenset(), frozenset()
     results_before = set(itertools.chain.from_iterable(map(_RESULTS, tools_before)))
     tools_after = [m for m in after if m.is_tool_carrier]
-    units = [u for u in map(_CALLS, tools_after) if u]
-    alive_calls = set(itertools.chain.from_iterable(units))
+    units_after = [frozenset(u) for u in map(_CALLS, tools_after) if u]
+    alive_calls = set(itertools.chain.from_iterable(units_after))
     alive_results = set(itertools.chain.from_iterable(map(_RESULTS, tools_after)))
+    units_before = [frozenset(u) for u in map(_CALLS, tools_before) if len(u) > 1]
+    live_units = units_after + [u for u in units_before if not u.isdisjoint(alive_calls)]
     dead_calls: set[str] = set()
     dead_results: set[str] = set()
-    live_units = units
     while True:
         orphans = alive_results & (calls_before - alive_calls)
         alive_results -= orphans
         dead_results |= orphans
         unanswered = results_before - alive_results
-        killed = [u for u in live_units if not unanswered.isdisjoint(u)]
+        missing = calls_before - alive_calls
+        killed = [
+            u
+            for u in live_units
+            if not unanswered.isdisjoint(u) or (len(u) > 1 and not missing.isdisjoint(u))
+        ]
         if not killed:
             break
         for u in killed:
-            alive_calls.difference_update(u)
-            dead_calls.update(u)
+            gone = u & alive_calls
+            alive_calls.difference_update(gone)
+            dead_calls.update(gone)
         live_units = [u for u in live_units if u not in killed]
     return frozenset(dead_calls), frozenset(dead_results)
 
@@ -202,14 +218,21 @@ def _close_message(
 
 
 def enforce(
-    before: Conversation, after: Conversation, *, measure: Measure | None = None
+    before: Conversation,
+    after: Conversation,
+    *,
+    measure: Measure | None = None,
+    user_first: bool = False,
 ) -> Enforced:
     """Hold ``after``, a strategy's output for ``before``, to the invariants.
 
     Returns the messages that stand and the diff from ``before``. When the
     output cannot stand, ``messages is before`` and ``violation`` says why.
     ``measure`` (the pipeline's) saves recomputing the tool links of
-    ``before``.
+    ``before``. With ``user_first``, when the first message of ``before``
+    after its system messages is a user message, the output's is too: a
+    leading run of other messages is dropped, with the tool exchanges it
+    opens (see the module docs).
     """
     if after is before:
         return _unchanged(before)
@@ -231,41 +254,119 @@ def enforce(
     if first_system == 0 and origin[0] != 0:
         return _unchanged(before, "put a message before the first system message")
 
-    dead_calls: frozenset[str] = frozenset()
-    dead_results: frozenset[str] = frozenset()
+    if None in origin:
+        # A new assistant message with nothing in it says nothing, and
+        # providers reject it: it is dropped, as closure drops emptied ones.
+        empty = [j for j, i in enumerate(origin) if i is None and _is_empty_assistant(after[j])]
+        if empty:
+            gone = set(empty)
+            after = tuple(m for j, m in enumerate(after) if j not in gone)
+            origin = [i for j, i in enumerate(origin) if j not in gone]
+    messages = list(after)
+    sources: list[int | None] = [None] * len(messages)  # what a mended message was made from
+    dead: set[str] = set()
     if None in origin or not _no_pair_split(before, origin, measure):
-        dead_calls, dead_results = _closure(before, after)
-    messages: list[Message] = []
-    final_origin: list[int | None] = []
-    mended: dict[int, int] = {}  # output index of a mended message → its input index
-    if dead_calls or dead_results:
-        for m, i in zip(after, origin, strict=True):
-            closed = _close_message(m, dead_calls, dead_results)
-            if closed is m:
-                messages.append(m)
-                final_origin.append(i)
-                continue
-            if i == first_system:
-                return _unchanged(before, "tool pairing would alter the first system message")
-            if closed is None:
-                if i == last_user:
-                    return _unchanged(
-                        before,
-                        "dropped the tool calls that the most recent user message answers",
-                    )
-                continue
-            if i is not None:
-                mended[len(messages)] = i
-            messages.append(closed)
-            final_origin.append(None)
-    else:
-        messages = list(after)
-        final_origin = origin
-
-    return _diff(before, tuple(messages), final_origin, tuple(sorted(dead_calls)), mended)
+        closed = _close(before, messages, origin, sources, first_system, last_user, dead)
+        if closed is not None:
+            return _unchanged(before, closed)
+    if user_first and _leads_with_user(before):
+        led = _lead_with_user(before, messages, origin, sources, first_system, last_user, dead)
+        if led is not None:
+            return _unchanged(before, led)
+    mended = {j: i for j, i in enumerate(sources) if i is not None}
+    return diff(before, tuple(messages), origin, tuple(sorted(dead)), mended)
 
 
-def _diff(
+def _lead_with_user(
+    before: Conversation,
+    messages: list[Message],
+    origin: list[int | None],
+    sources: list[int | None],
+    first_system: int | None,
+    last_user: int | None,
+    dead: set[str],
+) -> str | None:
+    """Make the first non-system message of ``messages`` a user message, in
+    place: drop a leading message of another role (closure then drops the
+    results of its calls, and a message left empty), again until a user
+    message leads. When that would strip the most recent user message, hold
+    instead the latest user message of ``before`` that came before the
+    leading one (a window dropped it). A violation when neither works."""
+    while True:
+        j = next((k for k, m in enumerate(messages) if m.role != "system"), None)
+        if j is None or messages[j].role == "user":
+            return None
+        trial = (list(messages), list(origin), list(sources), set(dead))
+        del trial[0][j], trial[1][j], trial[2][j]
+        if _close(before, *trial[:3], first_system, last_user, trial[3]) is None:
+            messages[:], origin[:], sources[:] = trial[:3]
+            dead.update(trial[3])
+            continue
+        at = origin[j] if origin[j] is not None else sources[j]
+        held = [i for i in range(at or 0) if before[i].role == "user"] if at is not None else []
+        if not held:
+            return "no user message can lead the output (user_first)"
+        starts = [i for i in held if is_turn_start(before[i])]
+        i = (starts or held)[-1]
+        known = (o if o is not None else src for o, src in zip(origin, sources, strict=True))
+        p = next((k for k, o in enumerate(known) if o is not None and o > i), j)
+        j = min(j, p)
+        messages.insert(j, before[i])
+        origin.insert(j, i)
+        sources.insert(j, None)
+        closed = _close(before, messages, origin, sources, first_system, last_user, dead)
+        if closed is not None:
+            return closed
+        if not (j < len(messages) and messages[j].role == "user"):
+            return "no user message can lead the output (user_first)"
+
+
+def _is_empty_assistant(message: Message) -> bool:
+    return message.role == "assistant" and not message.parts
+
+
+def _leads_with_user(conversation: Conversation) -> bool:
+    first = next((m for m in conversation if m.role != "system"), None)
+    return first is not None and first.role == "user"
+
+
+def _close(
+    before: Conversation,
+    messages: list[Message],
+    origin: list[int | None],
+    sources: list[int | None],
+    first_system: int | None,
+    last_user: int | None,
+    dead: set[str],
+) -> str | None:
+    """Apply pairing closure to ``messages`` in place (with their ``origin``
+    and ``sources``, adding the closed call ids to ``dead``); a violation
+    when closure would alter a survivor beyond what it may."""
+    dead_calls, dead_results = _closure(before, tuple(messages))
+    if not (dead_calls or dead_results):
+        return None
+    dead.update(dead_calls)
+    j = 0
+    while j < len(messages):
+        m, i = messages[j], origin[j]
+        closed = _close_message(m, dead_calls, dead_results)
+        if closed is m:
+            j += 1
+            continue
+        source = i if i is not None else sources[j]
+        if source == first_system and source is not None:
+            return "tool pairing would alter the first system message"
+        if closed is None:
+            if source == last_user and source is not None:
+                return "dropped the tool calls that the most recent user message answers"
+            del messages[j], origin[j], sources[j]
+            continue
+        messages[j], origin[j], sources[j] = closed, None, source
+        j += 1
+    return None
+
+
+def diff(
     before: Conversation,
     messages: Conversation,
     origin: Sequence[int | None],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from memrules._conversation import LinkState, ToolLinks, extends, link_state
 from memrules._messages import Conversation
+from memrules._repair import InputProblem, input_problems
 from memrules._tokens import TokenCounter
 
 __all__ = ["Measure"]
@@ -31,12 +32,22 @@ class Measure:
     """Each message's count and the tool links of conversations, remembered
     for the last tuples asked about (see the module docs)."""
 
-    __slots__ = ("_links", "_sizes", "counter")
+    __slots__ = ("_links", "_problems", "_sizes", "counter")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self._sizes: tuple[tuple[Conversation, tuple[int, ...]], ...] = ()
         self._links: tuple[Conversation, LinkState] | None = None
+        self._problems: tuple[Conversation, tuple[InputProblem, ...]] | None = None
+
+    def problems(self, conversation: Conversation) -> tuple[InputProblem, ...]:
+        """What is already broken in ``conversation`` (see :mod:`memrules._repair`)."""
+        memo = self._problems
+        if memo is not None and memo[0] is conversation:
+            return memo[1]
+        found = input_problems(conversation)
+        self._problems = (conversation, found)
+        return found
 
     def sizes(self, conversation: Conversation) -> tuple[int, ...]:
         """The count of each message of ``conversation``, in order."""

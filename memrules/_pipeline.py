@@ -86,6 +86,7 @@ class Pipeline:
             seams=self.seams,
             offload_turns=self.config.offload_turns,
             warning_marker=self.config.warning_marker,
+            user_first=self.config.user_first,
             measure=self._measure,
         )
 
@@ -105,15 +106,17 @@ class Pipeline:
             self.config.strategies,
             self.context(budget),
             max_passes=self.max_passes,
+            repair=self.config.repair,
         )
 
     def compress(self, messages: Iterable[Message]) -> CompressionResult:
         """Run every strategy once, with no budget."""
-        return run_once(as_conversation(messages), self.config.strategies, self.context())
-
-    def with_seams(self, seams: Seams) -> Pipeline:
-        """The same pipeline with other seams."""
-        return attrs.evolve(self, seams=seams)
+        return run_once(
+            as_conversation(messages),
+            self.config.strategies,
+            self.context(),
+            repair=self.config.repair,
+        )
 
 
 def load_pipeline(

@@ -86,7 +86,10 @@ class CompressionAction:
 class CompressionReport:
     """The whole run: sizes before and after, each strategy run, errors, and
     the stop reason. ``origin[j]`` is the input index of output message ``j``,
-    or None for a message a strategy made (summary, stub, placeholder)."""
+    or None for a message a strategy made (summary, stub, placeholder).
+    ``input_problems`` lists what was already broken in the input (a tool
+    result with no call, two results for one call, ...; see the ``repair``
+    setting), as ``"messages[i]: ..."``."""
 
     budget: Budget
     stop_reason: StopReason
@@ -97,6 +100,7 @@ class CompressionReport:
     passes: int = 0
     actions: tuple[CompressionAction, ...] = ()
     origin: tuple[int | None, ...] = ()
+    input_problems: tuple[str, ...] = ()
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -125,6 +129,7 @@ class CompressionReport:
             "tokens_after": self.tokens_after,
             "errors": list(self.errors),
             "last_error": self.last_error,
+            "input_problems": list(self.input_problems),
             "origin": list(self.origin),
             "actions": [a.to_dict() for a in self.actions],
         }

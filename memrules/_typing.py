@@ -40,14 +40,18 @@ __all__ = [
 @attrs.frozen(kw_only=True, slots=True)
 class StrategyContext:
     """What a strategy may read: the counter, the budget, the seams, the
-    config's ``offload_turns`` and the context warning's marker. Read-only;
-    strategies do no I/O but through the seams."""
+    config's ``offload_turns``, the context warning's marker and the
+    interpreter's settings. Read-only; strategies do no I/O but through the
+    seams."""
 
     counter: TokenCounter
     budget: Budget = Budget.UNLIMITED
     seams: Seams = attrs.field(factory=Seams)
     offload_turns: int = 10
     warning_marker: str = DEFAULT_WARNING_MARKER
+    user_first: bool = False
+    """The interpreter keeps the first non-system message a user message
+    when the input's was (the ``user_first`` setting)."""
     measure: Measure = attrs.field(
         default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
         eq=False,
