@@ -407,3 +407,68 @@ def test_openai_requests_round_trip_and_keep_other_keys() -> None:
 def test_malformed_requests_name_the_field(make: Callable[[], Request], field: str) -> None:
     with pytest.raises(MessageFormatError, match=field.replace("[", r"\[")):
         make()
+
+
+def test_each_conversation_gets_its_warning_once() -> None:
+    plugin = plugin_for(context_window_tokens=10, max_fraction=None, warn_fraction=0.5)
+    history = conversation(6)
+    for _ in range(3):
+        for cid in ("alice", "bob"):
+            plugin.on_request(Request(messages=history, conversation_id=cid))
+    warned = [
+        plugin.handle(Request(messages=history, conversation_id=cid)).warned
+        for cid in ("alice", "bob", "carol")
+    ]
+    assert warned == [False, False, True]  # alice and bob were warned on their first request
+    assert plugin.state("alice").warned
+    assert plugin.state("bob").warned
+    assert not plugin.state().warned  # the default conversation never asked
+
+
+def test_a_conversation_id_comes_from_the_openai_body() -> None:
+    plugin = plugin_for(context_window_tokens=10, max_fraction=None, warn_fraction=0.5)
+    body = {"model": "m", "messages": [{"role": "user", "content": "a b c d e f"}]}
+    first = plugin.on_openai_request({**body, "metadata": {"conversation_id": "x"}})
+    again = plugin.on_openai_request({**body, "metadata": {"conversation_id": "x"}})
+    other = plugin.on_openai_request(body, conversation_id="y")
+    assert [len(b["messages"]) for b in (first, again, other)] == [2, 1, 2]
+    by_user = MemoryPlugin(
+        MemoryConfig(context_window_tokens=10, max_fraction=None, warn_fraction=0.5),
+        counter=WordCounter(),
+        conversation_id_of=lambda b: b.get("user"),
+    )
+    by_user.on_openai_request({**body, "user": "u1"})
+    assert by_user.state("u1").warned
+
+
+def test_the_conversation_table_is_bounded() -> None:
+    plugin = MemoryPlugin(
+        MemoryConfig(context_window_tokens=10, max_fraction=None, warn_fraction=0.5),
+        counter=WordCounter(),
+        max_conversations=3,
+    )
+    history = conversation(6)
+    for k in range(10):
+        plugin.on_request(Request(messages=history, conversation_id=f"c{k}"))
+    assert plugin.conversations == 3
+    assert plugin.state("c9").warned
+    assert not plugin.state("c0").warned  # forgotten: its next request starts afresh
+    with pytest.raises(ConfigError, match="max_conversations=0"):
+        MemoryPlugin(MemoryConfig(), max_conversations=0)
+
+
+def test_the_warning_counts_toward_the_trigger() -> None:
+    """The budget is about what is sent, and the warning is sent: a request
+    one token under the budget that gets the warning is compacted."""
+    plugin = plugin_for(
+        context_window_tokens=100,
+        max_tokens=12,
+        warn_fraction=0.1,
+        strategies=[sliding_window(keep_messages=2)],
+    )
+    history = conversation(4, 5)  # 2 + 4 + 5 = 11 words: under 12
+    result = plugin.handle(Request(messages=history))
+    assert result.usage.tokens == 11
+    assert result.warned
+    assert result.report.tokens_before > 12
+    assert result.compacted

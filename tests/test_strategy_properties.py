@@ -28,6 +28,7 @@ from memrules._messages import (
     Text,
     ToolCall,
     ToolResult,
+    message,
     part_text,
 )
 from memrules._report import StopReason
@@ -269,8 +270,8 @@ def expected_clear(
 
     def clear(part: Part) -> Part:
         if isinstance(part, ToolResult) and part.call_id in targets:
-            if len(part_text(part)) <= len(CLEARED):
-                return part  # the placeholder would not make it shorter
+            if COUNTER.count_text(part_text(part)) <= COUNTER.count_text(CLEARED):
+                return part  # the placeholder would not save a token
             return ToolResult(
                 call_id=part.call_id, content=CLEARED, is_error=part.is_error, extra=part.extra
             )
@@ -383,8 +384,8 @@ def test_deduplicate_file_reads_keeps_only_the_newest_read(
                 f"[memrules: stale read of {path}; the later {tool} call "
                 f"{newest[path]} has its current content]"
             )
-            if len(part_text(p)) <= len(stub):
-                assert q is p  # a stub would not make it shorter
+            if COUNTER.count_text(part_text(p)) <= COUNTER.count_text(stub):
+                assert q is p  # a stub would not save a token
                 continue
             assert q.content == stub
             assert (q.call_id, q.is_error) == (p.call_id, p.is_error)
@@ -698,3 +699,39 @@ def test_offload_moves_an_exchange_that_crosses_a_turn_whole() -> None:
     assert enforced.messages == (system, latest)
     assert store.batches == [(*first_turn, *second_turn)]
     assert enforced.closed_calls == ()
+
+
+def test_a_stub_is_used_only_when_it_saves_tokens() -> None:
+    """Shortness is measured in tokens, not characters: the README's quick
+    start once grew a history when a 22-token result became a 25-token stub."""
+    arguments = '{"path": "src/app.py"}'
+    dense = "漢字測試中文" * 5  # 30 characters, 45 tokens: shorter than the stub, costlier
+    airy = " " * 300 + "ok"  # 302 characters, a handful of tokens
+    conversation = (
+        message("user", "read them twice"),
+        message("assistant", ToolCall(id="c1", name="read_file", arguments=arguments)),
+        message("tool", ToolResult(call_id="c1", content=dense)),
+        message("assistant", ToolCall(id="c2", name="read_file", arguments=arguments)),
+        message("tool", ToolResult(call_id="c2", content=airy)),
+        message("assistant", ToolCall(id="c3", name="read_file", arguments=arguments)),
+        message("tool", ToolResult(call_id="c3", content="current")),
+        message("user", "thanks"),
+    )
+    out = unwrap(deduplicate_file_reads()(conversation, context()))
+    stub = out[2].parts[0]
+    assert isinstance(stub, ToolResult)
+    assert stub.content != dense
+    assert len(part_text(stub)) > len(dense)  # more characters, fewer tokens
+    assert out[4] is conversation[4]  # the stub would cost more tokens than 300 spaces
+    assert total(out) < total(conversation)
+
+
+def test_keep_messages_defaults_to_40_only_without_keep_tokens() -> None:
+    """A token window is a token window: setting ``keep_tokens`` alone does
+    not also cap the window at 40 messages (the README says so)."""
+    history = tuple(message("user" if i % 2 else "assistant", "hi") for i in range(100))
+    assert repr(sliding_window()) == "sliding_window(keep_messages=40)"
+    assert len(unwrap(sliding_window()(history, context()))) == 40
+    by_tokens = sliding_window(keep_tokens=10_000)
+    assert repr(by_tokens) == "sliding_window(keep_tokens=10000)"
+    assert unwrap(by_tokens(history, context())) is history

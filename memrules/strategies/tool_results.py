@@ -44,10 +44,20 @@ def _argument(arguments: str, key: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _not_longer(result: ToolResult, replacement: str) -> bool:
-    """Whether ``result`` is already no longer than ``replacement`` (or is
-    it): a stub or placeholder that would grow the result is not used."""
-    return len(part_text(result)) <= len(replacement)
+def _not_longer(result: ToolResult, replacement: str, context: StrategyContext) -> bool:
+    """Whether ``result`` already costs no more tokens than ``replacement``
+    would: a stub or placeholder that would grow the result is not used."""
+    text = part_text(result)
+    if len(text) > _SURELY_LONGER * len(replacement):
+        # Not worth encoding: text this long is more tokens than the
+        # replacement unless it is nearly all whitespace or one repeated
+        # character, and then the replacement costs a few tokens at most.
+        return False
+    count = context.counter.count_text
+    return count(text) <= count(replacement)
+
+
+_SURELY_LONGER = 16
 
 
 def _result_messages(conversation: Conversation) -> list[int]:
@@ -85,7 +95,7 @@ class _DeduplicateFileReads:
                 f"[memrules: stale read of {path}; the later {self.tool_name} call "
                 f"{newest[path]} has its current content]"
             )
-            return part if _not_longer(part, text) else attrs.evolve(part, content=text)
+            return part if _not_longer(part, text, context) else attrs.evolve(part, content=text)
 
         return rewrite_parts(conversation, _result_messages(conversation), stub)
 
@@ -97,7 +107,8 @@ class _DeduplicateFileReads:
 def deduplicate_file_reads(*, tool_name: str = "read_file", path_key: str = "path") -> Strategy:
     """Keyed on the tool name and the call's ``path_key`` argument: replace
     every result but the newest read of a path with a short stub that names
-    the later read (a result already shorter than the stub stays as it is).
+    the later read (a result that costs no more tokens than the stub stays
+    as it is).
     Only answered reads count: a read still waiting for its result leaves
     the last answered one alone. Calls whose arguments are not
     a JSON object with that key are left alone.
@@ -139,7 +150,7 @@ class _ClearToolResults:
 
         def clear(part: Part) -> Part:
             if isinstance(part, ToolResult) and part.call_id in targets:
-                if _not_longer(part, CLEARED):
+                if _not_longer(part, CLEARED, context):
                     return part
                 return attrs.evolve(part, content=CLEARED)
             if (
@@ -185,8 +196,8 @@ def clear_tool_results(
     clear_tool_inputs: bool = False,
 ) -> Strategy:
     """Replace the content of every tool result but the newest ``keep_pairs``
-    with a placeholder that says it was cleared (a result already shorter
-    than the placeholder stays as it is). Calls stay, and their
+    with a placeholder that says it was cleared (a result that costs no more
+    tokens than the placeholder stays as it is). Calls stay, and their
     arguments too unless ``clear_tool_inputs``. Results of ``exclude_tools``
     are never cleared. Does nothing unless at least ``clear_at_least`` tokens
     would go: clearing breaks the provider's prompt cache from the first
