@@ -4,7 +4,8 @@
 JSON list, or a request object with a ``messages`` list) from INPUT (``-``
 for stdin), compacts them, and prints them in the same shape on stdout; with
 ``--format anthropic`` it reads and writes Anthropic messages (a request's
-``system`` parameter included). ``--report FILE`` writes the report as JSON.
+``system`` parameter included) and keeps the first non-system message a user
+message (the config's ``user_first``). ``--report FILE`` writes the report as JSON.
 A config imports no module unless ``--allow-imports MODULE`` lists it, or
 ``--trust-config`` allows any.
 
@@ -21,11 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
+
+import attrs
 
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
 from memrules._adapters.anthropic import to_anthropic_request
@@ -33,7 +37,7 @@ from memrules._bench import command as bench_command
 from memrules._config import load_config
 from memrules._demo import add_arguments as add_demo_arguments
 from memrules._demo import render as render_demo
-from memrules._errors import MemrulesError
+from memrules._errors import MemrulesError, MessageFormatError
 from memrules._messages import Conversation
 from memrules._pipeline import Pipeline
 from memrules._report import CompressionReport
@@ -73,9 +77,14 @@ class _Parser(argparse.ArgumentParser):
 # --- reading ----------------------------------------------------------------------
 
 
+def _source_name(source: str) -> str:
+    return "<stdin>" if source == "-" else source
+
+
 def _read_json(source: str) -> Any:
     """The JSON in file ``source`` (``-``: stdin); :class:`UsageError` with
     one line naming the file, and the place in it where it can."""
+    name = _source_name(source)
     try:
         if source == "-":
             if sys.stdin is None:
@@ -86,23 +95,23 @@ def _read_json(source: str) -> Any:
         else:
             raw = Path(source).read_bytes()
     except OSError as exc:
-        msg = f"cannot read {source}: {exc.strerror or exc}"
+        msg = f"cannot read {name}: {exc.strerror or exc}"
         raise UsageError(msg) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        msg = f"{source} is not UTF-8 text: {exc.reason} at byte {exc.start}"
+        msg = f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}"
         raise UsageError(msg) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        msg = f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+        msg = f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
         raise UsageError(msg) from None
     except RecursionError:
-        msg = f"{source}: invalid input: JSON nested too deeply to read"
+        msg = f"{name}: invalid input: JSON nested too deeply to read"
         raise UsageError(msg) from None
     except ValueError as exc:  # a number over Python's digit limit
-        msg = f"{source}: invalid JSON: {_one_line(str(exc)).split(';')[0]}"
+        msg = f"{name}: invalid JSON: {_one_line(str(exc)).split(';')[0]}"
         raise UsageError(msg) from None
 
 
@@ -177,6 +186,16 @@ def _writable(path: Path, what: str) -> None:
         raise UsageError(msg)
 
 
+def _mode(path: Path) -> int:
+    """The permissions ``path`` has, or those a new file gets (mkstemp's
+    temporary files are private, which a report should not stay)."""
+    if path.exists():
+        return stat.S_IMODE(path.stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _write_file(path: Path, text: str, what: str) -> None:
     """Write ``text`` to ``path`` whole or not at all: into a temporary file
     beside it, then renamed over it (a device or pipe is written directly)."""
@@ -188,6 +207,7 @@ def _write_file(path: Path, text: str, what: str) -> None:
             return
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
+            os.fchmod(fd, _mode(path))
             with os.fdopen(fd, "wb") as file:
                 _write_all(file, data)
             os.replace(temporary, path)
@@ -248,22 +268,35 @@ def _failures(report: CompressionReport) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+def _pipeline(args: argparse.Namespace) -> Pipeline:
+    """The pipeline ``compact`` runs: the config, imports allowed as the flags
+    say, and ``user_first`` on for the Anthropic format (whose API rejects a
+    conversation that starts with an assistant message)."""
+    allow: bool | Sequence[str] = True if args.trust_config else tuple(args.allow_imports)
+    config = load_config(Path(args.config), allow_imports=allow)
+    if args.format == "anthropic" and not config.user_first:
+        config = attrs.evolve(config, user_first=True)
+    return Pipeline.from_config(config)
+
+
 def _compact(args: argparse.Namespace) -> int:
     report_path = Path(args.report) if args.report else None
     if report_path is not None:
         _writable(report_path, "the report")
     _stdout()
-    allow: bool | Sequence[str] = True if args.trust_config else tuple(args.allow_imports)
-    config = load_config(Path(args.config), allow_imports=allow)
-    pipeline = Pipeline.from_config(config)
+    pipeline = _pipeline(args)
     data = _read_json(args.input)
+    name = _source_name(args.input)
     try:
         conversation, encode = _decode(data, args.format)
         result = pipeline.compress(conversation) if args.once else pipeline.apply(conversation)
         output = _to_json(encode(result.messages), "the output")
         report = _to_json(result.report.to_dict(), "the report") if report_path else ""
+    except (MessageFormatError, UsageError) as exc:
+        msg = f"{name}: {exc}"
+        raise UsageError(msg) from None
     except RecursionError:
-        msg = f"{args.input}: invalid input: nested too deeply to read"
+        msg = f"{name}: invalid input: nested too deeply to read"
         raise UsageError(msg) from None
     failures = _failures(result.report)
     if failures and args.strict:

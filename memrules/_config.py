@@ -29,9 +29,10 @@ import importlib.metadata
 import inspect
 import os
 import re
+import types
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 import tiktoken
@@ -73,15 +74,11 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@attrs.frozen(slots=True)
-class _Setting:
-    """What one key accepts: ``check`` returns None when ``value`` fits, or
-    what was expected."""
-
-    check: Callable[[object], str | None]
+Check: TypeAlias = Callable[[object], str | None]
+"""What a key accepts: None when the value fits, else what was expected."""
 
 
-def _whole(minimum: int, *, nullable: bool) -> _Setting:
+def _whole(minimum: int, *, nullable: bool) -> Check:
     expected = f"a whole number of at least {minimum}" + (" or null" if nullable else "")
 
     def check(value: object) -> str | None:
@@ -89,7 +86,7 @@ def _whole(minimum: int, *, nullable: bool) -> _Setting:
             return None
         return None if _is_int(value) and value >= minimum else expected  # type: ignore[operator]
 
-    return _Setting(check)
+    return check
 
 
 def _fraction(value: object) -> str | None:
@@ -108,37 +105,41 @@ def _marker(value: object) -> str | None:
 
 
 def _encoder(value: object) -> str | None:
-    known = ", ".join(sorted(tiktoken.list_encoding_names()))
-    expected = f"a tiktoken encoder ({known}), a model name such as 'gpt-4o', or {ESTIMATE!r}"
-    if not isinstance(value, str) or not value:
-        return expected
     if value == ESTIMATE:
         return None
-    if value not in tiktoken.list_encoding_names():
+    known = isinstance(value, str) and value in tiktoken.list_encoding_names()
+    if isinstance(value, str) and value and not known:
         try:
             tiktoken.model.encoding_name_for_model(value)
+            known = True
         except KeyError:
-            return expected
+            pass
+    if not known:
+        names = ", ".join(sorted(tiktoken.list_encoding_names()))
+        return f"a tiktoken encoder ({names}), a model name such as 'gpt-4o', or {ESTIMATE!r}"
     try:
-        load_encoding(value)
+        load_encoding(str(value))
     except EncodingError as exc:
         return f"an encoder that loads ({exc})"
     return None
 
 
-SETTINGS: Mapping[str, _Setting] = {
-    "encoder_name": _Setting(_encoder),
-    "context_window_tokens": _whole(1, nullable=False),
-    "max_messages": _whole(1, nullable=True),
-    "max_tokens": _whole(1, nullable=True),
-    "max_fraction": _Setting(_fraction),
-    "warn_fraction": _Setting(_fraction),
-    "offload_turns": _whole(1, nullable=False),
-    "warning_marker": _Setting(_marker),
-    "repair": _Setting(_flag),
-    "user_first": _Setting(_flag),
-}
-"""The scalar keys a config sets, each with what it accepts."""
+SETTINGS: Mapping[str, Check] = types.MappingProxyType(
+    {
+        "encoder_name": _encoder,
+        "context_window_tokens": _whole(1, nullable=False),
+        "max_messages": _whole(1, nullable=True),
+        "max_tokens": _whole(1, nullable=True),
+        "max_fraction": _fraction,
+        "warn_fraction": _fraction,
+        "offload_turns": _whole(1, nullable=False),
+        "warning_marker": _marker,
+        "repair": _flag,
+        "user_first": _flag,
+    }
+)
+"""The scalar keys a config sets, each with its check: the one definition
+that :class:`MemoryConfig` and the YAML reader share."""
 
 KNOWN_KEYS = (*SETTINGS, "strategies")
 
@@ -155,8 +156,8 @@ def _problems(values: Mapping[str, object]) -> list[ConfigProblem]:
     """Every problem with ``values`` (settings by key), each at its key."""
     problems = []
     for key, value in values.items():
-        setting = SETTINGS.get(key)
-        expected = setting.check(value) if setting is not None else None
+        check = SETTINGS.get(key)
+        expected = check(value) if check is not None else None
         if expected is not None:
             message = f"{key}={show(value)} must be {expected}"
             problems.append(ConfigProblem(message=message, yaml_path=key))
@@ -369,9 +370,13 @@ def load_config(
     label = path if path is not None else TEXT_SOURCE
     root = parse_yaml(text, path=label)
     registry = STRATEGIES if registry is None else registry
-    allowed: bool | tuple[str, ...] = (
-        allow_imports if isinstance(allow_imports, bool) else tuple(allow_imports)
-    )
+    allowed: bool | tuple[str, ...]
+    if isinstance(allow_imports, bool):
+        allowed = allow_imports
+    elif isinstance(allow_imports, str):  # one module, not its letters
+        allowed = (allow_imports,)
+    else:
+        allowed = tuple(allow_imports)
     problems: list[ConfigProblem] = []
     fields: dict[str, Any] = {}
     if root is not None:

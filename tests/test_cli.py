@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memrules import from_openai
-from memrules._cli import main
+from memrules._cli import _parser, _pipeline, main
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = ROOT / "examples" / "agent_history.json"
@@ -41,6 +41,15 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
         timeout=120,
         cwd=ROOT,
     )
+
+
+def invoke(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``memrules ARGS`` in this process (faster than :func:`run`, for cases
+    that need no real file descriptors), as :func:`run` reports it."""
+    capsys.readouterr()
+    status = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), status, captured.out, captured.err)
 
 
 def shell(command: str) -> subprocess.CompletedProcess[str]:
@@ -86,6 +95,22 @@ def test_compact_prints_openai_messages_and_writes_the_report(tmp_path: Path) ->
     assert data["origin"] == [0, 6, 7, 8]
     assert data["actions"][0]["strategy"] == "sliding_window"
     assert data["actions"][0]["removed"] == [1, 2, 3, 4, 5]
+
+
+def test_the_report_gets_the_permissions_of_a_new_file(
+    tmp_path: Path, seed_files: tuple[Path, Path]
+) -> None:
+    config, source = seed_files
+    plain = tmp_path / "plain.json"
+    plain.write_text("{}")
+    report = tmp_path / "report.json"
+    done = run("compact", "--config", str(config), str(source), "--report", str(report))
+    assert_clean(done, 0, lines=0)
+    assert report.stat().st_mode == plain.stat().st_mode
+    report.chmod(0o600)
+    done = run("compact", "--config", str(config), str(source), "--report", str(report))
+    assert report.stat().st_mode & 0o777 == 0o600  # an existing file keeps its own
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 def test_request_object_keeps_its_other_keys(
@@ -195,8 +220,13 @@ def test_bad_input_is_one_line_and_exit_2(
     assert captured.out == ""
     line = captured.err.strip()
     assert "\n" not in line
-    assert line.startswith("memrules: error: ")
+    assert line.startswith(f"memrules: error: {source}")
     assert expected in line
+
+
+def test_stdin_is_named_in_errors() -> None:
+    done = run("compact", "--config", "configs/seed_example.yaml", "-", stdin='[{"role": 1}]')
+    assert_clean(done, 2, "memrules: error: <stdin>: messages[0].role")
 
 
 def test_missing_input_file(capsys: pytest.CaptureFixture[str]) -> None:
@@ -269,11 +299,13 @@ BAD_YAML = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_YAML))
-def test_hostile_config_is_one_line(tmp_path: Path, name: str) -> None:
+def test_hostile_config_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
     text, expected = BAD_YAML[name]
     config = tmp_path / name
     config.write_text(text)
-    done = run("compact", "--config", str(config), str(HISTORY))
+    done = invoke(capsys, "compact", "--config", str(config), str(HISTORY))
     assert_clean(done, 2, expected)
     assert done.stdout == ""
 
@@ -397,8 +429,10 @@ def test_bench_into_head_is_quiet() -> None:
         ([], "the following arguments are required: COMMAND"),
     ],
 )
-def test_bad_arguments_are_one_line_before_any_work(argv: list[str], words: str) -> None:
-    done = run(*argv)
+def test_bad_arguments_are_one_line_before_any_work(
+    capsys: pytest.CaptureFixture[str], argv: list[str], words: str
+) -> None:
+    done = invoke(capsys, *argv)
     assert_clean(done, 2, words)
     assert done.stdout == ""
 
@@ -459,3 +493,15 @@ def test_imports_need_allowing_on_the_command_line(tmp_path: Path) -> None:
         "compact", "--config", str(config), str(source), "--trust-config", "--allow-imports", "x"
     )
     assert_clean(both, 2, "not allowed with argument")
+
+
+def test_the_anthropic_format_keeps_a_user_message_first(seed_files: tuple[Path, Path]) -> None:
+    config, source = seed_files
+    for fmt, user_first in (("openai", False), ("anthropic", True)):
+        args = _parser().parse_args(
+            ["compact", "--config", str(config), str(source), "--format", fmt]
+        )
+        assert _pipeline(args).config.user_first is user_first
+    config.write_text(SEED_CONFIG + "user_first: true\n")
+    args = _parser().parse_args(["compact", "--config", str(config), str(source)])
+    assert _pipeline(args).config.user_first is True

@@ -473,6 +473,12 @@ def test_imports_are_refused_unless_allowed(
     assert load_config(text, allow_imports=True).strategies[1].name == f"{name}.strategies:keep"
 
 
+def test_one_module_may_be_given_as_a_str() -> None:
+    text = "strategies:\n  - type: 'tests.custom_strategies:keep_last'\n    count: 1\n"
+    config = load_config(text, allow_imports="tests.custom_strategies")
+    assert repr(config.strategies[0].strategy) == "keep_last(count=1)"
+
+
 def test_load_config_refuses_imports_by_default_through_load_pipeline() -> None:
     with pytest.raises(ConfigError, match=r"'tests\.custom_strategies' is not allowed"):
         load_pipeline("strategies:\n  - type: 'tests.custom_strategies:keep_last'\n    count: 1\n")
