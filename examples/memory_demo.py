@@ -4,9 +4,11 @@ Run it offline (a scripted model answers)::
 
     python examples/memory_demo.py
 
-or against any OpenAI-compatible endpoint (llama.cpp server, vLLM, Ollama)::
+or against any OpenAI-compatible endpoint (llama.cpp server, vLLM, Ollama),
+with the API key, if it needs one, in an environment variable you name::
 
-    python examples/memory_demo.py --base-url http://localhost:8080/v1 --model my-model
+    python examples/memory_demo.py --base-url http://localhost:8080/v1 --model my-model \
+        --api-key-env OPENAI_API_KEY
 
 The client keeps the whole conversation. Before each request the plugin
 measures it (the gauge observer prints the reading), appends a one-shot
@@ -19,11 +21,13 @@ from __future__ import annotations
 
 import argparse
 
-from memrules import ContextUsage, MemoryConfig, Message
-from memrules._demo import OpenAIChat, scripted_reply
-from memrules._messages import message
-from memrules._plugin import MemoryPlugin, Request
+from memrules import ContextUsage, MemoryConfig, MemoryPlugin, Message, Request, Text
+from memrules._demo import OpenAIChat, scripted_reply  # the demo's chat clients
 from memrules.strategies import sliding_window
+
+
+def message(role: str, text: str) -> Message:
+    return Message(role=role, parts=(Text(text=text),))
 
 
 def gauge(usage: ContextUsage) -> None:
@@ -39,11 +43,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", help="an OpenAI-compatible API root, e.g. .../v1")
     parser.add_argument("--model", help="the model to ask (default: the first listed)")
+    parser.add_argument("--api-key-env", help="the environment variable holding the API key")
     args = parser.parse_args()
     chat = (
         scripted_reply
         if args.base_url is None
-        else OpenAIChat(base_url=args.base_url, model=args.model).with_model()
+        else OpenAIChat(
+            base_url=args.base_url, model=args.model, api_key_env=args.api_key_env
+        ).with_model()
     )
 
     config = MemoryConfig(

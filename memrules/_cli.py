@@ -1,11 +1,20 @@
-"""The ``memrules`` command: ``compact``, ``demo`` and ``bench``.
+"""The ``memrules`` command: ``compact``, ``demo`` and ``bench``, on one parser.
 
 ``memrules compact --config CONFIG INPUT`` reads OpenAI-format messages (a
 JSON list, or a request object with a ``messages`` list) from INPUT (``-``
 for stdin), compacts them, and prints them in the same shape on stdout; with
 ``--format anthropic`` it reads and writes Anthropic messages (a request's
-``system`` parameter included). ``--report FILE`` writes the report as JSON.
-Exit status 0 on success, 2 with one line on stderr for a bad config or input.
+``system`` parameter included) and keeps the first non-system message a user
+message (the config's ``user_first``). ``--report FILE`` writes the report as JSON.
+A config imports no module unless ``--allow-imports MODULE`` lists it, or
+``--trust-config`` allows any.
+
+Every failure is one line on stderr and exit status 2: a bad argument,
+config or input, an output that cannot be written (a full disk, a closed
+stdout). A strategy that fails is one warning line each, and exit status 1
+with ``--strict``. Output is built whole before any of it is written, so
+stdout holds the whole result or nothing; a reader that goes away (``|
+head``) ends the command quietly, with status 1.
 """
 
 from __future__ import annotations
@@ -13,37 +22,96 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn
+
+import attrs
 
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
 from memrules._adapters.anthropic import to_anthropic_request
-from memrules._errors import MemrulesError
+from memrules._bench import command as bench_command
+from memrules._config import load_config
+from memrules._demo import add_arguments as add_demo_arguments
+from memrules._demo import render as render_demo
+from memrules._errors import MemrulesError, MessageFormatError
 from memrules._messages import Conversation
-from memrules._pipeline import load_pipeline
+from memrules._pipeline import Pipeline
+from memrules._report import CompressionReport
 
-__all__ = ["main"]
+__all__ = ["UsageError", "main"]
 
 
 class UsageError(MemrulesError, ValueError):
     """A command line that cannot be carried out."""
 
 
+class OutputError(MemrulesError, OSError):
+    """Output that cannot be written (a full disk, a closed stdout)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.splitlines())
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if there is a stderr."""
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write(_one_line(line) + "\n")
+            sys.stderr.flush()
+        except OSError:
+            pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+
+# --- reading ----------------------------------------------------------------------
+
+
+def _source_name(source: str) -> str:
+    return "<stdin>" if source == "-" else source
+
+
 def _read_json(source: str) -> Any:
+    """The JSON in file ``source`` (``-``: stdin); :class:`UsageError` with
+    one line naming the file, and the place in it where it can."""
+    name = _source_name(source)
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        if source == "-":
+            if sys.stdin is None:
+                msg = "cannot read stdin: it is closed"
+                raise UsageError(msg)
+            buffer = getattr(sys.stdin, "buffer", None)
+            raw = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+        else:
+            raw = Path(source).read_bytes()
     except OSError as exc:
-        msg = f"cannot read {source}: {exc.strerror or exc}"
+        msg = f"cannot read {name}: {exc.strerror or exc}"
         raise UsageError(msg) from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        msg = f"{source} is not UTF-8 text: {exc.reason}"
+        msg = f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}"
         raise UsageError(msg) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        msg = f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+        msg = f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+        raise UsageError(msg) from None
+    except RecursionError:
+        msg = f"{name}: invalid input: JSON nested too deeply to read"
+        raise UsageError(msg) from None
+    except ValueError as exc:  # a number over Python's digit limit
+        msg = f"{name}: invalid JSON: {_one_line(str(exc)).split(';')[0]}"
         raise UsageError(msg) from None
 
 
@@ -69,31 +137,218 @@ def _decode(data: Any, fmt: str) -> tuple[Conversation, Callable[[Conversation],
     return from_openai(data), to_openai
 
 
-def _compact(args: argparse.Namespace, out: TextIO) -> int:
-    pipeline = load_pipeline(Path(args.config))
-    conversation, encode = _decode(_read_json(args.input), args.format)
-    result = pipeline.compress(conversation) if args.once else pipeline.apply(conversation)
-    if args.report:
-        report = json.dumps(result.report.to_dict(), indent=2, ensure_ascii=False)
+# --- writing ----------------------------------------------------------------------
+
+
+def _to_json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError as exc:  # NaN or Infinity: not JSON
+        msg = f"cannot write {what}: {exc} (the input holds NaN or Infinity)"
+        raise UsageError(msg) from None
+
+
+def _encode(text: str) -> bytes:
+    """UTF-8, with a lone surrogate written as its JSON escape (``\\ud800``),
+    which is what ``backslashreplace`` gives for one inside a JSON string."""
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _write_all(stream: Any, data: bytes) -> None:
+    """Write all of ``data``: a pipe whose reader left may take part of it
+    and say so, and the next write is the one that raises."""
+    view = memoryview(data)
+    while view:
+        written = stream.write(view)
+        if written is None:  # a non-blocking stream that is full
+            msg = "the output would block"
+            raise BlockingIOError(msg)
+        view = view[written:]
+    stream.flush()
+
+
+def _writable(path: Path, what: str) -> None:
+    """Raise :class:`UsageError` unless ``path`` can be written, before any work."""
+    if path.is_dir():
+        msg = f"cannot write {what} {path}: it is a directory"
+        raise UsageError(msg)
+    parent = path.parent
+    if not parent.is_dir():
+        msg = f"cannot write {what} {path}: no directory {parent}"
+        raise UsageError(msg)
+    if path.exists() and not path.is_file():
+        if not os.access(path, os.W_OK):
+            msg = f"cannot write {what} {path}: permission denied"
+            raise UsageError(msg)
+        return
+    if not os.access(parent, os.W_OK | os.X_OK):
+        msg = f"cannot write {what} {path}: permission denied in {parent}"
+        raise UsageError(msg)
+
+
+def _mode(path: Path) -> int:
+    """The permissions ``path`` has, or those a new file gets (mkstemp's
+    temporary files are private, which a report should not stay)."""
+    if path.exists():
+        return stat.S_IMODE(path.stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _write_file(path: Path, text: str, what: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: into a temporary file
+    beside it, then renamed over it (a device or pipe is written directly)."""
+    data = _encode(text)
+    try:
+        if path.exists() and not path.is_file():
+            with open(path, "wb") as device:
+                _write_all(device, data)
+            return
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
-            Path(args.report).write_text(report + "\n", encoding="utf-8")
-        except OSError as exc:
-            msg = f"cannot write report {args.report}: {exc.strerror or exc}"
-            raise UsageError(msg) from None
-    json.dump(encode(result.messages), out, indent=2, ensure_ascii=False)
-    out.write("\n")
+            os.fchmod(fd, _mode(path))
+            with os.fdopen(fd, "wb") as file:
+                _write_all(file, data)
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as exc:
+        msg = f"cannot write {what} {path}: {exc.strerror or exc}"
+        raise OutputError(msg) from None
+
+
+def _stdout() -> Any:
+    if sys.stdout is None:
+        msg = "cannot write the output: stdout is closed"
+        raise OutputError(msg)
+    return sys.stdout
+
+
+def _emit(text: str) -> None:
+    """Write ``text`` to stdout in one piece, as UTF-8."""
+    stream = _stdout()
+    data = _encode(text)
+    buffer = getattr(stream, "buffer", None)
+    try:
+        if buffer is None:
+            stream.write(data.decode("utf-8"))
+            stream.flush()
+        else:
+            stream.flush()
+            _write_all(buffer, data)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        msg = f"cannot write the output: {exc.strerror or exc}"
+        raise OutputError(msg) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what
+    could not be written fails no more (and prints nothing)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+# --- the commands ------------------------------------------------------------------
+
+
+def _failures(report: CompressionReport) -> list[tuple[str, str]]:
+    """Each failing strategy once, with its first error."""
+    seen: dict[str, str] = {}
+    for action in report.actions:
+        if action.error is not None and action.strategy not in seen:
+            seen[action.strategy] = action.error
+    return list(seen.items())
+
+
+def _pipeline(args: argparse.Namespace) -> Pipeline:
+    """The pipeline ``compact`` runs: the config, imports allowed as the flags
+    say, and ``user_first`` on for the Anthropic format (whose API rejects a
+    conversation that starts with an assistant message)."""
+    allow: bool | Sequence[str] = True if args.trust_config else tuple(args.allow_imports)
+    config = load_config(Path(args.config), allow_imports=allow)
+    if args.format == "anthropic" and not config.user_first:
+        config = attrs.evolve(config, user_first=True)
+    return Pipeline.from_config(config)
+
+
+def _compact(args: argparse.Namespace) -> int:
+    report_path = Path(args.report) if args.report else None
+    if report_path is not None:
+        _writable(report_path, "the report")
+    _stdout()
+    pipeline = _pipeline(args)
+    data = _read_json(args.input)
+    name = _source_name(args.input)
+    try:
+        conversation, encode = _decode(data, args.format)
+        result = pipeline.compress(conversation) if args.once else pipeline.apply(conversation)
+        output = _to_json(encode(result.messages), "the output")
+        report = _to_json(result.report.to_dict(), "the report") if report_path else ""
+    except (MessageFormatError, UsageError) as exc:
+        msg = f"{name}: {exc}"
+        raise UsageError(msg) from None
+    except RecursionError:
+        msg = f"{name}: invalid input: nested too deeply to read"
+        raise UsageError(msg) from None
+    failures = _failures(result.report)
+    if failures and args.strict:
+        for name, error in failures:
+            _say(f"memrules: error: strategy {name} failed (--strict): {error}")
+        return 1
+    if report_path is not None:
+        _write_file(report_path, report, "the report")
+    _emit(output)
+    for name, error in failures:
+        _say(f"memrules: warning: strategy {name} failed, the others went on: {error}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.base_url is None and (args.model is not None or args.api_key_env is not None):
+        msg = "--model and --api-key-env need --base-url"
+        raise UsageError(msg)
+    _stdout()
+    _emit(render_demo(args))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.json is not None:
+        _writable(args.json, "the figures")
+    out = _stdout()
+    try:
+        figures = bench_command.run(bench_command.settings(args), out)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        msg = f"cannot write the output: {exc.strerror or exc}"
+        raise OutputError(msg) from None
+    if args.json is not None:
+        _write_file(args.json, json.dumps(figures, indent=2, default=str) + "\n", "the figures")
     return 0
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memrules", description="Keep LLM conversations inside their context budget."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
     compact = commands.add_parser(
-        "compact", help="compact a JSON file of messages with a YAML pipeline"
+        "compact",
+        help="compact a JSON file of messages with a YAML pipeline",
+        description="Compact OpenAI or Anthropic messages with a YAML pipeline; the result "
+        "goes to stdout in the input's shape.",
     )
-    compact.add_argument("--config", required=True, help="the YAML pipeline config")
+    compact.add_argument("--config", required=True, help="the YAML pipeline config (a file)")
     compact.add_argument("input", metavar="INPUT", help="JSON messages file, or - for stdin")
     compact.add_argument(
         "--format", choices=("openai", "anthropic"), default="openai", help="message format"
@@ -102,32 +357,68 @@ def _parser() -> argparse.ArgumentParser:
     compact.add_argument(
         "--once", action="store_true", help="run every strategy once with no budget (compress)"
     )
-    commands.add_parser("demo", help="the seed's four-turn example", add_help=False)
-    commands.add_parser("bench", help="speed and budget-use benchmark", add_help=False)
+    compact.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 1, writing nothing, when a strategy fails",
+    )
+    trust = compact.add_mutually_exclusive_group()
+    trust.add_argument(
+        "--allow-imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="let the config import strategies from MODULE and its submodules "
+        '(type: "MODULE:function"); repeatable',
+    )
+    trust.add_argument(
+        "--trust-config",
+        action="store_true",
+        help="let the config import any module: only for configs you trust as code",
+    )
+    compact.set_defaults(handler=_compact)
+
+    demo = commands.add_parser(
+        "demo",
+        help="the seed's four-turn example",
+        description="The seed's four-turn memory example: max_messages 6, a 256-token window, "
+        "a warning at 20% and a sliding window of 4 messages. Offline by default.",
+    )
+    add_demo_arguments(demo)
+    demo.set_defaults(handler=_demo)
+
+    bench = commands.add_parser(
+        "bench",
+        help="speed and budget-use benchmark",
+        description="Speed, budget use and memory of memrules against a plain tiktoken loop "
+        "and LangChain's trim_messages, on seeded agent histories.",
+    )
+    bench_command.add_arguments(bench)
+    bench.set_defaults(handler=_bench)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] == "demo":
-        from memrules._demo import main as demo_main
-
-        return demo_main(args_list[1:])
-    if args_list and args_list[0] == "bench":
-        from memrules._bench import main as bench_main
-
-        return bench_main(args_list[1:])
-    args = _parser().parse_args(args_list)
     try:
-        return _compact(args, sys.stdout)
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a bad argument (already said on stderr)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        status: int = args.handler(args)
     except MemrulesError as exc:
-        print(f"memrules: error: {exc}", file=sys.stderr)
+        if isinstance(exc, OutputError):
+            _silence_stdout()
+        _say(f"memrules: error: {exc}")
         return 2
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as other tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return 1
+    except KeyboardInterrupt:
+        _say("memrules: interrupted")
+        return 130
+    return status
 
 
 if __name__ == "__main__":

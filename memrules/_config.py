@@ -1,8 +1,9 @@
 """Configuration: :class:`MemoryConfig`, and reading it from YAML.
 
 Keys are the seed's ``MemoryConfig`` names. Everything is validated when the
-config is built, all problems gathered into one :class:`ConfigError` that
-names the file, the YAML path and the line of each::
+config is built, from Python or from YAML, by one table of settings; all
+problems are gathered into one :class:`ConfigError` that names the file, the
+YAML path and the line of each::
 
     context_window_tokens: 256
     max_messages: 6
@@ -13,6 +14,12 @@ names the file, the YAML path and the line of each::
 YAML tells an absent key from a null one, so ``max_tokens`` alone replaces
 the default ``max_fraction`` (0.8); ``max_fraction: null`` is still accepted,
 and setting both is an error.
+
+**Trust.** A config chooses built-in strategies and their parameters, and
+strategies that installed distributions publish in the ``memrules.strategies``
+entry-point group. It imports a module (``type: "package.module:function"``)
+only when the caller lists that module in ``allow_imports``, which a config
+cannot widen; and it is read within the limits of :mod:`memrules._yaml`.
 """
 
 from __future__ import annotations
@@ -20,13 +27,16 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import os
+import re
 import types
-import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
+import tiktoken
+import tiktoken.model
 
 from memrules._budget import ContextWindowResolver, Trigger
 from memrules._errors import ConfigError, ConfigProblem, EncodingError
@@ -34,13 +44,15 @@ from memrules._interpreter import NamedStrategy
 from memrules._tokens import load_encoding
 from memrules._typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
 from memrules._usage import ContextUsageObserver
-from memrules._yaml import Node, parse_yaml
+from memrules._yaml import MAX_CONFIG_BYTES, Node, parse_yaml
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
+from memrules.strategies.registry import checked_factory, near_miss, show, strategy_factory
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "ESTIMATE",
+    "SETTINGS",
     "MemoryConfig",
-    "build_strategies",
     "default_strategies",
     "load_config",
     "strategy_factory",
@@ -48,13 +60,117 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "memrules.strategies"
 
+ESTIMATE = "estimate"
+"""The ``encoder_name`` that selects the script-aware estimator instead of tiktoken."""
 
-def strategy_factory(func: StrategyFactory) -> StrategyFactory:
-    """Mark ``func`` as a factory for ``type: "pkg.mod:func"`` and entry
-    points: it is called with the YAML parameters and returns the strategy.
-    An unmarked callable is taken to be the strategy itself."""
-    func.__memrules_factory__ = True  # type: ignore[attr-defined]
-    return func
+TEXT_SOURCE = "<YAML text>"
+"""How errors name a config given as YAML text rather than a file."""
+
+
+# --- the settings table: the one definition of what each key accepts -----------
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+Check: TypeAlias = Callable[[object], str | None]
+"""What a key accepts: None when the value fits, else what was expected."""
+
+
+def _whole(minimum: int, *, nullable: bool) -> Check:
+    expected = f"a whole number of at least {minimum}" + (" or null" if nullable else "")
+
+    def check(value: object) -> str | None:
+        if value is None and nullable:
+            return None
+        return None if _is_int(value) and value >= minimum else expected  # type: ignore[operator]
+
+    return check
+
+
+def _fraction(value: object) -> str | None:
+    if value is None:
+        return None
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if is_number and 0 < value <= 1 else "a number above 0 and at most 1, or null"  # type: ignore[operator]
+
+
+def _flag(value: object) -> str | None:
+    return None if isinstance(value, bool) else "true or false"
+
+
+def _marker(value: object) -> str | None:
+    return None if isinstance(value, str) and value else "a non-empty string"
+
+
+def _encoder(value: object) -> str | None:
+    if value == ESTIMATE:
+        return None
+    known = isinstance(value, str) and value in tiktoken.list_encoding_names()
+    if isinstance(value, str) and value and not known:
+        try:
+            tiktoken.model.encoding_name_for_model(value)
+            known = True
+        except KeyError:
+            pass
+    if not known:
+        names = ", ".join(sorted(tiktoken.list_encoding_names()))
+        return f"a tiktoken encoder ({names}), a model name such as 'gpt-4o', or {ESTIMATE!r}"
+    try:
+        load_encoding(str(value))
+    except EncodingError as exc:
+        return f"an encoder that loads ({exc})"
+    return None
+
+
+SETTINGS: Mapping[str, Check] = types.MappingProxyType(
+    {
+        "encoder_name": _encoder,
+        "context_window_tokens": _whole(1, nullable=False),
+        "max_messages": _whole(1, nullable=True),
+        "max_tokens": _whole(1, nullable=True),
+        "max_fraction": _fraction,
+        "warn_fraction": _fraction,
+        "offload_turns": _whole(1, nullable=False),
+        "warning_marker": _marker,
+        "repair": _flag,
+        "user_first": _flag,
+    }
+)
+"""The scalar keys a config sets, each with its check: the one definition
+that :class:`MemoryConfig` and the YAML reader share."""
+
+KNOWN_KEYS = (*SETTINGS, "strategies")
+
+# Seed names that are no top-level key here, and where they went.
+_MOVED = {
+    "max_drop_system_observations": (
+        "the seed's max_drop_system_observations is drop_observations.max_drop: "
+        "'- type: drop_observations' with 'max_drop: N' under strategies"
+    ),
+}
+
+
+def _problems(values: Mapping[str, object]) -> list[ConfigProblem]:
+    """Every problem with ``values`` (settings by key), each at its key."""
+    problems = []
+    for key, value in values.items():
+        check = SETTINGS.get(key)
+        expected = check(value) if check is not None else None
+        if expected is not None:
+            message = f"{key}={show(value)} must be {expected}"
+            problems.append(ConfigProblem(message=message, yaml_path=key))
+    if values.get("max_tokens") is not None and values.get("max_fraction") is not None:
+        message = (
+            f"max_tokens={values['max_tokens']!r} and max_fraction={values['max_fraction']!r} "
+            "are both set; keep one (max_tokens alone replaces the default max_fraction)"
+        )
+        problems.append(ConfigProblem(message=message, yaml_path="max_fraction"))
+    return problems
+
+
+# --- MemoryConfig ----------------------------------------------------------------
 
 
 def _named(value: NamedStrategy | Strategy) -> NamedStrategy:
@@ -84,41 +200,33 @@ def _default_fraction(config: MemoryConfig) -> float | None:
     return None if config.max_tokens is not None else 0.8
 
 
-def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        msg = f"{attribute.name}={value!r} must be a whole number of at least 1"
-        raise ConfigError.single(msg, yaml_path=attribute.name)
-
-
-def _fraction(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        msg = f"{attribute.name}={value!r} must be a number above 0 and at most 1"
-        raise ConfigError.single(msg, yaml_path=attribute.name)
-
-
 @attrs.frozen(kw_only=True, slots=True)
 class MemoryConfig:
-    """Everything that shapes compaction, validated on construction.
+    """Everything that shapes compaction, validated on construction: a bad
+    value raises one :class:`ConfigError` listing every problem, each naming
+    ``key=value`` (``MemoryConfig(max_messages=0)``,
+    ``MemoryConfig(encoder_name="no-such")``).
 
-    ``strategies`` are strategy callables (or :class:`NamedStrategy`), the
-    seed's eight by default. ``observers`` and ``context_window_resolver``
-    are used by :class:`~memrules._plugin.MemoryPlugin`. ``source`` is the
-    file the config came from, if any.
+    ``encoder_name`` is a tiktoken encoder or model name, or ``"estimate"``
+    for the script-aware estimator. ``strategies`` are strategy callables (or
+    :class:`NamedStrategy`), the seed's eight by default. ``observers`` and
+    ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`.
+    ``repair`` removes input that is already broken (a tool result whose call
+    is absent, two results for one call, a result before its call) instead of
+    only reporting it; ``user_first`` keeps the first non-system message a
+    user message when the input's was. ``source`` is the file the config came
+    from, if any.
     """
 
     encoder_name: str = "cl100k_base"
-    context_window_tokens: int = attrs.field(default=128_000, validator=_positive)
-    max_messages: int | None = attrs.field(default=None, validator=_positive)
-    max_tokens: int | None = attrs.field(default=None, validator=_positive)
+    context_window_tokens: int = 128_000
+    max_messages: int | None = None
+    max_tokens: int | None = None
     max_fraction: float | None = attrs.field(
-        default=attrs.Factory(_default_fraction, takes_self=True), validator=_fraction
+        default=attrs.Factory(_default_fraction, takes_self=True)
     )
-    warn_fraction: float | None = attrs.field(default=None, validator=_fraction)
-    offload_turns: int = attrs.field(default=10, validator=_positive)
+    warn_fraction: float | None = None
+    offload_turns: int = 10
     warning_marker: str = DEFAULT_WARNING_MARKER
     repair: bool = False
     user_first: bool = False
@@ -130,15 +238,9 @@ class MemoryConfig:
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        if self.max_tokens is not None and self.max_fraction is not None:
-            msg = (
-                f"max_tokens={self.max_tokens!r} and max_fraction={self.max_fraction!r} are "
-                "both set; keep one (max_tokens alone replaces the default max_fraction)"
-            )
-            raise ConfigError.single(msg, yaml_path="max_fraction", path=self.source)
-        if not self.warning_marker:
-            msg = "warning_marker='' cannot mark anything"
-            raise ConfigError.single(msg, yaml_path="warning_marker", path=self.source)
+        problems = _problems({key: getattr(self, key) for key in SETTINGS})
+        if problems:
+            raise ConfigError(problems, path=self.source)
 
     @property
     def trigger(self) -> Trigger:
@@ -150,29 +252,7 @@ class MemoryConfig:
         )
 
 
-# --- reading YAML -----------------------------------------------------------
-
-_SCALARS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "encoder_name": (lambda v: isinstance(v, str) and bool(v), "an encoder or model name"),
-    "context_window_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number ≥ 1"),  # type: ignore[operator]
-    "max_messages": (lambda v: v is None or (_is_int(v) and v >= 1), "a whole number ≥ 1 or null"),  # type: ignore[operator]
-    "max_tokens": (lambda v: v is None or (_is_int(v) and v >= 1), "a whole number ≥ 1 or null"),  # type: ignore[operator]
-    "max_fraction": (lambda v: v is None or _is_fraction(v), "a number in (0, 1] or null"),
-    "warn_fraction": (lambda v: v is None or _is_fraction(v), "a number in (0, 1] or null"),
-    "offload_turns": (lambda v: _is_int(v) and v >= 1, "a whole number ≥ 1"),  # type: ignore[operator]
-    "warning_marker": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
-    "repair": (lambda v: isinstance(v, bool), "true or false"),
-    "user_first": (lambda v: isinstance(v, bool), "true or false"),
-}
-KNOWN_KEYS = (*_SCALARS, "strategies")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_fraction(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+# --- reading YAML -------------------------------------------------------------------
 
 
 def _type_name(value: object) -> str:
@@ -185,103 +265,153 @@ def _type_name(value: object) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def _read_source(source: str | Path) -> tuple[str, str | None]:
-    """The YAML text and its file name. A ``Path``, or a one-line string that
-    names an existing file or ends in .yaml/.yml, is a file; else YAML text."""
-    is_path = isinstance(source, Path) or (
-        "\n" not in source and (source.endswith((".yaml", ".yml")) or Path(source).is_file())
-    )
-    if not is_path:
-        return str(source), None
-    path = str(source)
+def _is_file(source: str) -> bool:
     try:
-        return Path(path).read_text(encoding="utf-8"), path
+        return Path(source).is_file()
+    except (OSError, ValueError):  # too long for a path, or holds a NUL
+        return False
+
+
+def _is_text(source: str) -> bool:
+    """A str that is YAML text, not a path: every non-empty config has a ':'."""
+    return "\n" in source or ":" in source or source.strip() in ("", "{}")
+
+
+def _read_file(path: str) -> str:
+    """The file's text, refusing files over :data:`MAX_CONFIG_BYTES` before
+    reading them (and reading no more than that from a pipe or device)."""
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            data = b"" if size > MAX_CONFIG_BYTES else file.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError.single("config file not found", path=path) from None
+    except IsADirectoryError:
+        raise ConfigError.single("is a directory, not a config file", path=path) from None
     except OSError as exc:
-        msg = f"cannot read config: {exc.strerror or exc}"
+        msg = f"cannot read config file: {exc.strerror or exc}"
         raise ConfigError.single(msg, path=path) from None
+    if size > MAX_CONFIG_BYTES or len(data) > MAX_CONFIG_BYTES:
+        shown = f"{size:,} bytes" if size > MAX_CONFIG_BYTES else "over the limit"
+        msg = f"config file is {shown}; the limit is {MAX_CONFIG_BYTES:,} bytes"
+        raise ConfigError.single(msg, path=path)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        msg = f"config is not UTF-8 text: {exc.reason}"
-        raise ConfigError.single(msg, path=path) from None
+        line = data.count(b"\n", 0, exc.start) + 1
+        msg = f"config file is not UTF-8 text: {exc.reason} at byte {exc.start}"
+        raise ConfigError.single(msg, path=path, line=line) from None
+
+
+def _read_source(source: str | Path) -> tuple[str, str | None]:
+    """The YAML text and its file name (None for text).
+
+    A ``Path`` is a file. A ``str`` is a file when it names an existing one;
+    else it is YAML text when it holds a newline or a ``:`` (or is blank or
+    ``{}``); else it is a file that does not exist.
+    """
+    if isinstance(source, Path):
+        return _read_file(str(source)), str(source)
+    if not isinstance(source, str):
+        msg = f"a config is a Path or YAML text, got {type(source).__name__}"
+        raise ConfigError.single(msg)
+    if _is_file(source):
+        return _read_file(source), source
+    if _is_text(source):
+        return source, None
+    msg = "config file not found"
+    if not source.endswith((".yaml", ".yml")):
+        msg += " (a str with no newline and no ':' is a file path; YAML text has one)"
+    raise ConfigError.single(msg, path=source)
+
+
+def _unknown_key(key: str, registry: Mapping[str, StrategyFactory]) -> str:
+    if key in _MOVED:
+        return f"unknown key {key!r}; {_MOVED[key]}"
+    owners = [name for name, factory in registry.items() if key in _parameters(factory)]
+    if owners:
+        return (
+            f"unknown key {key!r}; it is a parameter of {', '.join(owners)}: "
+            f"set it on a strategies entry of that type"
+        )
+    return f"unknown key {key!r}{near_miss(key, KNOWN_KEYS)}; known keys: {', '.join(KNOWN_KEYS)}"
+
+
+def _parameters(factory: Callable[..., Any]) -> tuple[str, ...]:
+    try:
+        return tuple(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        return ()
 
 
 def load_config(
     source: str | Path,
     *,
     registry: Mapping[str, StrategyFactory] | None = None,
+    allow_imports: bool | Iterable[str] = (),
 ) -> MemoryConfig:
-    """Read and validate a YAML config from a file path or YAML text.
+    """Read and validate a YAML config from a file or from YAML text.
+
+    ``source`` is a file when it is a :class:`~pathlib.Path` or a ``str``
+    naming an existing file, YAML text when it is a ``str`` with a newline or
+    a ``:``; any other ``str`` is a file that was not found. Errors name the
+    file, or ``<YAML text>``.
+
+    ``registry`` maps ``type`` names to factories (the built-ins by default;
+    it replaces them: pass ``{**STRATEGIES, ...}`` to add). ``allow_imports``
+    lists the modules (and their submodules) that ``type:
+    "package.module:function"`` may import; none by default, ``True`` for any
+    (trusted configs only: importing runs the module's code). Entry points in
+    the ``memrules.strategies`` group need no allowing.
 
     Raises one :class:`ConfigError` listing every problem found.
     """
     text, path = _read_source(source)
-    root = parse_yaml(text, path=path)
+    label = path if path is not None else TEXT_SOURCE
+    root = parse_yaml(text, path=label)
+    registry = STRATEGIES if registry is None else registry
+    allowed: bool | tuple[str, ...]
+    if isinstance(allow_imports, bool):
+        allowed = allow_imports
+    elif isinstance(allow_imports, str):  # one module, not its letters
+        allowed = (allow_imports,)
+    else:
+        allowed = tuple(allow_imports)
     problems: list[ConfigProblem] = []
     fields: dict[str, Any] = {}
     if root is not None:
         if not root.is_mapping:
             msg = f"a config is a mapping of settings, got {_type_name(root.value)}"
-            raise ConfigError.single(msg, path=path, line=root.line)
+            raise ConfigError.single(msg, path=label, line=root.line)
         for key, node in root.value.items():
-            key_line = root.key_lines[key]
             if key == "strategies":
-                continue
-            if key not in _SCALARS:
-                known = ", ".join(KNOWN_KEYS)
-                problems.append(
-                    ConfigProblem(
-                        message=f"unknown key {key!r}; known keys: {known}",
-                        yaml_path=key,
-                        line=key_line,
-                    )
-                )
-                continue
-            check, expected = _SCALARS[key]
-            if not check(node.value):
-                problems.append(
-                    ConfigProblem(
-                        message=f"expected {expected}, got {_type_name(node.value)}",
-                        yaml_path=key,
-                        line=node.line,
-                    )
-                )
-                continue
-            fields[key] = node.value
-        if "strategies" in root.value:
-            built = _build_from_yaml(
-                root.value["strategies"], STRATEGIES if registry is None else registry
-            )
-            if isinstance(built, list):
-                problems.extend(built)
+                built = _build_from_yaml(node, registry, allowed)
+                if isinstance(built, list):
+                    problems.extend(built)
+                else:
+                    fields["strategies"] = built
+            elif key in SETTINGS:
+                fields[key] = node.value
             else:
-                fields["strategies"] = built
-        encoder = fields.get("encoder_name")
-        if encoder is not None:
-            try:
-                load_encoding(encoder)
-            except EncodingError as exc:
-                line = root.value["encoder_name"].line
+                message = _unknown_key(key, registry)
                 problems.append(
-                    ConfigProblem(message=str(exc), yaml_path="encoder_name", line=line)
+                    ConfigProblem(message=message, yaml_path=key, line=root.key_lines[key])
                 )
-        if fields.get("max_tokens") is not None and fields.get("max_fraction") is not None:
-            problems.append(
-                ConfigProblem(
-                    message=(
-                        f"max_tokens={fields['max_tokens']!r} and "
-                        f"max_fraction={fields['max_fraction']!r} are both set; keep one "
-                        "(max_tokens alone replaces the default max_fraction)"
-                    ),
-                    yaml_path="max_fraction",
-                    line=root.value["max_fraction"].line,
-                )
-            )
-    if problems:
-        raise ConfigError(sorted(problems, key=lambda p: p.line or 0), path=path)
-    return MemoryConfig(**fields, source=path)
+    config: MemoryConfig | None = None
+    try:
+        config = MemoryConfig(**fields, source=path)
+    except ConfigError as exc:
+        assert root is not None  # the defaults are valid
+        for p in exc.problems:
+            node = root.value.get(p.yaml_path)
+            problems.append(attrs.evolve(p, line=None if node is None else node.line))
+    if problems or config is None:
+        raise ConfigError(sorted(problems, key=lambda p: p.line or 0), path=label)
+    return config
 
 
 def _build_from_yaml(
-    node: Node, registry: Mapping[str, StrategyFactory]
+    node: Node, registry: Mapping[str, StrategyFactory], allowed: bool | tuple[str, ...]
 ) -> tuple[NamedStrategy, ...] | list[ConfigProblem]:
     if not node.is_sequence:
         return [
@@ -294,8 +424,7 @@ def _build_from_yaml(
     problems: list[ConfigProblem] = []
     built: list[NamedStrategy] = []
     for i, item in enumerate(node.value):
-        where = f"strategies[{i}]"
-        result = _build_one(item, where, registry)
+        result = _build_one(item, f"strategies[{i}]", registry, allowed)
         if isinstance(result, list):
             problems.extend(result)
         else:
@@ -303,23 +432,51 @@ def _build_from_yaml(
     return problems if problems else tuple(built)
 
 
-def _resolve(name: str, registry: Mapping[str, StrategyFactory]) -> tuple[Any, bool] | str:
-    """The factory or strategy a ``type`` names, and whether it is a factory."""
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def _allows(allowed: bool | tuple[str, ...], module: str) -> bool:
+    if isinstance(allowed, bool):
+        return allowed
+    return any(module == a or module.startswith(a + ".") for a in allowed)
+
+
+def _import(name: str, allowed: bool | tuple[str, ...]) -> tuple[Any, bool] | str:
+    """The callable ``package.module:attr`` names, imported only from an allowed module."""
+    module_name, _, attr_path = name.partition(":")
+    if not _MODULE.fullmatch(module_name) or not attr_path:
+        return f"{name!r} is not 'package.module:function'"
+    if not _allows(allowed, module_name):
+        return (
+            f"importing {module_name!r} is not allowed: a config imports only the modules its "
+            f"caller allows (load_config(..., allow_imports=[{module_name!r}]), or "
+            f"memrules compact --allow-imports {module_name}); entry points need no allowing"
+        )
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        return f"cannot import {module_name!r}: {exc}"
+    except Exception as exc:
+        return f"importing {module_name!r} failed: {type(exc).__name__}: {exc}"
+    try:
+        for part in attr_path.split("."):
+            target = getattr(target, part)
+    except AttributeError:
+        return f"{module_name!r} has no attribute {attr_path!r}"
+    if not callable(target):
+        return f"{name!r} is {type(target).__name__}, not a callable"
+    return target, bool(getattr(target, "__memrules_factory__", False))
+
+
+def _resolve(
+    name: str, registry: Mapping[str, StrategyFactory], allowed: bool | tuple[str, ...]
+) -> tuple[Any, bool] | str:
+    """The factory or strategy a ``type`` names, and whether it is a factory;
+    or what is wrong."""
     if name in registry:
-        return registry[name], True
+        return checked_factory(registry[name], name=name), True
     if ":" in name:
-        module_name, _, attr_path = name.partition(":")
-        try:
-            target: Any = importlib.import_module(module_name)
-            for part in attr_path.split("."):
-                target = getattr(target, part)
-        except ImportError as exc:
-            return f"cannot import {module_name!r}: {exc}"
-        except AttributeError:
-            return f"{module_name!r} has no attribute {attr_path!r}"
-        if not callable(target):
-            return f"{name!r} is {type(target).__name__}, not a callable"
-        return target, bool(getattr(target, "__memrules_factory__", False))
+        return _import(name, allowed)
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
         try:
             target = entry.load()
@@ -328,13 +485,14 @@ def _resolve(name: str, registry: Mapping[str, StrategyFactory]) -> tuple[Any, b
         return target, bool(getattr(target, "__memrules_factory__", False))
     known = ", ".join(sorted(registry))
     return (
-        f"unknown strategy type {name!r}; known types: {known}; or 'package.module:function', "
-        f"or an entry point in the {ENTRY_POINT_GROUP!r} group"
+        f"unknown strategy type {name!r}{near_miss(name, registry)}; known types: {known}; "
+        f"or 'package.module:function' (an allowed import), or an entry point in the "
+        f"{ENTRY_POINT_GROUP!r} group"
     )
 
 
 def _build_one(
-    item: Node, where: str, registry: Mapping[str, StrategyFactory]
+    item: Node, where: str, registry: Mapping[str, StrategyFactory], allowed: bool | tuple[str, ...]
 ) -> NamedStrategy | list[ConfigProblem]:
     if not item.is_mapping:
         message = f"a strategy is a mapping with a 'type' key, got {_type_name(item.plain())}"
@@ -344,7 +502,7 @@ def _build_one(
         message = "a strategy needs a 'type' key naming it"
         return [ConfigProblem(message=message, yaml_path=f"{where}.type", line=item.line)]
     name = type_node.value
-    resolved = _resolve(name, registry)
+    resolved = _resolve(name, registry, allowed)
     if isinstance(resolved, str):
         return [ConfigProblem(message=resolved, yaml_path=f"{where}.type", line=type_node.line)]
     target, is_factory = resolved
@@ -357,125 +515,16 @@ def _build_one(
             )
             return [ConfigProblem(message=message, yaml_path=where, line=item.line)]
         return NamedStrategy(name=name, strategy=target)
-    return _call_factory(name, target, params, item, where)
-
-
-def _call_factory(
-    name: str, factory: StrategyFactory, params: Mapping[str, Node], item: Node, where: str
-) -> NamedStrategy | list[ConfigProblem]:
-    problems: list[ConfigProblem] = []
-    signature = inspect.signature(factory)
-    accepted = {
-        p.name: p
-        for p in signature.parameters.values()
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-    }
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
     try:
-        hints = typing.get_type_hints(factory)
-    except Exception:
-        hints = {}
-    kwargs: dict[str, Any] = {}
-    for key, node in params.items():
-        path = f"{where}.{key}"
-        if key not in accepted and not takes_any:
-            known = ", ".join(accepted) or "none"
-            message = f"unknown parameter {key!r} for {name}; known parameters: {known}"
-            problems.append(
-                ConfigProblem(message=message, yaml_path=path, line=item.key_lines[key])
-            )
-            continue
-        value = node.plain()
-        hint = hints.get(key)
-        if hint is not None:
-            checked = _check_type(value, hint)
-            if isinstance(checked, _Expected):
-                message = f"expected {checked.what}, got {_type_name(value)}"
-                problems.append(ConfigProblem(message=message, yaml_path=path, line=node.line))
-                continue
-            value = checked
-        kwargs[key] = value
-    missing = [p.name for p in accepted.values() if p.default is p.empty and p.name not in params]
-    for key in missing:
-        message = f"{name} needs parameter {key!r}"
-        problems.append(ConfigProblem(message=message, yaml_path=where, line=item.line))
-    if problems:
-        return problems
-    try:
-        strategy = factory(**kwargs)
-    except (ValueError, TypeError) as exc:
-        text = str(exc)
-        key = text.split("=", 1)[0] if "=" in text else ""
-        if key in params:
-            return [ConfigProblem(message=text, yaml_path=f"{where}.{key}", line=params[key].line)]
-        return [ConfigProblem(message=text, yaml_path=where, line=item.line)]
-    if not callable(strategy):
-        message = f"{name} returned {type(strategy).__name__}, not a strategy"
-        return [ConfigProblem(message=message, yaml_path=where, line=item.line)]
+        strategy = target(**{k: v.plain() for k, v in params.items()})
+    except ConfigError as exc:
+        return [_at_parameter(p, item, where) for p in exc.problems]
     return NamedStrategy(name=name, strategy=strategy)
 
 
-@attrs.frozen(slots=True)
-class _Expected:
-    """What a parameter should have been, when the YAML value does not fit."""
-
-    what: str
-
-
-def _check_type(value: object, hint: Any) -> object:
-    """``value`` (converted where YAML's form differs, lists to tuples, ints
-    to floats) if it fits ``hint``, else an :class:`_Expected`."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(hint)
-        for option in options:
-            checked = _check_type(value, option)
-            if not isinstance(checked, _Expected):
-                return checked
-        return _Expected(" or ".join(_describe(o) for o in options))
-    if hint is type(None):
-        return None if value is None else _Expected("null")
-    if hint is bool:
-        return value if isinstance(value, bool) else _Expected("true or false")
-    if hint is int:
-        return value if _is_int(value) else _Expected("a whole number")
-    if hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        return _Expected("a number")
-    if hint is str:
-        return value if isinstance(value, str) else _Expected("a string")
-    if origin is tuple:
-        if not isinstance(value, tuple):
-            return _Expected(_describe(hint))
-        args = typing.get_args(hint)
-        item_hint = args[0] if args else Any
-        items = [_check_type(v, item_hint) for v in value]
-        if any(isinstance(v, _Expected) for v in items):
-            return _Expected(_describe(hint))
-        return tuple(items)
-    return value
-
-
-def _describe(hint: Any) -> str:
-    if hint is type(None):
-        return "null"
-    if typing.get_origin(hint) is tuple:
-        args = typing.get_args(hint)
-        plural: dict[Any, str] = {str: "strings", int: "whole numbers", float: "numbers"}
-        inner = plural.get(args[0] if args else None, "values")
-        return f"a list of {inner}"
-    names = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
-    return names.get(hint, getattr(hint, "__name__", str(hint)))
-
-
-def build_strategies(
-    specs: Sequence[Mapping[str, Any]],
-    *,
-    registry: Mapping[str, StrategyFactory] | None = None,
-) -> tuple[NamedStrategy, ...]:
-    """Build strategies from plain mappings (``{"type": ..., **params}``),
-    as the ``strategies`` key of a YAML config would."""
-    import yaml
-
-    return load_config(yaml.safe_dump({"strategies": list(specs)}), registry=registry).strategies
+def _at_parameter(problem: ConfigProblem, item: Node, where: str) -> ConfigProblem:
+    """A factory's problem, placed at the parameter it names (or the entry)."""
+    key = problem.yaml_path
+    if key in item.key_lines:
+        return attrs.evolve(problem, yaml_path=f"{where}.{key}", line=item.key_lines[key])
+    return attrs.evolve(problem, yaml_path=where, line=item.line)

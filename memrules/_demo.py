@@ -12,25 +12,22 @@ vault is has gone, so the model cannot answer.
 By default the model is :func:`scripted_reply`, which answers from what the
 prompt holds, offline and deterministically. ``--base-url URL`` sends the
 prompts to an OpenAI-compatible chat endpoint instead (llama.cpp server,
-vLLM, Ollama, OpenAI) with :class:`OpenAIChat`, over the standard library's
-``urllib``. Replies and token counts then depend on the model; the message
-counts and shapes do not.
+vLLM, Ollama, OpenAI) with :class:`OpenAIChat`, over
+:class:`memrules._http.JSONClient`. Replies and token counts then depend on
+the model; the message counts and shapes do not.
 
-Exit status: 0 on success, 2 for bad arguments or when the endpoint cannot be
-reached or gives no usable answer (one line on stderr says why).
+The command line (``memrules demo``) is in :mod:`memrules._cli`; this module
+gives it :func:`add_arguments` and :func:`render`, which builds the whole
+output before anything is written.
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import re
-import sys
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias
 
 import attrs
@@ -38,7 +35,14 @@ import attrs
 from memrules._adapters import to_openai
 from memrules._config import MemoryConfig
 from memrules._conversation import last_user_index
-from memrules._errors import MemrulesError
+from memrules._errors import ConfigError
+from memrules._http import (
+    EndpointStatusError,
+    JSONClient,
+    MalformedReplyError,
+    check_base_url,
+    one_line,
+)
 from memrules._messages import Conversation, Message, message
 from memrules._plugin import MemoryPlugin, Request
 from memrules._report import CompressionReport
@@ -48,13 +52,13 @@ from memrules.strategies import sliding_window
 __all__ = [
     "SYSTEM_PROMPT",
     "TURNS",
-    "ChatEndpointError",
     "ChatModel",
     "OpenAIChat",
     "Turn",
+    "add_arguments",
     "demo_config",
     "header_lines",
-    "main",
+    "render",
     "run",
     "scripted_reply",
     "shape",
@@ -116,35 +120,36 @@ def scripted_reply(messages: Conversation) -> str:
     return "Unknown."
 
 
-class ChatEndpointError(MemrulesError, ConnectionError):
-    """The chat endpoint could not be reached (``reachable`` False) or gave
-    no usable answer (``reachable`` True)."""
-
-    def __init__(self, message: str, *, reachable: bool) -> None:
-        self.reachable = reachable
-        super().__init__(message)
-
-
-def _one_line(raw: bytes | str, limit: int = 200) -> str:
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 @attrs.frozen(kw_only=True, slots=True)
 class OpenAIChat:
-    """A :data:`ChatModel` over an OpenAI-compatible chat-completions endpoint.
+    """A :data:`ChatModel` over an OpenAI-compatible chat-completions endpoint,
+    on :class:`~memrules._http.JSONClient`.
 
     ``base_url`` is the API root, ``http://localhost:8080/v1``; a URL with no
     path (``http://localhost:8080``) gets ``/v1``. ``model`` None asks the
     endpoint for its models and takes the first (``"default"`` when it does
-    not list any). Raises :class:`ChatEndpointError` on failure.
+    not list any). ``api_key_env`` names the environment variable holding
+    the API key. Raises an :class:`~memrules._http.EndpointError` on failure.
     """
 
-    base_url: str
+    base_url: str = attrs.field(converter=check_base_url)
     model: str | None = None
-    api_key: str | None = None
+    api_key_env: str | None = None
     timeout: float = 60.0
+    retries: int = 2
+    _client: JSONClient = attrs.field(
+        init=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda self: JSONClient(
+                base_url=self.api_root,
+                api_key_env=self.api_key_env,
+                timeout=self.timeout,
+                retries=self.retries,
+            ),
+            takes_self=True,
+        ),
+    )
 
     @property
     def api_root(self) -> str:
@@ -153,41 +158,13 @@ class OpenAIChat:
             root += "/v1"
         return root
 
-    def _call(self, url: str, body: object = None) -> Any:
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        headers = {"Accept": "application/json"}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(url, data=data, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            msg = f"{url} answered HTTP {exc.code} {exc.reason}: {_one_line(exc.read())}"
-            raise ChatEndpointError(msg, reachable=True) from None
-        except urllib.error.URLError as exc:
-            msg = f"cannot reach {url}: {exc.reason}"
-            raise ChatEndpointError(msg, reachable=False) from None
-        except (OSError, http.client.HTTPException) as exc:
-            msg = f"cannot reach {url}: {type(exc).__name__}: {exc}"
-            raise ChatEndpointError(msg, reachable=False) from None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            msg = f"{url} did not answer JSON: {_one_line(raw)}"
-            raise ChatEndpointError(msg, reachable=True) from None
-
     def model_name(self) -> str:
         """``model``, or the first model the endpoint lists at ``/models``."""
         if self.model is not None:
             return self.model
         try:
-            listing = self._call(f"{self.api_root}/models")
-        except ChatEndpointError as exc:
-            if not exc.reachable:
-                raise
+            listing = self._client.get("models")
+        except (EndpointStatusError, MalformedReplyError):
             return "default"
         data = listing.get("data") if isinstance(listing, dict) else None
         if isinstance(data, list) and data and isinstance(data[0], dict):
@@ -198,19 +175,27 @@ class OpenAIChat:
 
     def with_model(self) -> OpenAIChat:
         """This client with ``model`` filled in (see :meth:`model_name`)."""
-        return self if self.model is not None else attrs.evolve(self, model=self.model_name())
+        if self.model is not None:
+            return self
+        return OpenAIChat(
+            base_url=self.base_url,
+            model=self.model_name(),
+            api_key_env=self.api_key_env,
+            timeout=self.timeout,
+            retries=self.retries,
+        )
 
     def __call__(self, messages: Conversation) -> str:
-        url = f"{self.api_root}/chat/completions"
         body = {"model": self.model_name(), "messages": to_openai(messages), "temperature": 0}
-        payload = self._call(url, body)
+        payload = self._client.post("chat/completions", body)
         try:
             content = payload["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             content = None
         if not isinstance(content, str):
-            msg = f"{url} answered without choices[0].message.content: {_one_line(str(payload))}"
-            raise ChatEndpointError(msg, reachable=True)
+            url = self._client.url("chat/completions")
+            msg = f"{url} answered without choices[0].message.content: {one_line(str(payload))}"
+            raise MalformedReplyError(msg, url=url)
         return content.strip()
 
 
@@ -242,7 +227,7 @@ class Turn:
             f"window resolved {str(u.window_resolved).lower()}",
             f"  prompt: {len(self.received)} messages in, {len(self.sent)} out "
             f"({shape(self.sent)}), {edits}",
-            f"  reply: {_one_line(self.reply, limit=400)}",
+            f"  reply: {one_line(self.reply, limit=400)}",
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -308,73 +293,85 @@ def header_lines(config: MemoryConfig) -> list[str]:
     ]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="memrules demo",
-        description=(
-            "The seed's four-turn memory example: max_messages 6, a 256-token window, "
-            "a warning at 20% and a sliding window of 4 messages. Offline by default."
-        ),
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``memrules demo`` arguments, on the command line's one parser."""
     parser.add_argument(
         "--base-url",
         metavar="URL",
+        type=_url_argument,
         help="an OpenAI-compatible API root, e.g. http://localhost:8080/v1 (llama.cpp, vLLM, "
         "Ollama); without it a scripted local model answers",
     )
     parser.add_argument(
         "--model", help="the model to ask (default: the first one the endpoint lists)"
     )
-    parser.add_argument("--api-key", metavar="KEY", help="sent as a bearer token")
     parser.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS", help="per request (60)"
+        "--api-key-env",
+        metavar="NAME",
+        help="the environment variable that holds the API key (sent as a bearer token)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds_argument,
+        default=60.0,
+        metavar="SECONDS",
+        help="per request (60)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the transcript as one JSON object"
     )
-    return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the demo; ``argv`` are the arguments after ``memrules demo``."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.base_url is None and (args.model is not None or args.api_key is not None):
-        parser.error("--model and --api-key need --base-url")
-    if not args.timeout > 0:
-        parser.error(f"--timeout={args.timeout} must be above 0 seconds")
+def _url_argument(text: str) -> str:
+    try:
+        return check_base_url(text)
+    except ConfigError:
+        msg = f"{text!r} is not an http:// or https:// URL with a host"
+        raise argparse.ArgumentTypeError(msg) from None
+
+
+def _seconds_argument(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        msg = f"{text!r} is not a number of seconds above 0"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def render(args: argparse.Namespace) -> str:
+    """The demo's whole output for ``args`` (``memrules demo`` arguments).
+
+    Raises an :class:`~memrules._http.EndpointError` when the endpoint fails.
+    """
     config = demo_config()
     chat: ChatModel = scripted_reply
     model: str | None = None
     label = "scripted (offline; --base-url URL for a real endpoint)"
-    try:
-        if args.base_url is not None:
-            client = OpenAIChat(
-                base_url=args.base_url, model=args.model, api_key=args.api_key, timeout=args.timeout
-            ).with_model()
-            chat, model = client, client.model
-            label = f"{model} at {client.api_root}"
-        if args.json:
-            transcript = {
-                "model": label,
-                "config": {
-                    "context_window_tokens": config.context_window_tokens,
-                    "max_messages": config.max_messages,
-                    "warn_fraction": config.warn_fraction,
-                    "strategies": [repr(s.strategy) for s in config.strategies],
-                },
-                "turns": [turn.to_dict() for turn in run(chat, model=model)],
-            }
-            print(json.dumps(transcript, indent=2, ensure_ascii=False))
-            return 0
-        print("\n".join([f"Model: {label}", *header_lines(config)]))
-        for turn in run(chat, model=model):
-            print("\n" + "\n".join(turn.lines()), flush=True)
-    except ChatEndpointError as exc:
-        print(f"memrules demo: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    if args.base_url is not None:
+        client = OpenAIChat(
+            base_url=args.base_url,
+            model=args.model,
+            api_key_env=args.api_key_env,
+            timeout=args.timeout,
+        ).with_model()
+        chat, model = client, client.model
+        label = f"{model} at {client.api_root}"
+    if args.json:
+        transcript = {
+            "model": label,
+            "config": {
+                "context_window_tokens": config.context_window_tokens,
+                "max_messages": config.max_messages,
+                "warn_fraction": config.warn_fraction,
+                "strategies": [repr(s.strategy) for s in config.strategies],
+            },
+            "turns": [turn.to_dict() for turn in run(chat, model=model)],
+        }
+        return json.dumps(transcript, indent=2, ensure_ascii=False) + "\n"
+    lines = [f"Model: {label}", *header_lines(config)]
+    for turn in run(chat, model=model):
+        lines += ["", *turn.lines()]
+    return "\n".join(lines) + "\n"

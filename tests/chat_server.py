@@ -2,17 +2,22 @@
 
 :class:`ChatServer` runs the standard library's HTTP server in a thread,
 bound to ``127.0.0.1`` on a free port. It answers ``GET /v1/models`` and
-``POST /v1/chat/completions`` deterministically, with the reply a function
+``POST /v1/chat/completions`` deterministically (and ``POST /v1/echo`` with
+``{"echo": body}``), with the reply a function
 of the messages (the demo's scripted model by default), and records every
 request it received, so a test can check what a client really sent over
-the wire.
+the wire. It can also misbehave, as real servers do: answer the first
+requests with error statuses (``fail=(503, 429)``, with ``retry_after``),
+answer with a raw body that is not JSON (``raw``), or wait before answering
+(``delay`` seconds).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -45,9 +50,22 @@ class ChatServer:
     until the block ends. ``server.requests`` lists what it received, in
     order; ``server.chat_requests`` only the chat completions' bodies."""
 
-    def __init__(self, reply: Reply = scripted, *, models: tuple[str, ...] = ("loopback-model",)):
+    def __init__(
+        self,
+        reply: Reply = scripted,
+        *,
+        models: tuple[str, ...] = ("loopback-model",),
+        fail: Sequence[int] = (),
+        retry_after: str | None = None,
+        raw: bytes | None = None,
+        delay: float = 0.0,
+    ):
         self.reply = reply
         self.models = models
+        self.fail = list(fail)
+        self.retry_after = retry_after
+        self.raw = raw
+        self.delay = delay
         self.requests: list[Received] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -64,9 +82,11 @@ class ChatServer:
     def chat_requests(self) -> list[Any]:
         return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
 
-    def record(self, received: Received) -> None:
+    def record(self, received: Received) -> int | None:
+        """Keep ``received``; the error status to answer it with, if any is left."""
         with self._lock:
             self.requests.append(received)
+            return self.fail.pop(0) if self.fail else None
 
     def __enter__(self) -> ChatServer:
         self._thread.start()
@@ -96,13 +116,28 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _record(self, body: Any) -> None:
-            server.record(
+        def _record(self, body: Any) -> bool:
+            """Record the request; True when it was answered with a planned failure."""
+            status = server.record(
                 Received(method=self.command, path=self.path, headers=dict(self.headers), body=body)
             )
+            if server.delay:
+                time.sleep(server.delay)
+            if status is None:
+                return False
+            data = json.dumps({"error": {"message": f"planned {status}"}}).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            if server.retry_after is not None:
+                self.send_header("Retry-After", server.retry_after)
+            self.end_headers()
+            self.wfile.write(data)
+            return True
 
         def do_GET(self) -> None:
-            self._record(None)
+            if self._record(None):
+                return
             if self.path != "/v1/models":
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
@@ -114,12 +149,22 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(self.rfile.read(length))
             except ValueError:
-                self._record(None)
-                self._send(400, {"error": {"message": "body is not JSON"}})
+                if not self._record(None):
+                    self._send(400, {"error": {"message": "body is not JSON"}})
                 return
-            self._record(body)
+            if self._record(body):
+                return
+            if self.path == "/v1/echo":
+                self._send(200, {"echo": body})
+                return
             if self.path != "/v1/chat/completions":
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            if server.raw is not None:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(server.raw)))
+                self.end_headers()
+                self.wfile.write(server.raw)
                 return
             try:
                 content = server.reply(body["messages"])

@@ -39,3 +39,9 @@ def keep_last(*, count: int) -> _KeepLast:
         msg = f"count={count!r} must be at least 0"
         raise ValueError(msg)
     return _KeepLast(count)
+
+
+def always_fails(conversation: Conversation, context: StrategyContext) -> Conversation:
+    """A strategy that fails on every call, for the CLI's warning and --strict."""
+    msg = "the disk is made of cheese"
+    raise RuntimeError(msg)

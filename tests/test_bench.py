@@ -7,16 +7,26 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memrules import from_openai
-from memrules._bench import main
+from memrules._bench import render
 from memrules._bench.histories import History, agent_history, request_points
+from memrules._bench.measure import sample_turns
+from memrules._bench.targets import judge
+from memrules._cli import main as cli_main
 from memrules._messages import Text, ToolCall, ToolResult
 from memrules._tokens import TiktokenCounter, load_encoding
+
+
+def main(argv: list[str]) -> int:
+    """``memrules bench ARGV``."""
+    return cli_main(["bench", *argv])
 
 
 def _is_cjk(text: str) -> bool:
@@ -177,8 +187,85 @@ def test_lc_turns_are_extrapolated_and_labelled(capsys: pytest.CaptureFixture[st
     assert "extrapolated from 5 of 40 turns" in out
 
 
-@pytest.mark.parametrize("argv", [["--sizes", "1"], ["--turns", "0"], ["--lc-turns", "1"]])
-def test_bad_arguments_exit_with_usage(argv: list[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
+@pytest.mark.parametrize(
+    "argv", [["--sizes", "1"], ["--turns", "0"], ["--lc-turns", "1"], ["--seed", "x"]]
+)
+def test_bad_arguments_exit_with_one_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("memrules bench: error: argument")
+
+
+def test_an_unwritable_json_path_fails_before_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--quick", "--json", "/nonexistent/x.json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing ran
+    assert captured.err == (
+        "memrules: error: cannot write the figures /nonexistent/x.json: no directory /nonexistent\n"
+    )
+
+
+def test_sampled_turns_spread_evenly() -> None:
+    assert sample_turns(10, None) == list(range(1, 11))
+    assert sample_turns(10, 20) == list(range(1, 11))
+    assert sample_turns(1000, 4) == [126, 376, 626, 876]
+
+
+FIGURES: dict[str, Any] = {
+    "settings": {"quick": False},
+    "environment": {"langchain_status": "not installed"},
+    "counting": [{"messages": 100, "ratio": 1.1}, {"messages": 1000, "ratio": 1.4}],
+    "no_compaction": {"messages": 10_000, "memrules_warm_s": 0.0004},
+    "loop": {"lc_exact": None, "lc_exact_human": None, "memrules_vs_floor": 4.2},
+    "quality": [
+        {"budget": 32_000, "config": "memrules", "broken_pairs": 0, "budget_use_median": 0.97},
+        {"budget": 32_000, "config": "lc_exact", "broken_pairs": 9, "budget_use_median": 0.5},
+    ],
+    "memory": {"messages": 10_000, "ratio_cold": 2.5},
+}
+
+
+def test_targets_are_judged_from_the_figures_alone() -> None:
+    verdicts = {t.key: t.met for t in judge(FIGURES)}
+    assert verdicts == {
+        "cold_counting_100": True,
+        "cold_counting_1000": False,
+        "no_compaction": True,
+        "loop_vs_langchain": None,
+        "loop_vs_floor": True,
+        "broken_pairs_32000": True,
+        "budget_use_32000": True,
+        "memory": False,
+    }
+
+
+def test_targets_render_as_a_table() -> None:
+    text = render.targets(FIGURES, judge(FIGURES))
+    lines = text.splitlines()
+    assert lines[0] == "== Targets (issue 4)"
+    row = next(line for line in lines if line.startswith("cold counting, 1,000 msgs"))
+    assert row.split()[-1] == "MISSED"
+    assert "not installed" in next(
+        line for line in lines if line.startswith("loop: memrules vs LC")
+    )
+    assert render.ms(0.0004) == "400 µs"
+    assert render.ratio(1234.0) == "1,234×"
+
+
+def test_the_library_does_not_import_the_bench_or_langchain() -> None:
+    code = (
+        "import sys, memrules\n"
+        "memrules.load_pipeline('max_messages: 3').apply(())\n"
+        "bench = sorted(m for m in sys.modules if m.startswith('memrules._bench'))\n"
+        "print(bench, 'langchain_core' in sys.modules, 'memrules._cli' in sys.modules)\n"
+        "import memrules._cli\n"
+        "print('langchain_core' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout == "[] False False\nFalse\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memrules import from_openai
-from memrules._cli import main
+from memrules._cli import _parser, _pipeline, main
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = ROOT / "examples" / "agent_history.json"
@@ -43,6 +43,41 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
     )
 
 
+def invoke(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``memrules ARGS`` in this process (faster than :func:`run`, for cases
+    that need no real file descriptors), as :func:`run` reports it."""
+    capsys.readouterr()
+    status = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), status, captured.out, captured.err)
+
+
+def shell(command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` in sh, with ``memrules`` this interpreter's ``-m memrules``."""
+    memrules = f"{sys.executable} -m memrules"
+    return subprocess.run(
+        ["sh", "-c", command.replace("memrules ", memrules + " ", 1)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def assert_clean(
+    done: subprocess.CompletedProcess[str], status: int, *words: str, lines: int = 1
+) -> None:
+    """The issue's bar: this exit status, exactly ``lines`` lines on stderr
+    (holding ``words``), no traceback, and stdout empty or valid JSON."""
+    assert done.returncode == status, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == lines, done.stderr
+    for word in words:
+        assert word in done.stderr
+    if done.stdout:
+        json.loads(done.stdout)
+
+
 def test_compact_prints_openai_messages_and_writes_the_report(tmp_path: Path) -> None:
     config = tmp_path / "seed.yaml"
     config.write_text(SEED_CONFIG)
@@ -60,6 +95,22 @@ def test_compact_prints_openai_messages_and_writes_the_report(tmp_path: Path) ->
     assert data["origin"] == [0, 6, 7, 8]
     assert data["actions"][0]["strategy"] == "sliding_window"
     assert data["actions"][0]["removed"] == [1, 2, 3, 4, 5]
+
+
+def test_the_report_gets_the_permissions_of_a_new_file(
+    tmp_path: Path, seed_files: tuple[Path, Path]
+) -> None:
+    config, source = seed_files
+    plain = tmp_path / "plain.json"
+    plain.write_text("{}")
+    report = tmp_path / "report.json"
+    done = run("compact", "--config", str(config), str(source), "--report", str(report))
+    assert_clean(done, 0, lines=0)
+    assert report.stat().st_mode == plain.stat().st_mode
+    report.chmod(0o600)
+    done = run("compact", "--config", str(config), str(source), "--report", str(report))
+    assert report.stat().st_mode & 0o777 == 0o600  # an existing file keeps its own
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 def test_request_object_keeps_its_other_keys(
@@ -119,7 +170,7 @@ BAD_CONFIGS = {
     ),
     "types.yaml": (
         "strategies:\n  - type: sliding_window\n    keep_messages: many\n",
-        "types.yaml:3: strategies[0].keep_messages: expected a whole number",
+        "types.yaml:3: strategies[0].keep_messages: keep_messages='many' must be a whole number",
     ),
     "both.yaml": (
         "max_tokens: 100\nmax_fraction: 0.5\n",
@@ -169,8 +220,13 @@ def test_bad_input_is_one_line_and_exit_2(
     assert captured.out == ""
     line = captured.err.strip()
     assert "\n" not in line
-    assert line.startswith("memrules: error: ")
+    assert line.startswith(f"memrules: error: {source}")
     assert expected in line
+
+
+def test_stdin_is_named_in_errors() -> None:
+    done = run("compact", "--config", "configs/seed_example.yaml", "-", stdin='[{"role": 1}]')
+    assert_clean(done, 2, "memrules: error: <stdin>: messages[0].role")
 
 
 def test_missing_input_file(capsys: pytest.CaptureFixture[str]) -> None:
@@ -204,3 +260,248 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
     process.stdout.close()  # like `| head -c 5`
     assert process.wait(timeout=120) == 1
     assert process.stderr.read() == b""
+
+
+# --- every bad input, output and argument ends in one clear line (issue 15) -------
+
+
+@pytest.fixture
+def seed_files(tmp_path: Path) -> tuple[Path, Path]:
+    config = tmp_path / "seed.yaml"
+    config.write_text(SEED_CONFIG)
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(SEED_MESSAGES))
+    return config, source
+
+
+BAD_YAML = {
+    "self_alias_list.yaml": ("strategies: &a [*a]\n", "self_alias_list.yaml:1: strategies[0]"),
+    "self_alias_map.yaml": ("a: &a {b: *a}\n", "self_alias_map.yaml:1: a.b"),
+    "nul.yaml": ("max_messages: 6\x00\n", "nul.yaml:1: invalid YAML: unacceptable character"),
+    "tag_list.yaml": (
+        "strategies: !!python/object/apply:os.system [echo pwned]\n",
+        "tag_list.yaml:1: the tag '!!python/object/apply:os.system' is not allowed",
+    ),
+    "tag_map.yaml": (
+        "strategies: !!python/object/apply:os.system {args: [echo pwned]}\n",
+        "tag_map.yaml:1: the tag '!!python/object/apply:os.system' is not allowed",
+    ),
+    "bomb.yaml": (
+        "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+        + "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 9)),
+        "bomb.yaml:",
+    ),
+    "digits.yaml": (
+        "max_messages: " + "9" * 5000 + "\n",
+        "digits.yaml:1: max_messages: cannot read",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_YAML))
+def test_hostile_config_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    text, expected = BAD_YAML[name]
+    config = tmp_path / name
+    config.write_text(text)
+    done = invoke(capsys, "compact", "--config", str(config), str(HISTORY))
+    assert_clean(done, 2, expected)
+    assert done.stdout == ""
+
+
+def test_a_100_mb_config_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "huge.yaml"
+    with config.open("wb") as file:
+        file.truncate(100 * 1024 * 1024)
+    done = run("compact", "--config", str(config), str(HISTORY))
+    assert_clean(done, 2, f"{config}: config file is 104,857,600 bytes; the limit is 65,536")
+
+
+def test_a_config_path_without_suffix_is_not_found(tmp_path: Path) -> None:
+    done = run("compact", "--config", "configs/seed_example", str(HISTORY))
+    assert_clean(done, 2, "memrules: error: configs/seed_example: config file not found")
+    assert "got str" not in done.stderr
+
+
+def test_deeply_nested_json_is_one_line(tmp_path: Path, seed_files: tuple[Path, Path]) -> None:
+    config, _ = seed_files
+    source = tmp_path / "deep.json"
+    source.write_text("[" * 100_000 + "]" * 100_000)
+    done = run("compact", "--config", str(config), str(source))
+    assert_clean(done, 2, f"{source}: invalid input: JSON nested too deeply")
+
+
+def test_a_5000_digit_number_is_one_line(tmp_path: Path, seed_files: tuple[Path, Path]) -> None:
+    config, _ = seed_files
+    source = tmp_path / "digits.json"
+    source.write_text('[{"role": "user", "content": "hi", "n": ' + "1" * 5000 + "}]")
+    done = run("compact", "--config", str(config), str(source))
+    assert_clean(done, 2, f"{source}: invalid JSON: Exceeds the limit (4300 digits)")
+
+
+def test_nan_in_the_input_never_reaches_the_output(
+    tmp_path: Path, seed_files: tuple[Path, Path]
+) -> None:
+    config, _ = seed_files
+    source = tmp_path / "nan.json"
+    source.write_text('[{"role": "user", "content": "hi", "metadata": {"score": NaN}}]')
+    done = run("compact", "--config", str(config), str(source))
+    assert_clean(done, 2, "NaN")
+    assert done.stdout == ""
+
+
+def test_a_full_disk_is_one_line(seed_files: tuple[Path, Path]) -> None:
+    config, source = seed_files
+    done = shell(f"memrules compact --config {config} {source} > /dev/full")
+    assert_clean(done, 2, "memrules: error: cannot write the output: No space left on device")
+
+
+def test_a_closed_stdout_is_one_line(seed_files: tuple[Path, Path]) -> None:
+    config, source = seed_files
+    done = shell(f"memrules compact --config {config} {source} >&-")
+    assert_clean(done, 2, "memrules: error: cannot write the output: stdout is closed")
+
+
+def test_a_lone_surrogate_is_written_escaped(tmp_path: Path, seed_files: tuple[Path, Path]) -> None:
+    config, _ = seed_files
+    source = tmp_path / "surrogate.json"
+    source.write_text('[{"role": "user", "content": "bad \\ud800 text"}]')
+    done = run("compact", "--config", str(config), str(source))
+    if done.returncode == 0:  # written back escaped: valid JSON, the same text
+        assert_clean(done, 0, lines=0)
+        assert json.loads(done.stdout) == [{"role": "user", "content": "bad \ud800 text"}]
+        assert "\\ud800" in done.stdout
+    else:  # or refused at input, naming the place
+        assert_clean(done, 2, "messages[0]")
+        assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "memrules demo",
+        "memrules demo --json",
+        "memrules compact --config configs/tiny_budget.yaml examples/agent_history.json",
+    ],
+)
+def test_a_reader_that_goes_away_is_quiet(command: str) -> None:
+    argv = command.split()[1:]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memrules", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.close()  # like `| head -0`, before anything is written
+    assert process.wait(timeout=120) == 1
+    assert process.stderr.read() == b""
+
+
+def test_bench_into_head_is_quiet() -> None:
+    done = shell("memrules bench --quick --skip-langchain --sizes 20 --turns 10 | head -3")
+    assert done.returncode == 0
+    assert done.stderr == ""
+    assert done.stdout.startswith("memrules bench — Python")
+    assert len(done.stdout.splitlines()) == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["demo", "--base-url", "not-a-url"], "'not-a-url' is not an http:// or https:// URL"),
+        (["demo", "--timeout", "0"], "'0' is not a number of seconds above 0"),
+        (["demo", "--api-key-env", "X"], "--model and --api-key-env need --base-url"),
+        (["bench", "--json", "/nonexistent/x.json"], "no directory /nonexistent"),
+        (["bench", "--sizes", "1"], "'1' is not a whole number of at least 2"),
+        (["compact", str(HISTORY)], "the following arguments are required: --config"),
+        (["compact", "--config", "configs/seed_example.yaml", str(HISTORY), "--format", "x"], "x"),
+        (
+            [
+                *("compact", "--config", "configs/seed_example.yaml", str(HISTORY)),
+                *("--report", "/nonexistent/report.json"),
+            ],
+            "cannot write the report /nonexistent/report.json: no directory /nonexistent",
+        ),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        ([], "the following arguments are required: COMMAND"),
+    ],
+)
+def test_bad_arguments_are_one_line_before_any_work(
+    capsys: pytest.CaptureFixture[str], argv: list[str], words: str
+) -> None:
+    done = invoke(capsys, *argv)
+    assert_clean(done, 2, words)
+    assert done.stdout == ""
+
+
+def test_report_to_a_directory_fails_before_the_work(
+    tmp_path: Path, seed_files: tuple[Path, Path]
+) -> None:
+    config, source = seed_files
+    done = run("compact", "--config", str(config), str(source), "--report", str(tmp_path))
+    assert_clean(done, 2, "it is a directory")
+    assert done.stdout == ""
+
+
+def test_a_failing_strategy_warns_and_strict_fails(tmp_path: Path) -> None:
+    config = tmp_path / "failing.yaml"
+    config.write_text(
+        "max_messages: 6\nstrategies:\n"
+        "  - type: 'tests.custom_strategies:always_fails'\n"
+        "  - type: sliding_window\n    keep_messages: 4\n"
+    )
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(SEED_MESSAGES))
+    allow = ("--allow-imports", "tests.custom_strategies")
+    done = run("compact", "--config", str(config), str(source), *allow)
+    assert_clean(
+        done,
+        0,
+        "memrules: warning: strategy tests.custom_strategies:always_fails failed",
+        "the disk is made of cheese",
+    )
+    assert json.loads(done.stdout) == [SEED_MESSAGES[i] for i in (0, 6, 7, 8)]
+    report = tmp_path / "report.json"
+    strict = run(
+        "compact", "--config", str(config), str(source), *allow, "--strict", "--report", str(report)
+    )
+    assert_clean(strict, 1, "memrules: error: strategy tests.custom_strategies:always_fails")
+    assert strict.stdout == ""
+    assert not report.exists()  # whole or nothing: no report either
+
+
+def test_imports_need_allowing_on_the_command_line(tmp_path: Path) -> None:
+    config = tmp_path / "import.yaml"
+    config.write_text("strategies:\n  - type: 'tests.custom_strategies:keep_last'\n    count: 3\n")
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(SEED_MESSAGES))
+    refused = run("compact", "--config", str(config), str(source))
+    assert_clean(
+        refused,
+        2,
+        f"{config}:2: strategies[0].type: importing 'tests.custom_strategies' is not allowed",
+    )
+    assert refused.stdout == ""
+    for flags in (["--allow-imports", "tests"], ["--trust-config"]):
+        done = run("compact", "--config", str(config), str(source), *flags, "--once")
+        assert_clean(done, 0, lines=0)
+        assert len(json.loads(done.stdout)) == 4  # keep_last(count=3) and the survivors
+    both = run(
+        "compact", "--config", str(config), str(source), "--trust-config", "--allow-imports", "x"
+    )
+    assert_clean(both, 2, "not allowed with argument")
+
+
+def test_the_anthropic_format_keeps_a_user_message_first(seed_files: tuple[Path, Path]) -> None:
+    config, source = seed_files
+    for fmt, user_first in (("openai", False), ("anthropic", True)):
+        args = _parser().parse_args(
+            ["compact", "--config", str(config), str(source), "--format", fmt]
+        )
+        assert _pipeline(args).config.user_first is user_first
+    config.write_text(SEED_CONFIG + "user_first: true\n")
+    args = _parser().parse_args(["compact", "--config", str(config), str(source)])
+    assert _pipeline(args).config.user_first is True

@@ -13,17 +13,18 @@ from typing import Any
 
 import pytest
 
+from memrules._cli import main as cli_main
 from memrules._config import load_config
 from memrules._demo import (
     SYSTEM_PROMPT,
     TURNS,
     OpenAIChat,
     demo_config,
-    main,
     run,
     scripted_reply,
     shape,
 )
+from memrules._http import MalformedReplyError
 from memrules._messages import message
 from memrules._typing import DEFAULT_WARNING_MARKER
 from tests.chat_server import ChatServer
@@ -57,6 +58,11 @@ Turn 4: "Where is the vault? Answer in one word."
 
 SEED_PROMPTS = [(2, 2, "SU", False, False), (4, 4, "SUAU", False, False)]
 SEED_PROMPTS += [(6, 6, "SUAUAU", False, False), (8, 4, "SAUS", True, True)]
+
+
+def main(argv: list[str]) -> int:
+    """``memrules demo ARGV``."""
+    return cli_main(["demo", *argv])
 
 
 def _roles(messages: list[dict[str, Any]]) -> str:
@@ -188,12 +194,28 @@ def test_replies_come_from_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bodies[1]["messages"][2] == {"role": "assistant", "content": "pong 2"}
 
 
-def test_model_defaults_to_the_first_listed_and_api_key_is_sent(server: ChatServer) -> None:
+def test_model_defaults_to_the_first_listed_and_api_key_is_sent(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DEMO_TEST_KEY", "sk-test")
     base = server.url.removesuffix("/v1")  # a bare host gets /v1
-    assert main(["--base-url", base, "--api-key", "sk-test", "--json"]) == 0
+    assert main(["--base-url", base, "--api-key-env", "DEMO_TEST_KEY", "--json"]) == 0
     assert server.requests[0].path == "/v1/models"
     assert {b["model"] for b in server.chat_requests} == {"loopback-model"}
     assert all(r.headers.get("Authorization") == "Bearer sk-test" for r in server.requests)
+    assert "sk-test" not in capsys.readouterr().out
+
+
+def test_a_reply_without_content_is_malformed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("no_proxy", "*")
+    with ChatServer(raw=b'{"choices": []}') as running:
+        chat = OpenAIChat(base_url=running.url, model="m")
+        with pytest.raises(MalformedReplyError, match="without choices"):
+            chat(scripted_messages())
+
+
+def scripted_messages() -> tuple[Any, ...]:
+    return (message("system", SYSTEM_PROMPT), message("user", TURNS[0]))
 
 
 def test_unreachable_endpoint_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -202,11 +224,12 @@ def test_unreachable_endpoint_exits_2_with_one_line(capsys: pytest.CaptureFixtur
         port = sock.getsockname()[1]
     # Nothing listens on the port now.
     assert main(["--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(
-        f"memrules demo: cannot reach http://127.0.0.1:{port}/v1/chat/completions"
+    captured = capsys.readouterr()
+    assert captured.err.startswith(
+        f"memrules: error: cannot reach http://127.0.0.1:{port}/v1/chat/completions"
     )
-    assert err.count("\n") == 1
+    assert captured.err.count("\n") == 1
+    assert captured.out == ""  # nothing written: the output is whole or nothing
 
 
 def test_server_error_exits_2(
@@ -225,7 +248,6 @@ def test_server_error_exits_2(
     assert err.count("\n") == 1
 
 
-def test_model_without_base_url_is_a_usage_error() -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(["--model", "m"])
-    assert exc.value.code == 2
+def test_model_without_base_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--model", "m"]) == 2
+    assert capsys.readouterr().err == "memrules: error: --model and --api-key-env need --base-url\n"

@@ -1,13 +1,19 @@
 """The built-in compaction strategies and the registry that names them.
 
-Importing this package registers the built-ins in :data:`STRATEGIES`.
+:data:`STRATEGIES` is a read-only view of the built-ins by YAML ``type``
+name. Custom strategies come from ``type: "package.module:function"`` in a
+config (from a module the caller allows with ``allow_imports``), from the
+``memrules.strategies`` entry-point group, or from a registry of your own:
+``load_config(text, registry={**STRATEGIES, "mine": factory})``. Mark a
+factory with :func:`strategy_factory` so its parameters are checked as the
+built-ins' are.
 """
 
 from __future__ import annotations
 
 from memrules.strategies.clamp import clamp_oversized_messages
 from memrules.strategies.observations import drop_observations
-from memrules.strategies.registry import BUILTIN_ORDER, STRATEGIES, register
+from memrules.strategies.registry import BUILTIN_ORDER, STRATEGIES, register, strategy_factory
 from memrules.strategies.seamed import offload, summarize
 from memrules.strategies.tool_results import clear_tool_results, deduplicate_file_reads
 from memrules.strategies.window import drop_turns, sliding_window, trim_to_budget
@@ -23,6 +29,7 @@ __all__ = [
     "offload",
     "register",
     "sliding_window",
+    "strategy_factory",
     "summarize",
     "trim_to_budget",
 ]

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from memrules._errors import ConfigError
 from memrules._messages import Conversation, Message, Part
 
 
 def check_positive(name: str, value: int, *, minimum: int = 1) -> None:
+    """Raise :class:`ConfigError` naming ``name=value`` when ``value`` is
+    under ``minimum``. Types are checked before a factory runs (see
+    :func:`memrules.strategies.registry.checked_factory`); minimums here."""
     if value < minimum:
         msg = f"{name}={value!r} must be at least {minimum}"
-        raise ValueError(msg)
+        raise ConfigError.single(msg, yaml_path=name)
 
 
 def rewrite_parts(

@@ -1,0 +1,90 @@
+"""``memrules bench``: its arguments on the command line's one parser, and the run."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from memrules._bench import measure, render
+from memrules._bench.targets import judge
+
+__all__ = ["add_arguments", "run", "settings"]
+
+
+def _at_least_two(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        msg = f"{text!r} is not a whole number of at least 2"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        msg = f"{text!r} is not a whole number"
+        raise argparse.ArgumentTypeError(msg) from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``memrules bench`` arguments."""
+    parser.add_argument("--quick", action="store_true", help="a tiny configuration (seconds)")
+    parser.add_argument(
+        "--sizes", type=_at_least_two, nargs="+", metavar="N", help="history sizes in messages"
+    )
+    parser.add_argument("--seed", type=_seed, default=0, help="the histories' seed (default 0)")
+    parser.add_argument(
+        "--turns", type=_at_least_two, metavar="N", help="growing-loop turns (default 1000)"
+    )
+    parser.add_argument(
+        "--lc-turns",
+        type=_at_least_two,
+        metavar="N",
+        help="time LangChain's exact counter on N evenly spread turns of the loop and "
+        "extrapolate (default 300; N >= --turns times every turn, about 8 minutes more)",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write every figure as JSON")
+    parser.add_argument(
+        "--skip-langchain", action="store_true", help="leave LangChain out even if installed"
+    )
+
+
+def settings(args: argparse.Namespace) -> measure.Settings:
+    """The run that ``args`` ask for."""
+    changes: dict[str, Any] = {"seed": args.seed, "langchain": not args.skip_langchain}
+    if args.sizes:
+        changes["sizes"] = tuple(sorted(set(args.sizes)))
+    if args.turns:
+        changes["loop_turns"] = args.turns
+    if args.lc_turns:
+        changes["lc_turns"] = args.lc_turns
+    if args.quick:
+        return measure.Settings.quick_settings(**changes)
+    return measure.Settings(**changes)
+
+
+def run(settings: measure.Settings, out: TextIO) -> dict[str, Any]:
+    """Run the benchmark, writing each section's table to ``out`` as it is
+    measured, and return every figure as JSON-ready data."""
+    started = time.perf_counter()
+    ctx = measure.start(settings)
+    out.write(render.header(ctx.figures))
+    out.flush()
+    for key, measure_section in measure.SECTIONS:
+        measure_section(ctx)
+        out.write(render.SECTIONS[key](ctx.figures))
+        out.flush()
+    judged = judge(ctx.figures)
+    ctx.figures["targets"] = {t.key: t.met for t in judged}
+    out.write(render.targets(ctx.figures, judged))
+    elapsed = time.perf_counter() - started
+    ctx.figures["elapsed_s"] = elapsed
+    out.write(f"benchmark took {elapsed:,.0f} s\n")
+    out.flush()
+    return ctx.figures

@@ -1,0 +1,60 @@
+"""The README's examples run as they are written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def section(title: str) -> str:
+    """The text of the README section with this ``## title``."""
+    start = README.index(f"\n## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return README[start : None if end < 0 else end]
+
+
+def blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_the_library_example_runs_verbatim(tmp_path: Path) -> None:
+    (code,) = blocks(section("As a library"), "python")
+    assert "openai_messages = [" in code  # defined, not assumed
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_quick_start_writes_its_report_outside_the_checkout(tmp_path: Path) -> None:
+    commands = [
+        line
+        for block in blocks(section("Quick start"), "sh")
+        for line in block.splitlines()
+        if line.startswith(".venv/bin/memrules compact")
+    ]
+    assert len(commands) == 1
+    argv = shlex.split(os.path.expandvars(commands[0].replace("${TMPDIR:-/tmp}", str(tmp_path))))
+    assert argv[0] == ".venv/bin/memrules"
+    done = subprocess.run(
+        [sys.executable, "-m", "memrules", *argv[1:]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["messages"]
+    report = json.loads((tmp_path / "memrules-report.json").read_text(encoding="utf-8"))
+    assert report["messages_after"] < report["messages_before"]
