@@ -36,12 +36,14 @@ class ConfigProblem:
     line: int | None = None
 
     def render(self, path: str | None) -> str:
-        where = path or "<config>"
+        """``file:line: yaml.path: message``, leaving out what is unknown (a
+        config built in Python has no file or line)."""
+        where = path or ("<config>" if self.line is not None else "")
         if self.line is not None:
             where += f":{self.line}"
         if self.yaml_path:
-            where += f": {self.yaml_path}"
-        return f"{where}: {self.message}"
+            where += f": {self.yaml_path}" if where else self.yaml_path
+        return f"{where}: {self.message}" if where else self.message
 
 
 class ConfigError(MemrulesError, ValueError):

@@ -25,7 +25,7 @@ from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
 from memrules._messages import Conversation, Message
 from memrules._report import CompressionResult
-from memrules._tokens import TiktokenCounter, TokenCounter
+from memrules._tokens import TokenCounter, counter_named
 from memrules._typing import StrategyContext, StrategyFactory
 from memrules.seams import Seams
 
@@ -71,7 +71,7 @@ class Pipeline:
         """A pipeline for ``config``; loads its encoder unless ``counter`` is given."""
         return cls(
             config=config,
-            counter=counter or TiktokenCounter.for_name(config.encoder_name),
+            counter=counter or counter_named(config.encoder_name),
             seams=seams or Seams(),
         )
 
@@ -123,13 +123,19 @@ def load_pipeline(
     source: str | Path | MemoryConfig,
     *,
     registry: Mapping[str, StrategyFactory] | None = None,
+    allow_imports: bool | Iterable[str] = (),
     seams: Seams | None = None,
     counter: TokenCounter | None = None,
 ) -> Pipeline:
     """A pipeline from a YAML file path, YAML text, or a :class:`MemoryConfig`.
 
-    Raises :class:`~memrules._errors.ConfigError` naming the file, YAML path
-    and line of every problem.
+    ``registry`` and ``allow_imports`` are :func:`load_config`'s. Raises
+    :class:`~memrules._errors.ConfigError` naming the file, YAML path and
+    line of every problem.
     """
-    config = source if isinstance(source, MemoryConfig) else load_config(source, registry=registry)
+    config = (
+        source
+        if isinstance(source, MemoryConfig)
+        else load_config(source, registry=registry, allow_imports=allow_imports)
+    )
     return Pipeline.from_config(config, seams=seams, counter=counter)

@@ -38,6 +38,7 @@ __all__ = [
     "TokenCounter",
     "count_tokens",
     "counter_for",
+    "counter_named",
     "estimate_tokens",
     "load_encoding",
 ]
@@ -329,12 +330,14 @@ class _SharedCounters:
             with self._lock:
                 counter = self._by_name.get(name)
                 if counter is None:
-                    counter = _new_counter(name)
+                    counter = counter_named(name)
                     self._by_name[name] = counter
         return counter
 
 
-def _new_counter(name: str) -> TokenCounter:
+def counter_named(name: str) -> TokenCounter:
+    """A new counter for an encoder or model name, or ``"estimate"`` for the
+    script-aware estimator."""
     if name == "estimate":
         return EstimatingCounter()
     return TiktokenCounter.for_name(name)

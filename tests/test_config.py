@@ -288,11 +288,6 @@ def test_estimate_is_an_encoder_name() -> None:
     assert MemoryConfig(encoder_name="estimate").encoder_name == "estimate"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Pipeline.from_config (memrules/_pipeline.py, the lead's) still builds a "
-    "TiktokenCounter for every encoder_name; it needs to pick EstimatingCounter for 'estimate'",
-)
 def test_estimate_selects_the_script_aware_counter() -> None:
     pipeline = load_pipeline("encoder_name: estimate\nmax_messages: 4\n")
     assert isinstance(pipeline.counter, memrules.EstimatingCounter)
