@@ -15,19 +15,7 @@ from pyrsistent import pmap
 
 from memrules._errors import MemrulesError, MessageTypeError
 from memrules._frozen import FrozenDict, ValueProblem, freeze, freeze_json, thaw
-from tests.adapter_json import json_values
-
-
-def reordered(value: Any, rng: random.Random) -> Any:
-    """``value`` with the keys of every object in another order."""
-    if isinstance(value, dict):
-        keys = list(value)
-        rng.shuffle(keys)
-        return {k: reordered(value[k], rng) for k in keys}
-    if isinstance(value, list):
-        return [reordered(v, rng) for v in value]
-    return value
-
+from tests.adapter_json import json_values, reordered
 
 objects = st.dictionaries(st.text(max_size=4), json_values(), max_size=6)
 # Objects of objects and scalars: no arrays, which freeze to tuples (unequal to lists).
