@@ -44,19 +44,20 @@ def _frozen_map(value: Mapping[str, Any] | None, field: str) -> PMap[str, Any]:
     keeps their key order (provider fields are written back in it); the keys
     of the top-level map are memrules' own and need no order. A map that is
     already frozen is returned as it is."""
-    if value is None:
+    if value is _EMPTY or value is None:  # the default: pmap() is one shared value
         return _EMPTY
-    if not isinstance(value, Mapping):
-        msg = f"expected a mapping, got {type(value).__name__}"
+    kind = type(value)
+    if kind is not dict and kind is not PMap and not isinstance(value, Mapping):
+        msg = f"expected a mapping, got {kind.__name__}"
         raise MessageTypeError(msg, field=field)
     if not value:
-        return value if isinstance(value, PMap) else _EMPTY
+        return _EMPTY
     try:
         frozen = freeze_items(value)
     except ValueProblem as problem:
         raise MessageTypeError(problem.problem, field=problem.where(field)) from None
-    if isinstance(value, PMap) and all(frozen[key] is item for key, item in value.items()):
-        return value
+    if kind is PMap and all(frozen[key] is item for key, item in value.items()):
+        return value  # type: ignore[return-value]
     return pmap(frozen)
 
 
