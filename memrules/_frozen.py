@@ -231,7 +231,11 @@ def freeze(value: Any) -> Any:
     ):
         return _freeze_sequence(value)
     if isinstance(value, Set):
-        return frozenset(_freeze_sequence(tuple(value)))
+        items = tuple(value)
+        frozen_items = _freeze_sequence(items)
+        if kind is frozenset and frozen_items is items:
+            return value
+        return frozenset(frozen_items)
     try:
         hash(value)
     except TypeError:

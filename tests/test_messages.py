@@ -103,7 +103,7 @@ def test_nested_values_keep_their_key_order() -> None:
 
 
 def test_frozen_values_are_kept_as_they_are() -> None:
-    m = Message(role="user", metadata={"a": {"b": [1]}})
+    m = Message(role="user", metadata={"a": {"b": [1]}, "s": {1, (2, 3)}, "t": (1, [2])})
     assert Message(role="user", metadata=m.metadata).metadata is m.metadata
     o = Opaque(kind="x", payload={"a": [1]})
     assert Opaque(kind="x", payload=o.payload).payload is o.payload
