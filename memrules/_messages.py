@@ -93,7 +93,8 @@ _EMPTY: PMap[str, Any] = pmap()
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
 class Text:
     """Plain text. ``extra`` keeps provider fields memrules does not interpret
-    (``cache_control``, citations…) so adapters round-trip losslessly."""
+    (``cache_control``, citations…) so adapters round-trip losslessly; its
+    values are frozen as ``metadata``'s are."""
 
     text: str
     extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_extra, repr=False)
@@ -126,7 +127,9 @@ class ToolResult:
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
 class Opaque:
     """Anything memrules carries through untouched: images, thinking blocks,
-    audio, provider blocks it does not know. ``payload`` is deep-frozen JSON."""
+    audio, provider blocks it does not know. ``payload`` is deep-frozen:
+    objects as :class:`~memrules._frozen.FrozenDict` (keys in the order given,
+    which is the order adapters write back), arrays as tuples."""
 
     kind: str
     payload: Any = attrs.field(default=None, converter=_payload)
@@ -186,7 +189,12 @@ class Message:
 
     ``id`` and ``name`` are optional; ``metadata`` is a persistent map for
     anything the caller wants to carry along (adapters keep provider fields
-    there). Frozen and hashable; its hash is computed once.
+    there). Its values are frozen deeply (mappings as
+    :class:`~memrules._frozen.FrozenDict`, keeping their key order; lists and
+    tuples as tuples; sets as frozensets), so every message is hashable; a
+    value that cannot be frozen raises
+    :class:`~memrules._errors.MessageTypeError` naming where it is. Frozen and
+    hashable; its hash is computed once.
 
     >>> Message(role="user", parts=(Text(text="hi"),)).text
     'hi'

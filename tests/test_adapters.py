@@ -829,3 +829,35 @@ def test_long_conversations_round_trip() -> None:
 def test_anthropic_output_is_plain_json(messages: list[dict[str, Any]]) -> None:
     written = to_anthropic(from_anthropic(messages))
     assert json.loads(json.dumps(written)) == written
+
+
+@pytest.mark.parametrize(
+    ("openai", "anthropic"),
+    [
+        (
+            {"type": "image_url", "image_url": {"url": "https://x/cat.png"}},
+            {"type": "image", "source": {"type": "url", "url": "https://x/cat.png"}},
+        ),
+        (
+            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"},
+            },
+        ),
+    ],
+)
+def test_images_convert_both_ways(openai: dict[str, Any], anthropic: dict[str, Any]) -> None:
+    """Each adapter reads its own images into the neutral form and writes
+    the other's from it."""
+    as_anthropic = to_anthropic(from_openai([{"role": "user", "content": [openai]}]))
+    assert as_anthropic == [{"role": "user", "content": [anthropic]}]
+    as_openai = to_openai(from_anthropic([{"role": "user", "content": [anthropic]}]))
+    assert as_openai == [{"role": "user", "content": [openai]}]
+
+
+def test_images_the_other_format_cannot_say_are_dropped() -> None:
+    file_image = {"type": "image", "source": {"type": "file", "file_id": "f"}}
+    assert to_openai(from_anthropic([{"role": "user", "content": [file_image]}])) == [
+        {"role": "user", "content": ""}
+    ]
