@@ -18,6 +18,7 @@ __all__ = [
     "EncodingError",
     "MemrulesError",
     "MessageFormatError",
+    "MessageTypeError",
     "ObserverError",
     "StrategyError",
 ]
@@ -86,6 +87,13 @@ class MessageFormatError(MemrulesError, ValueError):
         elif field:
             where = field
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class MessageTypeError(MessageFormatError, TypeError):
+    """A message built from a value of the wrong type: a part that is not a
+    part, metadata that cannot be frozen. Also a ``TypeError``, as Python
+    raises for a wrong type; a :class:`MessageFormatError` like every other
+    problem with a message."""
 
 
 class EncodingError(MemrulesError, LookupError):

@@ -14,10 +14,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias
 
 import attrs
-from pyrsistent import PMap, freeze, pmap
+from pyrsistent import PMap, pmap
+
+from memrules._errors import MessageFormatError, MessageTypeError
+from memrules._frozen import ValueProblem, freeze, freeze_items
 
 __all__ = [
     "ROLES",
+    "ContentPart",
     "Conversation",
     "Message",
     "Opaque",
@@ -34,31 +38,66 @@ Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 
-def _frozen_map(value: Mapping[str, Any] | None) -> PMap[str, Any]:
-    """Deep-freeze a mapping so that the message holding it is hashable."""
-    if value is None:
-        return pmap()
-    if isinstance(value, PMap) and all(_is_frozen(v) for v in value.values()):
+def _frozen_map(value: Mapping[str, Any] | None, field: str) -> PMap[str, Any]:
+    """``value`` as a persistent map of deep-frozen values, so that the message
+    holding it is hashable. Nested mappings become :class:`FrozenDict`, which
+    keeps their key order (provider fields are written back in it); the keys
+    of the top-level map are memrules' own and need no order. A map that is
+    already frozen is returned as it is."""
+    if value is _EMPTY or value is None:  # the default: pmap() is one shared value
+        return _EMPTY
+    kind = type(value)
+    if kind is not dict and kind is not PMap and not isinstance(value, Mapping):
+        msg = f"expected a mapping, got {kind.__name__}"
+        raise MessageTypeError(msg, field=field)
+    if not value:
+        return _EMPTY
+    try:
+        frozen = freeze_items(value)
+    except ValueProblem as problem:
+        raise MessageTypeError(problem.problem, field=problem.where(field)) from None
+    if kind is PMap and all(frozen[key] is item for key, item in value.items()):
+        return value  # type: ignore[return-value]
+    return pmap(frozen)
+
+
+def _metadata(value: Mapping[str, Any] | None) -> PMap[str, Any]:
+    return _frozen_map(value, "metadata")
+
+
+def _extra(value: Mapping[str, Any] | None) -> PMap[str, Any]:
+    return _frozen_map(value, "extra")
+
+
+def _payload(value: Any) -> Any:
+    try:
+        return freeze(value)
+    except ValueProblem as problem:
+        raise MessageTypeError(problem.problem, field=problem.where("payload")) from None
+
+
+def _result_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, ...]:
+    if isinstance(value, str):
         return value
-    frozen: PMap[str, Any] = freeze(dict(value))
-    return frozen
+    parts = _tuple(value, "content")
+    for i, p in enumerate(parts):
+        if not isinstance(p, (Text, Opaque)):
+            msg = f"expected Text or Opaque, got {type(p).__name__}"
+            raise MessageTypeError(msg, field=f"content[{i}]")
+    return parts
 
 
-def _is_frozen(value: object) -> bool:
-    return not isinstance(value, (dict, list, set))
-
-
-def _frozen_value(value: Any) -> Any:
-    return freeze(value)
+_EMPTY: PMap[str, Any] = pmap()
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
 class Text:
     """Plain text. ``extra`` keeps provider fields memrules does not interpret
-    (``cache_control``, citations…) so adapters round-trip losslessly."""
+    (``cache_control``, citations…) so adapters round-trip losslessly; its
+    values are frozen as ``metadata``'s are."""
 
     text: str
-    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_frozen_map, repr=False)
+    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_extra, repr=False)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -69,7 +108,7 @@ class ToolCall:
     id: str
     name: str
     arguments: str = ""
-    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_frozen_map, repr=False)
+    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_extra, repr=False)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -80,21 +119,25 @@ class ToolResult:
     the provider sent structured content (Anthropic's block lists)."""
 
     call_id: str
-    content: str | tuple[Text | Opaque, ...] = ""
+    content: str | tuple[ContentPart, ...] = attrs.field(default="", converter=_result_content)
     is_error: bool = False
-    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_frozen_map, repr=False)
+    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_extra, repr=False)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
 class Opaque:
     """Anything memrules carries through untouched: images, thinking blocks,
-    audio, provider blocks it does not know. ``payload`` is deep-frozen JSON."""
+    audio, provider blocks it does not know. ``payload`` is deep-frozen:
+    objects as :class:`~memrules._frozen.FrozenDict` (keys in the order given,
+    which is the order adapters write back), arrays as tuples."""
 
     kind: str
-    payload: Any = attrs.field(default=None, converter=_frozen_value)
+    payload: Any = attrs.field(default=None, converter=_payload)
 
 
 Part: TypeAlias = Text | ToolCall | ToolResult | Opaque
+ContentPart: TypeAlias = Text | Opaque
+"""A part that content lists hold: a tool result's structured content."""
 _PART_TYPES = (Text, ToolCall, ToolResult, Opaque)
 
 
@@ -117,18 +160,27 @@ def part_text(part: Part) -> str:
 
 
 def _parts(value: Iterable[Part]) -> tuple[Part, ...]:
-    parts = tuple(value)
+    parts = _tuple(value, "parts")
     for i, p in enumerate(parts):
         if not isinstance(p, _PART_TYPES):
-            msg = f"parts[{i}] is {type(p).__name__}, expected Text, ToolCall, ToolResult or Opaque"
-            raise TypeError(msg)
+            msg = f"expected Text, ToolCall, ToolResult or Opaque, got {type(p).__name__}"
+            raise MessageTypeError(msg, field=f"parts[{i}]")
     return parts
+
+
+def _tuple(value: Iterable[Any], field: str) -> tuple[Any, ...]:
+    if type(value) is tuple:
+        return value
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        msg = f"expected a tuple, got {type(value).__name__}"
+        raise MessageTypeError(msg, field=field)
+    return tuple(value)
 
 
 def _role(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value not in ROLES:
-        msg = f"role={value!r} is not one of {', '.join(ROLES)}"
-        raise ValueError(msg)
+        msg = f"unknown role {value!r}, expected one of {', '.join(ROLES)}"
+        raise MessageFormatError(msg, field="role")
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -137,7 +189,12 @@ class Message:
 
     ``id`` and ``name`` are optional; ``metadata`` is a persistent map for
     anything the caller wants to carry along (adapters keep provider fields
-    there). Frozen and hashable; its hash is computed once.
+    there). Its values are frozen deeply (mappings as
+    :class:`~memrules._frozen.FrozenDict`, keeping their key order; lists and
+    tuples as tuples; sets as frozensets), so every message is hashable; a
+    value that cannot be frozen raises
+    :class:`~memrules._errors.MessageTypeError` naming where it is. Frozen and
+    hashable; its hash is computed once.
 
     >>> Message(role="user", parts=(Text(text="hi"),)).text
     'hi'
@@ -147,7 +204,7 @@ class Message:
     parts: tuple[Part, ...] = attrs.field(default=(), converter=_parts)
     id: str | None = None
     name: str | None = None
-    metadata: PMap[str, Any] = attrs.field(factory=pmap, converter=_frozen_map)
+    metadata: PMap[str, Any] = attrs.field(factory=pmap, converter=_metadata)
     # Derived once at construction: the hot paths (pairing closure, windows)
     # ask these of every message on every request.
     call_ids: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)

@@ -10,11 +10,13 @@ the message and part level, legacy ``function_call``, ``developer``,
     anthropic_messages()       list of Anthropic message dicts
     anthropic_requests()       {"system": ..., "messages": [...]} dicts
     json_values()              any JSON value (no NaN or infinities)
+    shuffled(strategy)         its values with every object's keys in a drawn order
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,6 +33,8 @@ __all__ = [
     "openai_message",
     "openai_messages",
     "openai_tool_call",
+    "reordered",
+    "shuffled",
 ]
 
 Strategy = st.SearchStrategy[Any]
@@ -320,3 +324,21 @@ def anthropic_requests(max_size: int = 6) -> Strategy:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value)
+
+
+def reordered(value: Any, rng: random.Random) -> Any:
+    """``value`` with the keys of every object, at every depth, in an order
+    drawn from ``rng``."""
+    if isinstance(value, dict):
+        keys = list(value)
+        rng.shuffle(keys)
+        return {key: reordered(value[key], rng) for key in keys}
+    if isinstance(value, list):
+        return [reordered(item, rng) for item in value]
+    return value
+
+
+def shuffled(strategy: Strategy) -> Strategy:
+    """Values of ``strategy`` with every object's keys in a drawn order:
+    providers and clients write keys in any order, and output must keep it."""
+    return st.tuples(strategy, st.randoms(use_true_random=False)).map(lambda pair: reordered(*pair))

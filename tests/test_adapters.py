@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from typing import Any
 
 import pytest
@@ -25,44 +24,53 @@ from tests.adapter_json import (
     anthropic_requests,
     anthropic_system,
     openai_messages,
+    shuffled,
 )
 
 
 def same_json(a: Any, b: Any) -> bool:
-    """Equal as JSON, types included (``1`` is not ``1.0`` is not ``true``)."""
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    """The same JSON bytes: types (``1`` is not ``1.0`` is not ``true``) and
+    the order of every object's keys included."""
+    return json.dumps(a) == json.dumps(b)
 
 
 # --------------------------------------------------------------------------- round trips
+# The inputs have every object's keys in a drawn order (shuffled), and the
+# output must have the same bytes: providers' prompt caches match bytes.
 
 
-@given(openai_messages())
+@given(shuffled(openai_messages()))
 def test_openai_round_trip(messages: list[dict[str, Any]]) -> None:
     before = copy.deepcopy(messages)
     conversation = from_openai(messages)
-    assert messages == before  # input untouched
+    assert same_json(messages, before)  # input untouched
     assert same_json(to_openai(conversation), messages)
 
 
-@given(openai_messages())
+@given(shuffled(openai_messages()))
 def test_openai_reverse_round_trip(messages: list[dict[str, Any]]) -> None:
     conversation = from_openai(messages)
     assert from_openai(to_openai(conversation)) == conversation
 
 
-@given(anthropic_messages(system_role=True))
+@given(shuffled(anthropic_messages(system_role=True)))
 def test_anthropic_round_trip(messages: list[dict[str, Any]]) -> None:
     before = copy.deepcopy(messages)
     conversation = from_anthropic(messages)
-    assert messages == before
+    assert same_json(messages, before)
     assert same_json(to_anthropic(conversation), messages)
     assert from_anthropic(to_anthropic(conversation)) == conversation
 
 
-@given(anthropic_requests())
+@given(shuffled(anthropic_requests()))
 def test_anthropic_request_round_trip(request: dict[str, Any]) -> None:
     conversation = from_anthropic(request)
-    assert same_json(to_anthropic_request(conversation), request)
+    written = to_anthropic_request(conversation)
+    # The request object itself is written system first (documented); what
+    # is inside keeps its order.
+    assert list(written) == [k for k in ("system", "messages") if k in request]
+    assert same_json(written["messages"], request["messages"])
+    assert same_json(written.get("system"), request.get("system"))
     assert from_anthropic(to_anthropic_request(conversation)) == conversation
     # The message-list form keeps the system prompt as a system entry, and
     # reads back to the same conversation.
@@ -199,7 +207,11 @@ def test_openai_unknown_fields_are_kept_in_metadata_and_extra() -> None:
     assert text == Text(text="x", extra={"openai": {"annotations": []}})
     assert refusal == Opaque(kind="openai:refusal", payload={"type": "refusal", "refusal": "no"})
     assert isinstance(call, ToolCall)
-    assert call.extra == {"openai": {"index": 0}, "openai_function": {"strict": True}}
+    assert call.extra == {
+        "openai": {"index": 0},
+        "openai_function": {"strict": True},
+        "openai_keys": ("id", "type", "index", "function"),  # "index" came before "function"
+    }
     assert to_openai((message,)) == messages
 
 
@@ -500,8 +512,8 @@ ANTHROPIC_BAD: list[tuple[Any, str, str]] = [
         "missing",
     ),
     (_use(input=[1]), "content[0].input", "expected an object, got list"),
-    (_use(input={"s": {1, 2}}), "content[0].input", "is not JSON"),
-    (_use(input={"x": float("nan")}), "content[0].input", "is not JSON"),
+    (_use(input={"s": {1, 2}}), "content[0].input.s", "set is not a JSON value"),
+    (_use(input={"x": float("nan")}), "content[0].input.x", "nan is not a JSON number"),
     ({"role": "user", "content": [{"type": "tool_result"}]}, "content[0].tool_use_id", "missing"),
     (_result(content=5), "content[0].content", "got int"),
     (_result(content=[{"text": "x"}]), "content[0].content[0].type", "missing"),
@@ -784,10 +796,13 @@ def test_there_and_back_keeps_the_dialogue() -> None:
     assert back[3] == {"role": "tool", "tool_call_id": "call_1", "content": "rain"}
 
 
-# --------------------------------------------------------------------------- performance
+# --------------------------------------------------------------------------- long conversations
 
 
-def test_from_openai_is_fast_on_long_conversations() -> None:
+def test_long_conversations_round_trip() -> None:
+    """A router's 10,000-message request, read and written back whole. (Speed
+    is measured by a benchmark, not asserted here: wall-clock limits fail on
+    a busy machine and pass on a slow implementation.)"""
     unit: list[dict[str, Any]] = [
         {"role": "user", "content": "question " * 20},
         {
@@ -801,14 +816,12 @@ def test_from_openai_is_fast_on_long_conversations() -> None:
         {"role": "assistant", "content": [{"type": "text", "text": "answer"}]},
     ]
     messages = unit * 2500
-    start = time.perf_counter()
     conversation = from_openai(messages)
-    elapsed = time.perf_counter() - start
     assert len(conversation) == 10_000
-    assert elapsed < 2.0, f"from_openai took {elapsed:.2f}s for 10,000 messages"
-    start = time.perf_counter()
-    assert to_openai(conversation) == messages
-    assert time.perf_counter() - start < 2.0
+    # Only the one-text-part list needs a note (its content form); nothing
+    # else is recorded for input in the writer's own key order.
+    assert {key for m in conversation for key in m.metadata} == {"openai_content"}
+    assert same_json(to_openai(conversation), messages)
 
 
 @settings(max_examples=25)
@@ -816,3 +829,35 @@ def test_from_openai_is_fast_on_long_conversations() -> None:
 def test_anthropic_output_is_plain_json(messages: list[dict[str, Any]]) -> None:
     written = to_anthropic(from_anthropic(messages))
     assert json.loads(json.dumps(written)) == written
+
+
+@pytest.mark.parametrize(
+    ("openai", "anthropic"),
+    [
+        (
+            {"type": "image_url", "image_url": {"url": "https://x/cat.png"}},
+            {"type": "image", "source": {"type": "url", "url": "https://x/cat.png"}},
+        ),
+        (
+            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"},
+            },
+        ),
+    ],
+)
+def test_images_convert_both_ways(openai: dict[str, Any], anthropic: dict[str, Any]) -> None:
+    """Each adapter reads its own images into the neutral form and writes
+    the other's from it."""
+    as_anthropic = to_anthropic(from_openai([{"role": "user", "content": [openai]}]))
+    assert as_anthropic == [{"role": "user", "content": [anthropic]}]
+    as_openai = to_openai(from_anthropic([{"role": "user", "content": [anthropic]}]))
+    assert as_openai == [{"role": "user", "content": [openai]}]
+
+
+def test_images_the_other_format_cannot_say_are_dropped() -> None:
+    file_image = {"type": "image", "source": {"type": "file", "file_id": "f"}}
+    assert to_openai(from_anthropic([{"role": "user", "content": [file_image]}])) == [
+        {"role": "user", "content": ""}
+    ]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 from pyrsistent import PMap
 
 from memrules import Message, Opaque, Text, ToolCall, ToolResult
+from memrules._errors import MemrulesError, MessageFormatError, MessageTypeError
+from memrules._frozen import FrozenDict
 from memrules._messages import message
 
 
@@ -59,10 +63,14 @@ def test_countable_text_includes_tool_traffic_but_not_opaque() -> None:
 
 
 def test_bad_role_and_bad_parts_are_refused() -> None:
-    with pytest.raises(ValueError, match="role='wizard'"):
+    with pytest.raises(MessageFormatError, match=r"^role: unknown role 'wizard', expected") as bad:
         Message(role="wizard")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"parts\[1\] is str"):
+    assert isinstance(bad.value, ValueError)
+    assert bad.value.field == "role"
+    with pytest.raises(MessageTypeError, match=r"^parts\[1\]: expected Text, .*got str$") as wrong:
         Message(role="user", parts=(Text(text="a"), "b"))  # type: ignore[arg-type]
+    assert isinstance(wrong.value, TypeError)
+    assert isinstance(wrong.value, MemrulesError)
 
 
 def test_opaque_payload_is_deep_frozen_and_hashable() -> None:
@@ -70,3 +78,64 @@ def test_opaque_payload_is_deep_frozen_and_hashable() -> None:
     assert hash(o) == hash(
         Opaque(kind="anthropic:thinking", payload={"thinking": "x", "list": [1, 2]})
     )
+
+
+def test_nested_metadata_is_frozen_so_every_message_hashes() -> None:
+    m = Message(role="user", metadata={"k": ({"a": 1},), "s": {1, 2}, "l": [[{"b": []}]]})
+    hash(m)
+    assert m.metadata["k"] == (FrozenDict({"a": 1}),)
+    assert m.metadata["s"] == frozenset({1, 2})
+    assert m.metadata["l"] == ((FrozenDict({"b": ()}),),)
+    assert m == Message(role="user", metadata={"k": [{"a": 1}], "s": {2, 1}, "l": [[{"b": ()}]]})
+    assert hash(m) == hash(Message(role="user", metadata=dict(reversed(list(m.metadata.items())))))
+
+
+def test_nested_values_keep_their_key_order() -> None:
+    m = Message(role="user", metadata={"openai": {"z": 1, "a": {"y": 2, "b": 3}}})
+    assert list(m.metadata["openai"]) == ["z", "a"]
+    assert list(m.metadata["openai"]["a"]) == ["y", "b"]
+    image = Opaque(
+        kind="openai:image_url", payload={"type": "image_url", "image_url": {"url": "u"}}
+    )
+    assert list(image.payload) == ["type", "image_url"]
+    text = Text(text="x", extra={"anthropic": {"citations": None, "cache_control": {}}})
+    assert list(text.extra["anthropic"]) == ["citations", "cache_control"]
+
+
+def test_frozen_values_are_kept_as_they_are() -> None:
+    m = Message(role="user", metadata={"a": {"b": [1]}, "s": {1, (2, 3)}, "t": (1, [2])})
+    assert Message(role="user", metadata=m.metadata).metadata is m.metadata
+    o = Opaque(kind="x", payload={"a": [1]})
+    assert Opaque(kind="x", payload=o.payload).payload is o.payload
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (
+            lambda: Message(role="user", metadata={"k": ({"b": bytearray()},)}),
+            r"metadata\.k\[0\]\.b",
+        ),
+        (lambda: Message(role="user", metadata={"a b": [bytearray()]}), r"metadata\['a b'\]\[0\]"),
+        (lambda: Opaque(kind="x", payload={"x": [1, bytearray()]}), r"payload\.x\[1\]"),
+        (lambda: Text(text="t", extra={"openai": {"y": bytearray()}}), r"extra\.openai\.y"),
+        (lambda: Message(role="user", metadata=[("a", 1)]), "metadata"),
+    ],
+)
+def test_what_cannot_be_frozen_is_refused_naming_the_field(build: Any, field: str) -> None:
+    with pytest.raises(MessageTypeError, match=f"^{field}: ") as caught:
+        build()
+    assert isinstance(caught.value, MemrulesError)
+    assert isinstance(caught.value, TypeError)
+
+
+def test_tool_result_content_is_text_or_a_tuple_of_content_parts() -> None:
+    listed = ToolResult(call_id="a", content=[Text(text="x"), Opaque(kind="image")])  # type: ignore[arg-type]
+    assert listed.content == (Text(text="x"), Opaque(kind="image"))
+    hash(Message(role="tool", parts=(listed,)))
+    with pytest.raises(
+        MessageTypeError, match=r"^content\[0\]: expected Text or Opaque, got ToolCall"
+    ):
+        ToolResult(call_id="a", content=(ToolCall(id="c", name="f"),))  # type: ignore[arg-type]
+    with pytest.raises(MessageTypeError, match=r"^content: expected a tuple, got int"):
+        ToolResult(call_id="a", content=3)  # type: ignore[arg-type]

@@ -49,20 +49,37 @@ only when needed:
     verbatim. ``"anthropic_content"``: ``"absent"``, ``"null"`` or ``"list"``,
     how ``content`` was written where the default would write it otherwise
     (by default no blocks is ``""``, one text block without extra fields is a
-    string, anything else a list).
+    string, anything else a list). ``"anthropic_keys"``: the message's keys
+    in input order, where the writers would write them in another.
 part ``extra`` keys
     ``"anthropic"``: the block's unmapped keys (``cache_control``,
-    ``citations``…), verbatim. On ``ToolResult`` also
-    ``"anthropic_content"`` (``"absent"`` or ``"null"``) and
-    ``"anthropic_is_error"`` (``False``: ``is_error`` was written out as
+    ``citations``…), verbatim. ``"anthropic_keys"``: the block's keys in
+    input order, where the writers would write them in another. On
+    ``ToolResult`` also ``"anthropic_content"`` (``"absent"`` or ``"null"``)
+    and ``"anthropic_is_error"`` (``False``: ``is_error`` was written out as
     false).
+
+Key order: the writers write every object with its keys in the order
+``from_anthropic`` read them (opaque blocks and kept fields verbatim, a tool
+call's ``input`` through its JSON text, the rest by the orders recorded
+above), so the output's bytes follow the input's, whatever
+``PYTHONHASHSEED`` is. The request object itself is written as ``system``
+then ``messages``; merge it into the caller's request to keep that order.
+
+Refused at input, with a :class:`~memrules._errors.MessageFormatError`
+naming the index and field: ``NaN`` and infinities anywhere (``json.dumps``
+would write a bare ``NaN``, which is not JSON), and strings or keys with a
+lone surrogate (``"\\ud800"``, as ``json.loads`` returns for the escape),
+which no UTF-8 writer can write. A message built in Python is not checked:
+keep such text out of it.
 
 Converting from OpenAI messages (what is kept, what is lost): ``tool``
 messages become user messages of ``tool_result`` blocks, consecutive ones
 merged into one; ``developer`` becomes ``system``; ``image_url`` parts become
 ``image`` blocks (``data:`` URLs as base64 sources). A tool call's arguments
-that are not a JSON object (a model's truncated output, a placeholder) are
-sent as ``{"arguments": "<the text>"}``, and empty arguments as ``{}``.
+that are not a JSON object (a model's truncated output, a placeholder), or
+hold ``NaN`` or an escaped lone surrogate, are sent as
+``{"arguments": "<the text>"}``, and empty arguments as ``{}``.
 Lost: message ``name``, ``refusal``, ``audio`` and other OpenAI fields kept in
 metadata or extra, audio and file parts. Opaque parts of no provider (a
 ``kind`` without a colon) are written as their payload when it is an object
@@ -77,27 +94,40 @@ from typing import Any
 
 from memrules._adapters._common import (
     MISSING,
+    Image,
+    ImageCodec,
     array,
+    checked_str,
+    content_value,
     fail,
+    finish,
     is_array,
+    key_order,
+    list_form,
     mapping,
-    plain,
+    rank,
+    read_text_or_opaque,
+    register_images,
     required_str,
-    split_kind,
     type_name,
+    typed,
     unmapped,
+    verbatim,
+    write_opaque,
+    write_text,
 )
-from memrules._messages import Message, Opaque, Part, Role, Text, ToolCall, ToolResult
+from memrules._frozen import ValueProblem, freeze_json, has_surrogate
+from memrules._messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
 
 __all__ = ["from_anthropic", "to_anthropic", "to_anthropic_request"]
 
+_PROVIDER = "anthropic"
 _ROLES: tuple[Role, ...] = ("user", "assistant", "system")
-_MESSAGE_KEYS = frozenset({"role", "content"})
-_TEXT_KEYS = frozenset({"type", "text"})
-_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input"})
-_TOOL_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "is_error"})
-
-ContentPart = Text | Opaque
+# The order the writers write their own keys in (see _common, "Key order");
+# a rank is also the set of keys memrules maps.
+_RANK = rank("role", "content")
+_TOOL_USE_RANK = rank("type", "id", "name", "input")
+_TOOL_RESULT_RANK = rank("type", "tool_use_id", "content", "is_error")
 
 
 # --------------------------------------------------------------------------- reading
@@ -115,7 +145,8 @@ def from_anthropic(
     ``messages`` is a list. The system prompt becomes the first message. The
     input is not modified. Raises :class:`~memrules._errors.MessageFormatError`
     naming the message index and field for malformed input, e.g.
-    ``messages[2].content[0].tool_use_id: missing``; an error in the system
+    ``messages[2].content[0].tool_use_id: missing``, and for values no JSON
+    writer can write back (``NaN``, lone surrogates); an error in the system
     prompt names ``system``.
     """
     items: Any = messages
@@ -169,15 +200,18 @@ def _read_message(raw: Any, index: int) -> Message:
             index,
             "content",
         )
-    fields = unmapped(raw, _MESSAGE_KEYS)
-    if fields or form:
-        metadata: dict[str, Any] = {}
-        if fields:
-            metadata["anthropic"] = fields
-        if form:
-            metadata["anthropic_content"] = form
-        return Message(role=role, parts=parts, metadata=metadata)
-    return Message(role=role, parts=parts)
+    fields = unmapped(raw, _RANK, index, "")
+    order = key_order(raw, _RANK)
+    if fields is None and form is None and order is None:
+        return Message(role=role, parts=parts)
+    metadata: dict[str, Any] = {}
+    if fields is not None:
+        metadata["anthropic"] = fields
+    if form:
+        metadata["anthropic_content"] = form
+    if order is not None:
+        metadata["anthropic_keys"] = order
+    return Message(role=role, parts=parts, metadata=metadata)
 
 
 def _read_content(
@@ -186,41 +220,18 @@ def _read_content(
     """The parts of a string or block list, and ``"list"`` if the default
     would write them back as a string (or an empty string)."""
     if isinstance(content, str):
-        return ((Text(text=content),) if content else ()), None
+        return ((Text(text=checked_str(content, index, field)),) if content else ()), None
     parts = tuple(_read_block(block, index, f"{field}[{j}]") for j, block in enumerate(content))
-    if not parts or (len(parts) == 1 and _is_plain_text(parts[0])):
-        return parts, "list"
-    return parts, None
-
-
-def _block_type(block: Any, index: int | None, where: str) -> tuple[Mapping[str, Any], str]:
-    block = mapping(block, index, where)
-    kind = block.get("type", MISSING)
-    if kind is MISSING:
-        fail("missing", index, f"{where}.type")
-    if not isinstance(kind, str):
-        fail(f"expected a string, got {type_name(kind)}", index, f"{where}.type")
-    return block, kind
+    return parts, list_form(parts, _PROVIDER)
 
 
 def _read_block(block: Any, index: int | None, where: str) -> Part:
-    block, kind = _block_type(block, index, where)
+    block, kind = typed(block, index, where)
     if kind == "tool_use":
         return _read_tool_use(block, index, where)
     if kind == "tool_result":
         return _read_tool_result(block, index, where)
-    return _read_content_block(block, kind, index, where)
-
-
-def _read_content_block(
-    block: Mapping[str, Any], kind: str, index: int | None, where: str
-) -> ContentPart:
-    if kind == "text":
-        text = required_str(block, "text", index, where)
-        rest = unmapped(block, _TEXT_KEYS)
-        return Text(text=text, extra={"anthropic": rest}) if rest else Text(text=text)
-    payload = block if type(block) is dict else dict(block)
-    return Opaque(kind=f"anthropic:{kind}", payload=payload)
+    return read_text_or_opaque(block, kind, _PROVIDER, index, where)
 
 
 def _read_tool_use(block: Mapping[str, Any], index: int | None, where: str) -> ToolCall:
@@ -231,18 +242,33 @@ def _read_tool_use(block: Mapping[str, Any], index: int | None, where: str) -> T
         fail("missing", index, f"{where}.input")
     if not isinstance(arguments, Mapping):
         fail(f"expected an object, got {type_name(arguments)}", index, f"{where}.input")
-    try:
-        text = json.dumps(arguments, ensure_ascii=False, allow_nan=False, default=_jsonable)
-    except (TypeError, ValueError) as exc:
-        fail(f"is not JSON: {exc}", index, f"{where}.input")
-    rest = unmapped(block, _TOOL_USE_KEYS)
-    if rest:
-        return ToolCall(id=call_id, name=name, arguments=text, extra={"anthropic": rest})
+    text = _arguments(arguments, index, f"{where}.input")
+    extra: dict[str, Any] = {}
+    rest = unmapped(block, _TOOL_USE_RANK, index, where)
+    if rest is not None:
+        extra["anthropic"] = rest
+    order = key_order(block, _TOOL_USE_RANK)
+    if order is not None:
+        extra["anthropic_keys"] = order
+    if extra:
+        return ToolCall(id=call_id, name=name, arguments=text, extra=extra)
     return ToolCall(id=call_id, name=name, arguments=text)
 
 
+def _arguments(arguments: Mapping[str, Any], index: int | None, field: str) -> str:
+    """A tool call's ``input`` as JSON text, keys in input order."""
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, allow_nan=False, default=_jsonable)
+    except (TypeError, ValueError):
+        text = None
+    if text is None or has_surrogate(text):
+        verbatim(arguments, index, field)  # raises, naming the place inside
+        fail("is not JSON", index, field)  # pragma: no cover - verbatim raised
+    return text
+
+
 def _jsonable(value: object) -> object:
-    """Let ``json.dumps`` take frozen (pyrsistent) input as well as plain."""
+    """Let ``json.dumps`` take frozen input as well as plain."""
     if isinstance(value, Mapping):
         return dict(value)
     if is_array(value):
@@ -257,7 +283,7 @@ def _read_tool_result(block: Mapping[str, Any], index: int | None, where: str) -
     content = block.get("content", MISSING)
     result: str | tuple[ContentPart, ...]
     if isinstance(content, str):
-        result = content
+        result = checked_str(content, index, f"{where}.content")
     elif content is MISSING or content is None:
         result = ""
         extra["anthropic_content"] = "absent" if content is MISSING else "null"
@@ -265,8 +291,8 @@ def _read_tool_result(block: Mapping[str, Any], index: int | None, where: str) -
         blocks: list[ContentPart] = []
         for j, inner in enumerate(content):
             inner_where = f"{where}.content[{j}]"
-            inner, kind = _block_type(inner, index, inner_where)
-            blocks.append(_read_content_block(inner, kind, index, inner_where))
+            inner, kind = typed(inner, index, inner_where)
+            blocks.append(read_text_or_opaque(inner, kind, _PROVIDER, index, inner_where))
         result = tuple(blocks)
     else:
         fail(
@@ -281,16 +307,15 @@ def _read_tool_result(block: Mapping[str, Any], index: int | None, where: str) -
         fail(f"expected a boolean, got {type_name(is_error)}", index, f"{where}.is_error")
     elif not is_error:
         extra["anthropic_is_error"] = False
-    rest = unmapped(block, _TOOL_RESULT_KEYS)
-    if rest:
+    rest = unmapped(block, _TOOL_RESULT_RANK, index, where)
+    if rest is not None:
         extra["anthropic"] = rest
+    order = key_order(block, _TOOL_RESULT_RANK)
+    if order is not None:
+        extra["anthropic_keys"] = order
     if extra:
         return ToolResult(call_id=call_id, content=result, is_error=is_error, extra=extra)
     return ToolResult(call_id=call_id, content=result, is_error=is_error)
-
-
-def _is_plain_text(part: Part) -> bool:
-    return isinstance(part, Text) and "anthropic" not in part.extra
 
 
 # --------------------------------------------------------------------------- writing
@@ -301,7 +326,8 @@ def to_anthropic(conversation: Iterable[Message]) -> list[dict[str, Any]]:
 
     System messages stay where they are, as ``{"role": "system", ...}``
     entries (lossless, but not for the API: use :func:`to_anthropic_request`).
-    Returns fresh plain ``dict``/``list`` values, ready for ``json.dumps``.
+    Returns fresh plain ``dict``/``list`` values, ready for ``json.dumps``,
+    with every object's keys in the order they were read in.
     """
     return _write_messages(conversation, hoist_system=False)[1]
 
@@ -317,8 +343,11 @@ def to_anthropic_request(conversation: Iterable[Message]) -> dict[str, Any]:
     if not systems:
         return {"messages": messages}
     if len(systems) == 1:
-        system = _content_value(systems[0][0], systems[0][1] if systems[0][1] == "list" else None)
-        return {"system": system, "messages": messages}
+        blocks, form = systems[0]
+        return {
+            "system": content_value(blocks, "list" if form == "list" else None, ""),
+            "messages": messages,
+        }
     return {"system": [b for blocks, _ in systems for b in blocks], "messages": messages}
 
 
@@ -352,30 +381,19 @@ def _write_messages(
 def _write_message(message: Message, index: int) -> dict[str, Any]:
     metadata = message.metadata
     out: dict[str, Any] = {"role": message.role}
-    content = _content_value(_write_blocks(message, index), metadata.get("anthropic_content"))
+    content = content_value(_write_blocks(message, index), metadata.get("anthropic_content"), "")
     if content is not MISSING:
         out["content"] = content
-    _merge(out, metadata.get("anthropic"))
-    return out
-
-
-def _content_value(blocks: list[dict[str, Any]], form: str | None) -> Any:
-    if not blocks:
-        if form == "absent":
-            return MISSING
-        if form == "null":
-            return None
-        return [] if form == "list" else ""
-    if len(blocks) == 1 and form != "list" and _is_plain_block(blocks[0]):
-        return blocks[0]["text"]
-    return blocks
+    if not metadata:
+        return out
+    return finish(out, metadata.get("anthropic"), metadata.get("anthropic_keys"), _RANK)
 
 
 def _write_blocks(message: Message, index: int) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for j, part in enumerate(message.parts):
         if isinstance(part, Text):
-            blocks.append(_write_text(part))
+            blocks.append(write_text(part, _PROVIDER))
         elif isinstance(part, ToolCall):
             if message.role == "tool":
                 fail("a tool message cannot carry a tool call", index, f"parts[{j}]")
@@ -383,16 +401,10 @@ def _write_blocks(message: Message, index: int) -> list[dict[str, Any]]:
         elif isinstance(part, ToolResult):
             blocks.append(_write_tool_result(part))
         else:
-            block = _write_opaque(part)
+            block = write_opaque(part, _PROVIDER)
             if block is not None:
                 blocks.append(block)
     return blocks
-
-
-def _write_text(part: Text) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "text", "text": part.text}
-    _merge(out, part.extra.get("anthropic"))
-    return out
 
 
 def _write_tool_use(part: ToolCall) -> dict[str, Any]:
@@ -402,19 +414,35 @@ def _write_tool_use(part: ToolCall) -> dict[str, Any]:
         "name": part.name,
         "input": _input(part.arguments),
     }
-    _merge(out, part.extra.get("anthropic"))
-    return out
+    extra = part.extra
+    if not extra:
+        return out
+    return finish(out, extra.get("anthropic"), extra.get("anthropic_keys"), _TOOL_USE_RANK)
 
 
 def _input(arguments: str) -> dict[str, Any]:
-    """The ``input`` object for a call's arguments text."""
+    """The ``input`` object for a call's arguments text: the object it holds,
+    or ``{"arguments": text}`` when it holds none that can be written back
+    (not JSON, not an object, ``NaN``, an escaped lone surrogate)."""
     if not arguments.strip():
         return {}
     try:
-        value = json.loads(arguments)
+        value = json.loads(arguments, parse_constant=_no_constant)
     except ValueError:
         return {"arguments": arguments}
-    return value if isinstance(value, dict) else {"arguments": arguments}
+    if not isinstance(value, dict):
+        return {"arguments": arguments}
+    if "\\u" in arguments:  # an escape may have decoded to a lone surrogate
+        try:
+            freeze_json(value)
+        except ValueProblem:
+            return {"arguments": arguments}
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    msg = f"{name} is not JSON"
+    raise ValueError(msg)
 
 
 def _write_tool_result(part: ToolResult) -> dict[str, Any]:
@@ -430,7 +458,10 @@ def _write_tool_result(part: ToolResult) -> dict[str, Any]:
     else:
         blocks = []
         for inner in content:
-            block = _write_text(inner) if isinstance(inner, Text) else _write_opaque(inner)
+            if isinstance(inner, Text):
+                blocks.append(write_text(inner, _PROVIDER))
+                continue
+            block = write_opaque(inner, _PROVIDER)
             if block is not None:
                 blocks.append(block)
         out["content"] = blocks
@@ -438,39 +469,39 @@ def _write_tool_result(part: ToolResult) -> dict[str, Any]:
         out["is_error"] = True
     elif "anthropic_is_error" in extra:
         out["is_error"] = False
-    _merge(out, extra.get("anthropic"))
-    return out
+    if not extra:
+        return out
+    return finish(out, extra.get("anthropic"), extra.get("anthropic_keys"), _TOOL_RESULT_RANK)
 
 
-def _write_opaque(part: Opaque) -> dict[str, Any] | None:
-    provider, kind = split_kind(part.kind)
-    payload = part.payload
-    if provider == "anthropic" or (not provider and isinstance(payload, Mapping)):
-        return plain(payload) if isinstance(payload, Mapping) else None
-    if provider == "openai" and kind == "image_url":
-        return _image_from_openai(payload)
+# --------------------------------------------------------------------------- images
+
+
+def _read_image(block: Mapping[str, Any]) -> Image | None:
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        return None
+    kind = source.get("type")
+    if kind == "base64":
+        media_type, data = source.get("media_type"), source.get("data")
+        if isinstance(media_type, str) and isinstance(data, str):
+            return Image(media_type=media_type, data=data)
+    elif kind == "url":
+        url = source.get("url")
+        if isinstance(url, str):
+            return Image(url=url)
     return None
 
 
-def _image_from_openai(part: Any) -> dict[str, Any] | None:
-    image = part.get("image_url") if isinstance(part, Mapping) else None
-    url = image.get("url") if isinstance(image, Mapping) else None
-    if not isinstance(url, str):
-        return None
-    head, sep, data = url.partition(";base64,")
-    if sep and head.startswith("data:"):
-        source = {"type": "base64", "media_type": head[len("data:") :], "data": data}
-        return {"type": "image", "source": source}
-    return {"type": "image", "source": {"type": "url", "url": url}}
+def _write_image(image: Image) -> dict[str, Any]:
+    if image.url is None:
+        source = {"type": "base64", "media_type": image.media_type, "data": image.data}
+    else:
+        source = {"type": "url", "url": image.url}
+    return {"type": "image", "source": source}
 
 
-def _merge(out: dict[str, Any], fields: Any) -> None:
-    """Add the kept verbatim ``fields`` to ``out``; what memrules wrote wins."""
-    if fields:
-        for key, value in fields.items():
-            if key not in out:
-                out[key] = plain(value)
-
-
-def _is_plain_block(block: Mapping[str, Any]) -> bool:
-    return len(block) == 2 and block.get("type") == "text" and isinstance(block.get("text"), str)
+IMAGES = register_images(
+    ImageCodec(provider=_PROVIDER, kind="image", read=_read_image, write=_write_image)
+)
+"""Anthropic's image blocks: a ``base64`` or ``url`` source."""

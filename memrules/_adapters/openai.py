@@ -40,6 +40,8 @@ and only when needed (an ordinary message has empty metadata):
     it differently. By default no content is ``null`` on an assistant message
     with tool calls and ``""`` otherwise, one plain text part is a string, and
     anything else is a list.
+    ``"openai_keys"``: the message's keys in input order, where
+    ``to_openai`` would write them in another (see below).
 part ``extra`` keys
     ``"openai"`` (on ``Text`` and ``ToolCall``): the part's unmapped keys,
     verbatim. On ``ToolCall`` also ``"openai_function"`` (the unmapped keys
@@ -48,6 +50,22 @@ part ``extra`` keys
     ``function_call``, whose id memrules makes up as
     ``memrules_function_call_<index>`` so that the pairing invariants can see
     it; the id is not written back).
+    ``"openai_keys"`` (on ``Text`` and ``ToolCall``) and
+    ``"openai_function_keys"`` (on ``ToolCall``): the keys of the part and
+    of its ``function`` object in input order, where they differ from the
+    writer's.
+
+Key order: ``to_openai`` writes every object with its keys in the order
+``from_openai`` read them (opaque parts and kept fields verbatim, the rest by
+the orders recorded above), so the output's bytes follow the input's,
+whatever ``PYTHONHASHSEED`` is.
+
+Refused at input, with a :class:`~memrules._errors.MessageFormatError`
+naming the index and field: ``NaN`` and infinities anywhere (``json.dumps``
+would write a bare ``NaN``, which is not JSON), and strings or keys with a
+lone surrogate (``"\\ud800"``, as ``json.loads`` returns for the escape),
+which no UTF-8 writer can write. A message built in Python is not checked:
+keep such text out of it.
 
 Converting from Anthropic messages (what is kept, what is lost): a user
 message's ``ToolResult`` parts become ``tool`` messages, one per result,
@@ -68,21 +86,35 @@ from typing import Any
 
 from memrules._adapters._common import (
     MISSING,
+    Image,
+    ImageCodec,
     array,
+    checked_str,
+    content_value,
     fail,
+    finish,
     is_array,
+    key_order,
+    list_form,
     mapping,
     optional_str,
-    plain,
+    rank,
+    read_text_or_opaque,
+    register_images,
     required_str,
     split_kind,
     type_name,
+    typed,
     unmapped,
+    write_opaque,
+    write_text,
 )
-from memrules._messages import Message, Opaque, Part, Role, Text, ToolCall, ToolResult
+from memrules._frozen import FrozenDict
+from memrules._messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
 
 __all__ = ["from_openai", "to_openai"]
 
+_PROVIDER = "openai"
 _ROLES: dict[str, Role] = {
     "system": "system",
     "developer": "system",
@@ -91,6 +123,11 @@ _ROLES: dict[str, Role] = {
     "tool": "tool",
     "function": "tool",
 }
+# The order the writers write their own keys in (see _common, "Key order").
+_RANK = rank("role", "tool_call_id", "content", "name", "tool_calls", "function_call")
+_CALL_RANK = rank("id", "type", "function", "custom")
+_BODY_RANK = rank("name", "arguments", "input")
+
 _PLAIN_KEYS = frozenset({"role", "content", "name"})
 _KNOWN_KEYS: dict[str, frozenset[str]] = {
     "system": _PLAIN_KEYS,
@@ -100,7 +137,6 @@ _KNOWN_KEYS: dict[str, frozenset[str]] = {
     "tool": _PLAIN_KEYS | {"tool_call_id"},
     "function": _PLAIN_KEYS,
 }
-_TEXT_KEYS = frozenset({"type", "text"})
 _CALL_KEYS = {
     "function": frozenset({"id", "type", "function"}),
     "custom": frozenset({"id", "type", "custom"}),
@@ -109,8 +145,6 @@ _BODY_KEYS = {"function": frozenset({"name", "arguments"}), "custom": frozenset(
 _ARGUMENTS_KEY = {"function": "arguments", "custom": "input"}
 _LEGACY_KEYS = frozenset({"name", "arguments"})
 _LEGACY_ID = "memrules_function_call_{}"
-
-ContentPart = Text | Opaque
 
 
 # --------------------------------------------------------------------------- reading
@@ -122,7 +156,8 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> tuple[Message, ...]:
     ``messages`` is the ``messages`` array of a request (parsed JSON). The
     input is not modified. Raises :class:`~memrules._errors.MessageFormatError`
     naming the message index and field for malformed input, e.g.
-    ``messages[3].tool_calls[0].function.arguments: expected a string, got int``.
+    ``messages[3].tool_calls[0].function.arguments: expected a string, got int``,
+    and for values no JSON writer can write back (``NaN``, lone surrogates).
     """
     items = array(messages, None, "messages", "messages")
     out: list[Message] = []
@@ -155,14 +190,21 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> tuple[Message, ...]:
     return tuple(out)
 
 
+def _with(fields: FrozenDict[str, Any] | None, key: str, value: Any) -> FrozenDict[str, Any]:
+    """``fields`` with a known key whose value memrules cannot say (a null
+    ``name``, empty ``tool_calls``) kept verbatim too."""
+    items: dict[str, Any] = dict(fields.items()) if fields else {}
+    items[key] = value
+    return FrozenDict(items)
+
+
 def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Message:
     role = _ROLES[source_role]
-    fields = unmapped(raw, _KNOWN_KEYS[source_role])
-    metadata: dict[str, Any] = {}
+    fields = unmapped(raw, _KNOWN_KEYS[source_role], index, "")
 
     name = optional_str(raw, "name", index, "")
     if name is None:
-        fields = {**(fields or {}), "name": None}
+        fields = _with(fields, "name", None)
     elif name is MISSING:
         name = None
 
@@ -170,7 +212,7 @@ def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Messa
     form: str | None = None
     parts: list[Part]
     if isinstance(content, str):
-        parts = [Text(text=content)] if content else []
+        parts = [Text(text=checked_str(content, index, "content"))] if content else []
         if not content:
             form = "string"
     elif content is MISSING or content is None:
@@ -178,8 +220,7 @@ def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Messa
         form = "absent" if content is MISSING else "null"
     elif is_array(content):
         parts = list(_read_parts(content, index, "content"))
-        if not parts or (len(parts) == 1 and _is_plain_text(parts[0])):
-            form = "list"
+        form = list_form(parts, _PROVIDER)
     else:
         fail(
             f"expected a string, a list of content parts or null, got {type_name(content)}",
@@ -191,14 +232,14 @@ def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Messa
         calls = raw.get("tool_calls", MISSING)
         if calls is not MISSING:
             if calls is None or (is_array(calls) and not calls):
-                fields = {**(fields or {}), "tool_calls": calls}
+                fields = _with(fields, "tool_calls", () if calls is not None else None)
             else:
                 items = array(calls, index, "tool_calls", "tool calls")
                 for j, call in enumerate(items):
                     parts.append(_read_tool_call(call, index, f"tool_calls[{j}]"))
         legacy = raw.get("function_call", MISSING)
         if legacy is None:
-            fields = {**(fields or {}), "function_call": None}
+            fields = _with(fields, "function_call", None)
         elif legacy is not MISSING:
             parts.append(_read_legacy_call(legacy, index))
 
@@ -209,35 +250,38 @@ def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Messa
         if (form == "null") == default_null:
             form = None
 
+    order = key_order(raw, _RANK)
+    if fields is None and form is None and order is None and source_role == role:
+        return Message(role=role, parts=tuple(parts), name=name)
+    metadata: dict[str, Any] = {}
     if fields:
         metadata["openai"] = fields
     if source_role != role:
         metadata["openai_role"] = source_role
     if form is not None:
         metadata["openai_content"] = form
-    if metadata:
-        return Message(role=role, parts=tuple(parts), name=name, metadata=metadata)
-    return Message(role=role, parts=tuple(parts), name=name)
+    if order is not None:
+        metadata["openai_keys"] = order
+    return Message(role=role, parts=tuple(parts), name=name, metadata=metadata)
 
 
 def _read_result_message(
     raw: Mapping[str, Any], source_role: str, call_id: str, index: int
 ) -> Message:
-    fields = unmapped(raw, _KNOWN_KEYS[source_role])
-    metadata: dict[str, Any] = {}
+    fields = unmapped(raw, _KNOWN_KEYS[source_role], index, "")
     name = optional_str(raw, "name", index, "")
     if name is None:
-        fields = {**(fields or {}), "name": None}
-        name = None
+        fields = _with(fields, "name", None)
     elif name is MISSING:
         name = None
     content = raw.get("content", MISSING)
+    form: str | None = None
     result_content: str | tuple[ContentPart, ...]
     if isinstance(content, str):
-        result_content = content
+        result_content = checked_str(content, index, "content")
     elif content is MISSING or content is None:
         result_content = ""
-        metadata["openai_content"] = "absent" if content is MISSING else "null"
+        form = "absent" if content is MISSING else "null"
     elif is_array(content):
         result_content = _read_parts(content, index, "content")
     else:
@@ -246,33 +290,28 @@ def _read_result_message(
             index,
             "content",
         )
+    result = ToolResult(call_id=call_id, content=result_content)
+    order = key_order(raw, _RANK)
+    if fields is None and form is None and order is None and source_role == "tool":
+        return Message(role="tool", parts=(result,), name=name)
+    metadata: dict[str, Any] = {}
     if fields:
         metadata["openai"] = fields
     if source_role != "tool":
         metadata["openai_role"] = source_role
-    result = ToolResult(call_id=call_id, content=result_content)
-    if metadata:
-        return Message(role="tool", parts=(result,), name=name, metadata=metadata)
-    return Message(role="tool", parts=(result,), name=name)
+    if form is not None:
+        metadata["openai_content"] = form
+    if order is not None:
+        metadata["openai_keys"] = order
+    return Message(role="tool", parts=(result,), name=name, metadata=metadata)
 
 
 def _read_parts(items: Sequence[Any], index: int, field: str) -> tuple[ContentPart, ...]:
     parts: list[ContentPart] = []
     for j, item in enumerate(items):
         where = f"{field}[{j}]"
-        item = mapping(item, index, where)
-        kind = item.get("type", MISSING)
-        if kind is MISSING:
-            fail("missing", index, f"{where}.type")
-        if not isinstance(kind, str):
-            fail(f"expected a string, got {type_name(kind)}", index, f"{where}.type")
-        if kind == "text":
-            text = required_str(item, "text", index, where)
-            rest = unmapped(item, _TEXT_KEYS)
-            parts.append(Text(text=text, extra={"openai": rest}) if rest else Text(text=text))
-        else:
-            payload = item if type(item) is dict else dict(item)
-            parts.append(Opaque(kind=f"openai:{kind}", payload=payload))
+        item, kind = typed(item, index, where)
+        parts.append(read_text_or_opaque(item, kind, _PROVIDER, index, where))
     return tuple(parts)
 
 
@@ -293,12 +332,13 @@ def _read_tool_call(call: Any, index: int, field: str) -> ToolCall:
     name = required_str(body, "name", index, f"{field}.{kind}")
     arguments = required_str(body, _ARGUMENTS_KEY[kind], index, f"{field}.{kind}")
     extra: dict[str, Any] = {}
-    rest = unmapped(call, _CALL_KEYS[kind])
+    rest = unmapped(call, _CALL_KEYS[kind], index, field)
     if rest:
         extra["openai"] = rest
-    body_rest = unmapped(body, _BODY_KEYS[kind])
-    if body_rest:
-        extra["openai_function"] = body_rest
+    order = key_order(call, _CALL_RANK)
+    if order is not None:
+        extra["openai_keys"] = order
+    _read_body(body, _BODY_KEYS[kind], index, f"{field}.{kind}", extra)
     if kind != "function":
         extra["openai_type"] = kind
     if extra:
@@ -306,19 +346,26 @@ def _read_tool_call(call: Any, index: int, field: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
+def _read_body(
+    body: Mapping[str, Any], known: frozenset[str], index: int, field: str, extra: dict[str, Any]
+) -> None:
+    """Keep what a call's ``function`` (or ``custom``) object holds beyond its
+    name and arguments, and its key order, in ``extra``."""
+    rest = unmapped(body, known, index, field)
+    if rest:
+        extra["openai_function"] = rest
+    order = key_order(body, _BODY_RANK)
+    if order is not None:
+        extra["openai_function_keys"] = order
+
+
 def _read_legacy_call(call: Any, index: int) -> ToolCall:
     call = mapping(call, index, "function_call")
     name = required_str(call, "name", index, "function_call")
     arguments = required_str(call, "arguments", index, "function_call")
     extra: dict[str, Any] = {"openai_function_call": True}
-    rest = unmapped(call, _LEGACY_KEYS)
-    if rest:
-        extra["openai_function"] = rest
+    _read_body(call, _LEGACY_KEYS, index, "function_call", extra)
     return ToolCall(id=_LEGACY_ID.format(index), name=name, arguments=arguments, extra=extra)
-
-
-def _is_plain_text(part: Part) -> bool:
-    return isinstance(part, Text) and "openai" not in part.extra
 
 
 def _has_calls(parts: Iterable[Part]) -> bool:
@@ -331,7 +378,8 @@ def _has_calls(parts: Iterable[Part]) -> bool:
 def to_openai(conversation: Iterable[Message]) -> list[dict[str, Any]]:
     """Write a conversation as OpenAI chat-completions messages.
 
-    Returns fresh plain ``dict``/``list`` values, ready for ``json.dumps``.
+    Returns fresh plain ``dict``/``list`` values, ready for ``json.dumps``,
+    with every object's keys in the order they were read in.
     A message that OpenAI cannot express (a tool call on a user message, a
     tool message with no result) raises
     :class:`~memrules._errors.MessageFormatError` naming its index.
@@ -360,16 +408,12 @@ def _write_message(
     else:
         out = {"role": role}
 
-    content: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     legacy: dict[str, Any] | None = None
     for j, part in enumerate(message.parts):
         if isinstance(part, Text):
-            content.append(_write_text(part))
-        elif isinstance(part, Opaque):
-            written = _write_opaque(part)
-            if written is not None:
-                content.append(written)
+            blocks.append(write_text(part, _PROVIDER))
         elif isinstance(part, ToolCall):
             if role != "assistant":
                 fail(
@@ -381,30 +425,21 @@ def _write_message(
                 legacy = _write_legacy_call(part)
             else:
                 calls.append(_write_tool_call(part))
-        else:
+        elif isinstance(part, ToolResult):
             fail(
                 f"a {role} message cannot carry a tool result in OpenAI format",
                 index,
                 f"parts[{j}]",
             )
-    content.extend(moved)
-
-    has_calls = bool(calls) or legacy is not None
-    form = metadata.get("openai_content")
-    if not content:
-        if form == "absent":
-            pass
-        elif form == "null":
-            out["content"] = None
-        elif form == "list":
-            out["content"] = []
-        elif form == "string":
-            out["content"] = ""
         else:
-            out["content"] = None if role == "assistant" and has_calls else ""
-    elif len(content) == 1 and form != "list" and _is_plain_part(content[0]):
-        out["content"] = content[0]["text"]
-    else:
+            written = write_opaque(part, _PROVIDER)
+            if written is not None:
+                blocks.append(written)
+    blocks.extend(moved)
+
+    empty = None if role == "assistant" and (calls or legacy is not None) else ""
+    content = content_value(blocks, metadata.get("openai_content"), empty)
+    if content is not MISSING:
         out["content"] = content
     if message.name is not None:
         out["name"] = message.name
@@ -412,8 +447,9 @@ def _write_message(
         out["tool_calls"] = calls
     if legacy is not None:
         out["function_call"] = legacy
-    _write_fields(out, metadata)
-    return out
+    if not metadata:
+        return out
+    return finish(out, metadata.get("openai"), metadata.get("openai_keys"), _RANK)
 
 
 def _write_tool_message(message: Message, index: int, out: list[dict[str, Any]]) -> None:
@@ -432,7 +468,8 @@ def _write_tool_message(message: Message, index: int, out: list[dict[str, Any]])
         written["role"] = "function"
     if message.name is not None:
         written["name"] = message.name
-    _write_fields(written, metadata)
+    if metadata:
+        written = finish(written, metadata.get("openai"), metadata.get("openai_keys"), _RANK)
     out.append(written)
     if moved:
         out.append({"role": "user", "content": moved})
@@ -471,12 +508,12 @@ def _write_result(
     parts: list[dict[str, Any]] = []
     for part in content:
         if isinstance(part, Text):
-            parts.append(_write_text(part))
+            parts.append(write_text(part, _PROVIDER))
             continue
-        written = _write_opaque(part)
+        written = write_opaque(part, _PROVIDER)
         if written is None:
             continue
-        if split_kind(part.kind)[0] == "openai":
+        if split_kind(part.kind)[0] == _PROVIDER:
             parts.append(written)
         else:
             moved.append(written)
@@ -484,67 +521,43 @@ def _write_result(
     return out, moved
 
 
-def _write_text(part: Text) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "text", "text": part.text}
-    extra = part.extra.get("openai")
-    if extra:
-        for key, value in extra.items():
-            out.setdefault(key, plain(value))
-    return out
-
-
-def _write_opaque(part: Opaque) -> dict[str, Any] | None:
-    provider, kind = split_kind(part.kind)
-    payload = part.payload
-    if provider == "openai" or (not provider and isinstance(payload, Mapping)):
-        return plain(payload) if isinstance(payload, Mapping) else None
-    if provider == "anthropic" and kind == "image":
-        return _image_from_anthropic(payload)
-    return None
-
-
-def _image_from_anthropic(block: Any) -> dict[str, Any] | None:
-    source = block.get("source") if isinstance(block, Mapping) else None
-    if not isinstance(source, Mapping):
-        return None
-    if source.get("type") == "base64":
-        media_type, data = source.get("media_type"), source.get("data")
-        if isinstance(media_type, str) and isinstance(data, str):
-            return {"type": "image_url", "image_url": {"url": f"data:{media_type};base64,{data}"}}
-    elif source.get("type") == "url" and isinstance(source.get("url"), str):
-        return {"type": "image_url", "image_url": {"url": source["url"]}}
-    return None
-
-
 def _write_tool_call(part: ToolCall) -> dict[str, Any]:
     extra = part.extra
     kind = extra.get("openai_type", "function")
     if kind not in _ARGUMENTS_KEY:
         kind = "function"
-    body: dict[str, Any] = {"name": part.name, _ARGUMENTS_KEY[kind]: part.arguments}
-    _merge(body, extra.get("openai_function"))
+    body = _write_body({"name": part.name, _ARGUMENTS_KEY[kind]: part.arguments}, extra)
     out: dict[str, Any] = {"id": part.id, "type": kind, kind: body}
-    _merge(out, extra.get("openai"))
-    return out
+    if not extra:
+        return out
+    return finish(out, extra.get("openai"), extra.get("openai_keys"), _CALL_RANK)
 
 
 def _write_legacy_call(part: ToolCall) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": part.name, "arguments": part.arguments}
-    _merge(out, part.extra.get("openai_function"))
-    return out
+    return _write_body({"name": part.name, "arguments": part.arguments}, part.extra)
 
 
-def _write_fields(out: dict[str, Any], metadata: Mapping[str, Any]) -> None:
-    _merge(out, metadata.get("openai"))
+def _write_body(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    if not extra:
+        return body
+    return finish(body, extra.get("openai_function"), extra.get("openai_function_keys"), _BODY_RANK)
 
 
-def _merge(out: dict[str, Any], fields: Any) -> None:
-    """Add the kept verbatim ``fields`` to ``out``; what memrules wrote wins."""
-    if fields:
-        for key, value in fields.items():
-            if key not in out:
-                out[key] = plain(value)
+# --------------------------------------------------------------------------- images
 
 
-def _is_plain_part(part: Mapping[str, Any]) -> bool:
-    return len(part) == 2 and part.get("type") == "text" and isinstance(part.get("text"), str)
+def _read_image(part: Mapping[str, Any]) -> Image | None:
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, Mapping) else None
+    return Image.from_url(url) if isinstance(url, str) else None
+
+
+def _write_image(image: Image) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": image.as_url()}}
+
+
+IMAGES = register_images(
+    ImageCodec(provider=_PROVIDER, kind="image_url", read=_read_image, write=_write_image)
+)
+"""OpenAI's image parts: ``{"type": "image_url", "image_url": {"url": ...}}``,
+inline images as base64 ``data:`` URLs."""
