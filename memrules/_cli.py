@@ -289,7 +289,7 @@ def _compact(args: argparse.Namespace) -> int:
     name = _source_name(args.input)
     try:
         conversation, encode = _decode(data, args.format)
-        result = pipeline.compress(conversation) if args.once else pipeline.apply(conversation)
+        result = pipeline.compress(conversation) if args.compress else pipeline.apply(conversation)
         output = _to_json(encode(result.messages), "the output")
         report = _to_json(result.report.to_dict(), "the report") if report_path else ""
     except (MessageFormatError, UsageError) as exc:
@@ -355,7 +355,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("--report", metavar="FILE", help="write the report as JSON to FILE")
     compact.add_argument(
-        "--once", action="store_true", help="run every strategy once with no budget (compress)"
+        "--compress",
+        action="store_true",
+        help="run every strategy once with no budget (Pipeline.compress)",
     )
     compact.add_argument(
         "--strict",

@@ -486,7 +486,7 @@ def test_imports_need_allowing_on_the_command_line(tmp_path: Path) -> None:
     )
     assert refused.stdout == ""
     for flags in (["--allow-imports", "tests"], ["--trust-config"]):
-        done = run("compact", "--config", str(config), str(source), *flags, "--once")
+        done = run("compact", "--config", str(config), str(source), *flags, "--compress")
         assert_clean(done, 0, lines=0)
         assert len(json.loads(done.stdout)) == 4  # keep_last(count=3) and the survivors
     both = run(
