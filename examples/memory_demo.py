@@ -54,6 +54,7 @@ def main() -> None:
     )
 
     config = MemoryConfig(
+        count_rule="seed",  # count "<role> <text>" as the seed does, without framing
         context_window_tokens=256,  # the window that max_fraction and warn_fraction scale
         max_messages=6,  # the trigger: compact a prompt of more than 6 messages
         warn_fraction=0.2,  # warn, once, at 20% of the window

@@ -31,17 +31,12 @@ from memrules._errors import (
     ObserverError,
     StrategyError,
 )
+from memrules._framing import count_tokens
 from memrules._messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
 from memrules._pipeline import Pipeline, load_pipeline
 from memrules._plugin import ConversationState, MemoryPlugin, Request
 from memrules._report import CompressionAction, CompressionReport, CompressionResult, StopReason
-from memrules._tokens import (
-    EstimatingCounter,
-    TiktokenCounter,
-    TokenCounter,
-    count_tokens,
-    estimate_tokens,
-)
+from memrules._tokens import EstimatingCounter, TiktokenCounter, TokenCounter, estimate_tokens
 from memrules._typing import Outcome, Strategy, StrategyContext
 from memrules._usage import ContextUsage, ContextUsageObserver
 from memrules.seams import SeamCall, Seams, Summarizer, VectorStore

@@ -3,6 +3,9 @@
 The seed's trigger rules: ``max_messages`` wins over a token budget; a token
 budget is ``max_tokens`` or ``max_fraction`` × the context window (never both);
 with no trigger the budget is :attr:`Budget.UNLIMITED` and nothing is compacted.
+``safety_margin`` keeps a fraction of a token budget free: the budget is
+``floor((1 - safety_margin) × limit)`` (at least 1), so counts that may fall
+short of the provider's by a little still fit.
 A message budget is exceeded by *more* messages than the limit; a token budget
 is reached when usage is *at or above* the limit.
 """
@@ -76,16 +79,22 @@ class Trigger:
     max_tokens: int | None = None
     max_fraction: float | None = 0.8
     context_window_tokens: int = 128_000
+    safety_margin: float = 0.0
 
 
 def resolve_budget(trigger: Trigger, *, window: int | None = None) -> Budget:
     """The budget ``trigger`` sets, for a context ``window`` (the resolver's
-    answer) or, when that is None, ``trigger.context_window_tokens``."""
+    answer) or, when that is None, ``trigger.context_window_tokens``, less
+    its ``safety_margin``."""
     if trigger.max_messages is not None:
         return Budget.messages(trigger.max_messages)
     if trigger.max_tokens is not None:
-        return Budget.tokens(trigger.max_tokens)
-    if trigger.max_fraction is not None:
+        limit = trigger.max_tokens
+    elif trigger.max_fraction is not None:
         base = trigger.context_window_tokens if window is None else window
-        return Budget.tokens(max(1, math.floor(trigger.max_fraction * base)))
-    return Budget.UNLIMITED
+        limit = max(1, math.floor(trigger.max_fraction * base))
+    else:
+        return Budget.UNLIMITED
+    if trigger.safety_margin:
+        limit = max(1, math.floor((1 - trigger.safety_margin) * limit))
+    return Budget.tokens(limit)

@@ -40,6 +40,7 @@ import tiktoken.model
 
 from memrules._budget import ContextWindowResolver, Trigger
 from memrules._errors import ConfigError, ConfigProblem, EncodingError
+from memrules._framing import COUNT_RULES, DEFAULT_COUNT_RULE
 from memrules._interpreter import NamedStrategy
 from memrules._tokens import load_encoding
 from memrules._typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
@@ -96,6 +97,17 @@ def _fraction(value: object) -> str | None:
     return None if is_number and 0 < value <= 1 else "a number above 0 and at most 1, or null"  # type: ignore[operator]
 
 
+def _margin(value: object) -> str | None:
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if is_number and 0 <= value < 1 else "a number of at least 0 and below 1"  # type: ignore[operator]
+
+
+def _count_rule(value: object) -> str | None:
+    if isinstance(value, str) and value in COUNT_RULES:
+        return None
+    return "one of " + ", ".join(COUNT_RULES)
+
+
 def _flag(value: object) -> str | None:
     return None if isinstance(value, bool) else "true or false"
 
@@ -127,6 +139,8 @@ def _encoder(value: object) -> str | None:
 SETTINGS: Mapping[str, Check] = types.MappingProxyType(
     {
         "encoder_name": _encoder,
+        "count_rule": _count_rule,
+        "safety_margin": _margin,
         "context_window_tokens": _whole(1, nullable=False),
         "max_messages": _whole(1, nullable=True),
         "max_tokens": _whole(1, nullable=True),
@@ -208,7 +222,11 @@ class MemoryConfig:
     ``MemoryConfig(encoder_name="no-such")``).
 
     ``encoder_name`` is a tiktoken encoder or model name, or ``"estimate"``
-    for the script-aware estimator. ``strategies`` are strategy callables (or
+    for the script-aware estimator. ``count_rule`` frames each message's
+    count the way a provider does (``"openai"``, ``"anthropic"``, or
+    ``"seed"`` for the seed's unframed ``"<role> <text>"``; see
+    :mod:`memrules._framing`), and ``safety_margin`` keeps that fraction of
+    a token budget free (0.05: compact to 95% of it). ``strategies`` are strategy callables (or
     :class:`NamedStrategy`), the seed's eight by default. ``observers`` and
     ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`.
     ``repair`` removes input that is already broken (a tool result whose call
@@ -219,6 +237,8 @@ class MemoryConfig:
     """
 
     encoder_name: str = "cl100k_base"
+    count_rule: str = DEFAULT_COUNT_RULE
+    safety_margin: float = 0.0
     context_window_tokens: int = 128_000
     max_messages: int | None = None
     max_tokens: int | None = None
@@ -249,6 +269,7 @@ class MemoryConfig:
             max_tokens=self.max_tokens,
             max_fraction=self.max_fraction,
             context_window_tokens=self.context_window_tokens,
+            safety_margin=self.safety_margin,
         )
 
 

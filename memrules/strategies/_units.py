@@ -40,7 +40,7 @@ def _needed(conversation: Conversation, context: StrategyContext, units: Sequenc
     """How many of the oldest ``units`` must go for the rest to fit the budget
     (all of them when even that is not enough)."""
     sizes = context.sizes(conversation)
-    messages, tokens = len(conversation), sum(sizes)
+    messages, tokens = len(conversation), context.measure.total(conversation)
     for k, unit in enumerate(units, start=1):
         messages -= len(unit)
         tokens -= sum(sizes[unit.start : unit.stop])

@@ -58,6 +58,8 @@ def trim(
     n = len(conversation)
     if max_messages is not None and max_tokens is None and n <= max_messages:
         return conversation
+    if max_tokens is not None:  # what the request pays once leaves less for messages
+        max_tokens -= context.measure.per_request
     sizes = context.sizes(conversation)
     if (max_messages is None or n <= max_messages) and (
         max_tokens is None or sum(sizes) <= max_tokens
