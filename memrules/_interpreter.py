@@ -18,6 +18,7 @@ import attrs
 
 from memrules._budget import Budget
 from memrules._errors import StrategyError
+from memrules._indices import IdsOf
 from memrules._invariants import Enforced, enforce
 from memrules._messages import Conversation, Message
 from memrules._repair import repair as repair_input
@@ -58,6 +59,8 @@ def _as_conversation(result: object) -> tuple[Conversation, str, tuple[SeamCall,
         result = tuple(result)
     if not isinstance(result, tuple):
         return f"returned {type(result).__name__}, expected a tuple of messages"
+    if set(map(type, result)) <= {Message}:
+        return result, note, seam_calls
     for j, m in enumerate(result):
         if not isinstance(m, Message):
             return f"returned {type(m).__name__} at index {j}, expected Message"
@@ -96,13 +99,12 @@ def _step(
             error = enforced.violation
 
     # Measured on the new tuple itself, which the next strategy is handed:
-    # the counter remembers its sizes, so that strategy pays nothing more.
+    # the measure remembers its counts, so that strategy pays nothing more.
     after = tokens
     if enforced.changed:
         if None not in enforced.origin:
-            sizes = context.measure.sizes(conversation)
-            kept = tuple(map(sizes.__getitem__, enforced.origin))  # type: ignore[arg-type]
-            context.measure.remember(enforced.messages, kept)
+            origin: tuple[int, ...] = enforced.origin  # type: ignore[assignment]
+            context.measure.derive(enforced.messages, conversation, origin)
         after = _total(enforced.messages, context)
     action = _action(
         named.name,
@@ -140,7 +142,7 @@ def _action(
         removed=enforced.removed,
         replaced=enforced.replaced,
         inserted=enforced.inserted,
-        removed_ids=_ids(conversation, enforced.removed),
+        removed_ids=IdsOf(conversation, enforced.removed),
         replaced_ids=_ids(conversation, [i for i, _ in enforced.replaced]),
         closed_calls=enforced.closed_calls,
         note=note,
@@ -157,7 +159,9 @@ def _ids(conversation: Conversation, indices: Sequence[int]) -> tuple[str, ...]:
     return tuple(i for i in ids if i is not None)
 
 
-def _compose(origin: tuple[int | None, ...], step: Enforced) -> tuple[int | None, ...]:
+def _compose(origin: Sequence[int | None], step: Enforced) -> Sequence[int | None]:
+    if isinstance(origin, range) and origin.start == 0 and origin.step == 1:
+        return step.origin  # the input's own indices: nothing to map
     if None not in step.origin:
         return tuple(map(origin.__getitem__, step.origin))  # type: ignore[arg-type]
     return tuple(None if i is None else origin[i] for i in step.origin)
@@ -171,7 +175,7 @@ class _Run:
     conversation: Conversation
     current: Conversation
     tokens: int
-    origin: tuple[int | None, ...]
+    origin: Sequence[int | None]  # a range until something changes
     problems: tuple[str, ...]
     actions: list[CompressionAction] = attrs.Factory(list)
 
@@ -196,7 +200,7 @@ class _Run:
             tokens_after=self.tokens,
             passes=passes,
             actions=tuple(self.actions),
-            origin=self.origin,
+            origin=tuple(self.origin),
             input_problems=self.problems,
         )
         return CompressionResult(messages=self.current, report=report)
@@ -211,7 +215,7 @@ def _begin(conversation: Conversation, context: StrategyContext, *, repair: bool
         conversation=conversation,
         current=conversation,
         tokens=tokens,
-        origin=tuple(range(len(conversation))),
+        origin=range(len(conversation)),
         problems=tuple(map(str, problems)),
     )
     if repair and problems:

@@ -26,16 +26,17 @@ import bisect
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
 
 from memrules._conversation import first_system_index, is_turn_start, last_user_index, tool_links
+from memrules._indices import EMPTY, Indices, indices
 from memrules._messages import Conversation, Message, ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from memrules._measure import Measure
+    from memrules._measure import Measure, Track
 
 __all__ = ["Enforced", "check_invariants", "diff", "enforce", "pairing_problems"]
 
@@ -46,10 +47,12 @@ class Enforced:
     from the input. Indices in ``removed`` and the first of each ``replaced``
     pair are input indices; ``inserted`` and the second of each pair are
     output indices. ``origin[j]`` is the input index of output message ``j``,
-    or None for a new one."""
+    or None for a new one. ``removed`` is an :class:`~memrules._indices.Indices`,
+    which reads as the tuple of indices it holds (a tuple given is taken
+    as one)."""
 
     messages: Conversation
-    removed: tuple[int, ...] = ()
+    removed: Indices = attrs.field(default=EMPTY, converter=indices)
     replaced: tuple[tuple[int, int], ...] = ()
     inserted: tuple[int, ...] = ()
     origin: tuple[int | None, ...] = ()
@@ -236,13 +239,28 @@ def enforce(
     """
     if after is before:
         return _unchanged(before)
-    first_system = first_system_index(before)
-    last_user = last_user_index(before)
-    matched = _match(before, after, (first_system, last_user))
-    if isinstance(matched, str):
-        return _unchanged(before, matched)
-    origin = matched
-    kept = {i for i in origin if i is not None}
+    track = None if measure is None else measure.track(before)
+    if track is None:
+        first_system, last_user = first_system_index(before), last_user_index(before)
+    else:
+        first_system, last_user = track.first_system, track.last_user
+    window = None if track is None else _window(before, after, track)
+    removed: Indices | None = None
+    origin: list[int | None]
+    if window is not None:
+        head, start = window
+        origin = [*head, *range(start, len(before))]
+        removed = Indices.gaps(head, start)
+    else:
+        matched = _match(before, after, (first_system, last_user))
+        if isinstance(matched, str):
+            return _unchanged(before, matched)
+        origin = matched
+    if window is not None:
+        head, start = window
+        kept: Container[int | None] = _WindowKept(frozenset(head), start)
+    else:
+        kept = {i for i in origin if i is not None}
     if first_system is not None and first_system not in kept:
         return _unchanged(
             before, f"removed or altered the first system message (index {first_system})"
@@ -265,16 +283,65 @@ def enforce(
     messages = list(after)
     sources: list[int | None] = [None] * len(messages)  # what a mended message was made from
     dead: set[str] = set()
-    if None in origin or not _no_pair_split(before, origin, measure):
+    if window is not None and track is not None and track.unique_calls:
+        split = track.splits(*window)
+    else:
+        split = None in origin or not _no_pair_split(before, origin, measure)
+    if split:
+        removed = None
         closed = _close(before, messages, origin, sources, first_system, last_user, dead)
         if closed is not None:
             return _unchanged(before, closed)
-    if user_first and _leads_with_user(before):
+    leads = _leads_with_user(before) if track is None else track.leads_with_user
+    if user_first and leads:
+        window_origin = list(origin)
         led = _lead_with_user(before, messages, origin, sources, first_system, last_user, dead)
         if led is not None:
             return _unchanged(before, led)
-    mended = {j: i for j, i in enumerate(sources) if i is not None}
-    return diff(before, tuple(messages), origin, tuple(sorted(dead)), mended)
+        if origin != window_origin:
+            removed = None
+    mended = (
+        {j: i for j, i in enumerate(sources) if i is not None}
+        if sources.count(None) != len(sources)
+        else {}
+    )
+    return diff(before, tuple(messages), origin, tuple(sorted(dead)), mended, removed=removed)
+
+
+@attrs.frozen(slots=True)
+class _WindowKept:
+    """The input indices a window keeps: ``head``, and all from ``start``."""
+
+    head: frozenset[int]
+    start: int
+
+    def __contains__(self, index: object) -> bool:
+        return index in self.head or (isinstance(index, int) and index >= self.start)
+
+
+def _window(
+    before: Conversation, after: Conversation, track: Track
+) -> tuple[tuple[int, ...], int] | None:
+    """``(head, start)`` when ``after`` is a window of ``before``: the held
+    messages (:meth:`Track.held`) below ``start``, then every message from
+    ``start`` on, the very objects, in order. None for any other output (the
+    general matching then reads it). Costs what ``after`` holds."""
+    n, w = len(before), len(after)
+    if not 0 < w < n:
+        return None
+    held = track.held()
+    for j in range(min(len(held), w - 1) + 1):
+        start = n - w + j
+        if after[j] is not before[start]:
+            continue
+        head = tuple(h for h in held if h < start)
+        if len(head) != j or not all(map(operator.is_, after, map(before.__getitem__, head))):
+            continue
+        tail = itertools.islice(before, start, None)
+        if all(map(operator.is_, itertools.islice(after, j, None), tail)):
+            return head, start
+        return None
+    return None
 
 
 def _lead_with_user(
@@ -372,6 +439,8 @@ def diff(
     origin: Sequence[int | None],
     closed_calls: tuple[str, ...],
     mended: dict[int, int] | None = None,
+    *,
+    removed: Indices | None = None,
 ) -> Enforced:
     """Removed, replaced and inserted messages between kept anchors.
 
@@ -379,21 +448,23 @@ def diff(
     from (``mended`` maps its output index to that input index). Within each
     gap between two kept messages, the other removed input messages and new
     output messages pair up in order as replacements; any surplus is plainly
-    removed or inserted.
+    removed or inserted. ``removed``, when the caller knows it already (a
+    window), is taken as it is for an output that only deletes.
     """
     if not mended and None not in origin:
         # Only deletions: everything not kept was removed.
-        removed = sorted(set(range(len(before))).difference(origin))
+        if removed is None:
+            removed = Indices.gaps(origin, len(before))  # type: ignore[arg-type]
         if not removed:
             return _unchanged(before)
         return Enforced(
             messages=messages,
-            removed=tuple(removed),
+            removed=removed,
             origin=tuple(origin),
             closed_calls=closed_calls,
         )
     sources = mended or {}
-    removed = []
+    gone_all: list[int] = []
     replaced: list[tuple[int, int]] = []
     inserted: list[int] = []
     prev = -1
@@ -406,7 +477,7 @@ def diff(
         made = [j for j in new if j not in sources]
         pairs = min(len(gone), len(made))
         replaced.extend(sorted([*known, *zip(gone[:pairs], made[:pairs], strict=True)]))
-        removed.extend(gone[pairs:])
+        gone_all.extend(gone[pairs:])
         inserted.extend(made[pairs:])
 
     for j, i in enumerate(origin):
@@ -417,11 +488,11 @@ def diff(
         prev = i
         new = []
     settle(len(before))
-    if not (removed or replaced or inserted):
+    if not (gone_all or replaced or inserted):
         return _unchanged(before)
     return Enforced(
         messages=messages,
-        removed=tuple(removed),
+        removed=Indices.of(gone_all),
         replaced=tuple(replaced),
         inserted=tuple(inserted),
         origin=tuple(origin),

@@ -30,6 +30,7 @@ __all__ = [
     "Text",
     "ToolCall",
     "ToolResult",
+    "check_messages",
     "message",
     "part_text",
 ]
@@ -241,3 +242,17 @@ def message(role: Role, *content: str | Part, **fields: Any) -> Message:
 
 
 Conversation: TypeAlias = tuple[Message, ...]
+
+
+def check_messages(conversation: Conversation, start: int = 0) -> None:
+    """Raise :class:`~memrules._errors.MessageFormatError`, naming its index,
+    for the first item of ``conversation[start:]`` that is not a
+    :class:`Message` (one C-level pass when all are)."""
+    tail = conversation[start:] if start else conversation
+    if set(map(type, tail)) <= {Message}:
+        return
+    for i in range(start, len(conversation)):
+        m = conversation[i]
+        if not isinstance(m, Message):
+            msg = f"expected a Message, got {type(m).__name__} (use from_openai or from_anthropic)"
+            raise MessageFormatError(msg, index=i)

@@ -20,11 +20,10 @@ import attrs
 
 from memrules._budget import Budget, resolve_budget
 from memrules._config import MemoryConfig, load_config
-from memrules._errors import MessageFormatError
 from memrules._framing import count_rule_named, framed
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
-from memrules._messages import Conversation, Message
+from memrules._messages import Conversation, Message, check_messages
 from memrules._report import CompressionResult
 from memrules._tokens import TokenCounter, counter_named
 from memrules._typing import StrategyContext, StrategyFactory
@@ -36,19 +35,25 @@ __all__ = ["Pipeline", "as_conversation", "load_pipeline"]
 def as_conversation(messages: Iterable[Message]) -> Conversation:
     """``messages`` as a tuple, checking that each one is a :class:`Message`."""
     conversation = messages if isinstance(messages, tuple) else tuple(messages)
-    if set(map(type, conversation)) <= {Message}:
-        return conversation
-    for i, m in enumerate(conversation):
-        if not isinstance(m, Message):
-            msg = f"expected a Message, got {type(m).__name__} (use from_openai or from_anthropic)"
-            raise MessageFormatError(msg, index=i)
+    check_messages(conversation)
     return conversation
 
 
 @attrs.frozen(kw_only=True, slots=True)
 class Pipeline:
     """CompressionResult as a value: ``apply`` and ``compress`` return new messages
-    and a report and change nothing else."""
+    and a report and change nothing else.
+
+    ``counter`` counts messages; :meth:`from_config` makes it from the
+    config's ``encoder_name`` (or the counter given) and ``count_rule``.
+
+    What a request measured (counts, tool links, held messages, input
+    problems) is remembered in a :class:`~memrules._measure.Measure`, so
+    that the next request of a growing conversation pays for its new
+    messages only. The pipeline owns one, used by default; a caller that
+    serves many conversations passes each its own (:meth:`memo`), so that
+    one conversation's turns never evict another's.
+    """
 
     config: MemoryConfig
     counter: TokenCounter
@@ -83,7 +88,12 @@ class Pipeline:
         """The budget the config sets, for a context ``window`` if known."""
         return resolve_budget(self.config.trigger, window=window)
 
-    def context(self, budget: Budget | None = None) -> StrategyContext:
+    def memo(self) -> Measure:
+        """A new memo for one conversation, to pass to :meth:`apply` and
+        :meth:`count` with each of its requests (see the class docs)."""
+        return Measure(self.counter)
+
+    def context(self, budget: Budget | None = None, memo: Measure | None = None) -> StrategyContext:
         return StrategyContext(
             counter=self.counter,
             budget=self.budget() if budget is None else budget,
@@ -91,25 +101,32 @@ class Pipeline:
             offload_turns=self.config.offload_turns,
             warning_marker=self.config.warning_marker,
             user_first=self.config.user_first,
-            measure=self._measure,
+            measure=self._measure if memo is None else memo,
         )
 
-    def count(self, messages: Iterable[Message]) -> int:
+    def count(self, messages: Iterable[Message], *, memo: Measure | None = None) -> int:
         """Tokens of ``messages`` as one request under this pipeline's
-        counter (its messages and the rule's per-request tokens). Measured as
-        :meth:`apply` measures, so applying the same tuple next (as the
-        request hook does) looks nothing up again."""
-        return self._measure.total(as_conversation(messages))
+        counter. Measured as :meth:`apply` measures, in the same ``memo``,
+        so applying the same tuple next (as the request hook does) looks
+        nothing up again."""
+        measure = self._measure if memo is None else memo
+        return measure.total(measure.conversation(messages))
 
     def apply(
-        self, messages: Iterable[Message], *, budget: Budget | None = None
+        self,
+        messages: Iterable[Message],
+        *,
+        budget: Budget | None = None,
+        memo: Measure | None = None,
     ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
-        default). Returns the new messages and the report."""
+        default). Returns the new messages and the report. ``memo`` is the
+        conversation's own memo (:meth:`memo`), the pipeline's by default."""
+        context = self.context(budget, memo)
         return run_pipeline(
-            as_conversation(messages),
+            context.measure.conversation(messages),
             self.config.strategies,
-            self.context(budget),
+            context,
             max_passes=self.max_passes,
             repair=self.config.repair,
         )

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
 from memrules._budget import Budget
+from memrules._indices import EMPTY, IdsOf, Indices, indices
 from memrules._messages import Conversation
 from memrules.seams import SeamCall
 
 __all__ = ["CompressionAction", "CompressionReport", "StopReason"]
+
+
+def _ids(value: Iterable[str]) -> Sequence[str]:
+    return value if isinstance(value, (IdsOf, tuple)) else tuple(value)
 
 
 class StopReason(enum.StrEnum):
@@ -36,7 +42,10 @@ class CompressionAction:
     ``removed`` and the first of each ``replaced`` pair index the strategy's
     input; ``inserted`` and the second of each pair index its output.
     ``removed_ids`` and ``replaced_ids`` give the message ids where the messages
-    had one. ``closed_calls`` are the tool call ids that pairing closure
+    had one. ``removed`` is an :class:`~memrules._indices.Indices` and
+    ``removed_ids`` is read on first use: both read as the tuples they stand
+    for, and cost what a window's runs cost rather than one entry per
+    message a window dropped. ``closed_calls`` are the tool call ids that pairing closure
     dropped. ``error`` is set when the strategy raised or broke an invariant;
     its output was then discarded.
     """
@@ -47,10 +56,10 @@ class CompressionAction:
     messages_after: int
     tokens_before: int
     tokens_after: int
-    removed: tuple[int, ...] = ()
+    removed: Indices = attrs.field(default=EMPTY, converter=indices)
     replaced: tuple[tuple[int, int], ...] = ()
     inserted: tuple[int, ...] = ()
-    removed_ids: tuple[str, ...] = ()
+    removed_ids: Sequence[str] = attrs.field(default=(), converter=_ids)
     replaced_ids: tuple[str, ...] = ()
     closed_calls: tuple[str, ...] = ()
     note: str = ""

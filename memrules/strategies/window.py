@@ -11,15 +11,12 @@ nothing to mend.
 from __future__ import annotations
 
 import bisect
-import itertools
-import operator
+from collections.abc import Callable, Sequence
 
 import attrs
 
-from memrules._conversation import (
-    held_indices,
-    without_indices,
-)
+from memrules._conversation import without_indices
+from memrules._measure import Track
 from memrules._messages import Conversation
 from memrules._typing import Strategy, StrategyContext
 from memrules.strategies._units import take_units
@@ -27,14 +24,6 @@ from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
 
 __all__ = ["drop_turns", "sliding_window", "trim", "trim_to_budget"]
-
-
-def _pairs(conversation: Conversation, context: StrategyContext) -> list[tuple[int, int]]:
-    """Every pair of messages tied by a call and its result, as (lower,
-    higher) indices sorted by the lower."""
-    pairs = [(a, b) if a < b else (b, a) for a, b in context.links(conversation).pairs]
-    pairs.sort()
-    return pairs
 
 
 def trim(
@@ -45,68 +34,101 @@ def trim(
     max_tokens: int | None = None,
 ) -> Conversation:
     """Drop the oldest droppable messages until at most ``max_messages``
-    remain and their tokens total at most ``max_tokens``, keeping as many of
-    the newest as fit; the same tuple when it fits already.
+    remain and the conversation totals at most ``max_tokens`` (as one
+    request: what the counter adds per request counts too), keeping as many
+    of the newest as fit; the same tuple when it fits already.
 
     Pinned messages (the survivors, and the calls the latest user message
     answers) and every message of a tool exchange that holds one are never
     dropped; they count toward both limits. When they alone exceed a limit,
     everything else goes. The cut is a prefix of the droppable messages,
     moved forward until no tool call is on one side of it and its result on
-    the other. Linear in the conversation, on cached counts.
+    the other.
+
+    Cost: on the measure's remembered prefix sums and tool pairs (see
+    :mod:`memrules._measure`), a binary search for the cut and a look at the
+    pairs that reach past it; then the kept messages are copied. Nothing
+    here walks the history.
     """
     n = len(conversation)
     if max_messages is not None and max_tokens is None and n <= max_messages:
         return conversation
-    if max_tokens is not None:  # what the request pays once leaves less for messages
-        max_tokens -= context.measure.per_request
-    sizes = context.sizes(conversation)
+    track = context.measure.track(conversation)
     if (max_messages is None or n <= max_messages) and (
-        max_tokens is None or sum(sizes) <= max_tokens
+        max_tokens is None or track.total <= max_tokens
     ):
         return conversation
 
-    pairs = _pairs(conversation, context)
-    pinned = held_indices(conversation, context.links(conversation))
-    if pairs:
-        pairs = [(a, b) for a, b in pairs if a not in pinned]
-    order = [i for i in range(n) if i not in pinned]
+    held = track.held()
+    sums = track.sums
+    droppable = n - len(held)
+
+    def position(k: int) -> int:
+        """The index of the ``k``-th droppable message (``n`` past the last)."""
+        x = k
+        for h in held:
+            if h > x:
+                break
+            x += 1
+        return min(x, n)
 
     cut = 0
     if max_messages is not None:
         cut = max(cut, n - max_messages)
     if max_tokens is not None:
-        fixed = sum(sizes[i] for i in pinned)
-        prefix = list(itertools.accumulate(map(sizes.__getitem__, order), initial=0))
-        cut = max(cut, bisect.bisect_left(prefix, fixed + prefix[-1] - max_tokens))
-    cut = min(cut, len(order))
-    if pairs and 0 < cut < len(order):
-        cut = _snap(order, pairs, cut)
+        need = sums[n] + track.per_request - max_tokens  # droppable tokens that must go
+        cut = max(cut, _token_cut(sums, held, need, n))
+    cut = min(cut, droppable)
+    if 0 < cut < droppable:
+        cut = _snap(track, held, cut, droppable, position)
     if cut == 0:
         return conversation
-    if cut == len(order):
-        return tuple(conversation[i] for i in sorted(pinned))
-    first_kept = order[cut]
-    held = [conversation[i] for i in sorted(pinned) if i < first_kept]
-    return (*held, *conversation[first_kept:])
+    if cut == droppable:
+        return tuple(conversation[i] for i in held)
+    first_kept = position(cut)
+    head = [conversation[i] for i in held if i < first_kept]
+    return (*head, *conversation[first_kept:])
 
 
-def _snap(order: list[int], pairs: list[tuple[int, int]], cut: int) -> int:
-    """The first cut at or after ``cut`` with no pair on both sides of it.
+def _token_cut(sums: Sequence[int], held: tuple[int, ...], need: int, n: int) -> int:
+    """The fewest droppable messages, from the front, whose tokens reach
+    ``need``: a binary search on the prefix sums within each stretch
+    between held messages (the held ones before it are subtracted)."""
+    if need <= 0:
+        return 0
+    held_tokens = 0
+    lower = 0
+    for k, upper in enumerate((*held, n)):
+        if sums[upper] - held_tokens >= need:
+            return bisect.bisect_left(sums, need + held_tokens, lower, upper + 1) - k
+        if upper < n:
+            held_tokens += sums[upper + 1] - sums[upper]
+            lower = upper + 1
+    return n - len(held)
 
-    Cutting before ``order[k]`` splits a pair ``(lo, hi)`` when
-    ``lo < order[k] <= hi``; ``reach[p]`` is the highest ``hi`` among the
-    first ``p`` pairs (by ``lo``), so each try is two binary searches.
+
+def _snap(
+    track: Track,
+    held: tuple[int, ...],
+    cut: int,
+    droppable: int,
+    position: Callable[[int], int],
+) -> int:
+    """The first cut at or after ``cut`` with no tool pair on both sides of it.
+
+    Cutting before message ``x`` splits a pair ``(lo, hi)`` whose ``lo`` is
+    droppable when ``lo < x <= hi`` (the measure finds those without
+    walking the pairs); the cut moves past the farthest such ``hi`` until
+    none is left.
     """
-    lows = list(map(operator.itemgetter(0), pairs))
-    reach = list(itertools.accumulate(map(operator.itemgetter(1), pairs), max))
-    while cut < len(order):
-        first_kept = order[cut]
-        p = bisect.bisect_left(lows, first_kept)
-        if p == 0 or reach[p - 1] < first_kept:
+    kept = set(held)
+    while cut < droppable:
+        x = position(cut)
+        reach = max((hi for lo, hi in track.crossing(x) if lo not in kept), default=-1)
+        if reach < x:
             return cut
-        cut = bisect.bisect_right(order, reach[p - 1])
-    return cut
+        cut = reach + 1 - bisect.bisect_right(held, reach)
+    return droppable
 
 
 @attrs.frozen(slots=True, repr=False)
