@@ -271,6 +271,17 @@ def enforce(
         )
     if first_system == 0 and origin[0] != 0:
         return _unchanged(before, "put a message before the first system message")
+    leads = _leads_with_user(before) if track is None else track.leads_with_user
+    if (
+        window is not None
+        and removed is not None
+        and track is not None
+        and track.unique_calls
+        and not track.splits(*window)
+        and not (user_first and leads)
+    ):
+        # A window that splits no tool pair: it stands as it is.
+        return Enforced(messages=after, removed=removed, origin=tuple(origin))
 
     if None in origin:
         # A new assistant message with nothing in it says nothing, and
@@ -292,7 +303,6 @@ def enforce(
         closed = _close(before, messages, origin, sources, first_system, last_user, dead)
         if closed is not None:
             return _unchanged(before, closed)
-    leads = _leads_with_user(before) if track is None else track.leads_with_user
     if user_first and leads:
         window_origin = list(origin)
         led = _lead_with_user(before, messages, origin, sources, first_system, last_user, dead)

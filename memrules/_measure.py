@@ -235,28 +235,56 @@ class Track:
 
     __slots__ = (
         "_held",
+        "_line",
         "_links",
         "_lock",
         "_problems",
         "_sizes",
+        "_source",
+        "_total",
         "conversation",
-        "line",
         "per_request",
         "size",
     )
 
     def __init__(
-        self, conversation: Conversation, line: _Line, lock: threading.Lock, per_request: int
+        self,
+        conversation: Conversation,
+        line: _Line | None,
+        lock: threading.Lock,
+        per_request: int,
+        *,
+        source: tuple[list[int], Sequence[int]] | None = None,
+        total: int | None = None,
     ) -> None:
         self.conversation = conversation
-        self.line = line
         self.size = len(conversation)
         self.per_request = per_request
+        self._line = line
+        self._source = source  # a derived track's: the source's counts, and origin
+        self._total = total
         self._lock = lock
         self._held: tuple[int, ...] | None = None
         self._links: ToolLinks | None = None
         self._problems: tuple[InputProblem, ...] | None = None
         self._sizes: tuple[int, ...] | None = None
+
+    @property
+    def line(self) -> _Line:
+        """The track's line; a derived track (a pipeline's output) makes its
+        own on first use, from the counts of the conversation it came from."""
+        line = self._line
+        if line is None:
+            assert self._source is not None
+            counts, origin = self._source
+            with self._lock:
+                line = self._line
+                if line is None:
+                    line = _Line(self.conversation)
+                    line.sizes = list(map(counts.__getitem__, origin))
+                    line.sums = list(itertools.accumulate(line.sizes, initial=0))
+                    self._line = line
+        return line
 
     # --- counts (the measure has counted them before handing the track out)
 
@@ -269,7 +297,10 @@ class Track:
     @property
     def total(self) -> int:
         """The conversation's tokens, with what the request pays once."""
-        return self.line.sums[self.size] + self.per_request
+        found = self._total
+        if found is None:
+            found = self._total = self.line.sums[self.size] + self.per_request
+        return found
 
     def sizes(self) -> tuple[int, ...]:
         found = self._sizes
@@ -512,10 +543,10 @@ class Measure:
                     return found, _found_size(found, n), found
         best, donor = 0, None
         for t in tracks:
-            line, m = t.line, t.size
+            m = t.size
             if m >= n:
                 if _same(conversation, t.conversation, n):
-                    return line, n, line
+                    return t.line, n, t.line
                 k = _common(conversation, t.conversation)
             elif not _same(conversation, t.conversation, m):
                 k = _common(conversation, t.conversation)
@@ -523,10 +554,10 @@ class Measure:
                 found = self._along(conversation, t)
                 if found is not None:
                     return found, _found_size(found, n), found
-                k = m + _common(conversation[m:], line.messages[m:n])
+                k = m + _common(conversation[m:], t.line.messages[m:n])
             if k > best:
-                best, donor = k, line
-        return None, best, donor
+                best, donor = k, t
+        return None, best, None if donor is None else donor.line
 
     @staticmethod
     def _along(conversation: Conversation, track: Track) -> _Line | None:
@@ -576,9 +607,18 @@ class Measure:
 
     def derive(self, output: Conversation, source: Conversation, origin: Sequence[int]) -> None:
         """Remember ``output``, whose message ``j`` is message ``origin[j]`` of
-        ``source`` (a window of it), with the counts ``source`` has."""
-        sizes = self.track(source).line.sizes
-        self.remember(output, list(map(sizes.__getitem__, origin)))
+        ``source`` (a window of it), with the counts ``source`` has: its
+        total now, the rest when first asked (most outputs are only ever
+        totalled)."""
+        for t in self._tracks:
+            if t.conversation is output:
+                return
+        counts = self.track(source).line.sizes
+        total = sum(map(counts.__getitem__, origin)) + self.per_request
+        track = Track(
+            output, None, self._lock, self.per_request, source=(counts, origin), total=total
+        )
+        self._tracks = (track, *self._tracks[: TRACKS - 1])
 
 
 def _found_size(line: _Line, n: int) -> int:
