@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata as _metadata
 
 from memrules._adapters import (
+    ConversionMemo,
     from_anthropic,
     from_openai,
     to_anthropic,
@@ -52,6 +53,7 @@ __all__ = [
     "ContextWindowResolver",
     "Conversation",
     "ConversationState",
+    "ConversionMemo",
     "EncodingError",
     "EstimatingCounter",
     "MemoryConfig",

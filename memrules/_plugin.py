@@ -59,9 +59,13 @@ from typing import Any
 import attrs
 
 from memrules._adapters import from_openai, to_openai
+from memrules._adapters._memo import ConversionMemo
+from memrules._adapters.openai import write_back
 from memrules._budget import ContextWindowResolver
 from memrules._config import MemoryConfig
 from memrules._errors import ConfigError, MessageFormatError, ObserverError
+from memrules._measure import Measure
+from memrules._memo import ConversationMemo
 from memrules._messages import Conversation, Message, message
 from memrules._pipeline import Pipeline, as_conversation
 from memrules._report import CompressionReport, CompressionResult
@@ -138,11 +142,14 @@ class Request:
         conversation_id_of: Callable[[Mapping[str, Any]], str | None] = (
             conversation_id_from_metadata
         ),
+        memo: ConversionMemo | None = None,
     ) -> Request:
         """The request in an OpenAI chat-completions body (parsed JSON): its
         ``messages`` and ``model``, and the conversation ``conversation_id``
         names, else the one ``conversation_id_of(body)`` finds (by default
-        ``metadata.conversation_id``). Raises
+        ``metadata.conversation_id``). ``memo`` is the conversation's
+        :class:`~memrules._adapters._memo.ConversionMemo` (see
+        :func:`~memrules.from_openai`). Raises
         :class:`~memrules._errors.MessageFormatError` for malformed input."""
         if not isinstance(body, Mapping):
             msg = f"expected a request object, got {type(body).__name__}"
@@ -154,7 +161,9 @@ class Request:
         messages: Any = body.get("messages")  # from_openai names what is wrong with it
         if conversation_id is None:
             conversation_id = conversation_id_of(body)
-        return cls(messages=from_openai(messages), model=model, conversation_id=conversation_id)
+        return cls(
+            messages=from_openai(messages, memo=memo), model=model, conversation_id=conversation_id
+        )
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The messages as OpenAI chat-completions messages, ready for JSON."""
@@ -184,7 +193,11 @@ class StepResult:
 
 
 def measure(
-    request: Request, *, pipeline: Pipeline, resolver: ContextWindowResolver | None
+    request: Request,
+    *,
+    pipeline: Pipeline,
+    resolver: ContextWindowResolver | None,
+    memo: Measure | None = None,
 ) -> ContextUsage:
     """Step 1's reading: the request's tokens under ``pipeline``'s counter,
     against the resolver's window for ``request.model`` when it gives one,
@@ -192,9 +205,10 @@ def measure(
 
     Raises :class:`~memrules._errors.ConfigError` when the resolver answers
     something other than None or a whole number of at least 1: a zero window
-    would make every request over budget.
+    would make every request over budget. ``memo`` is the conversation's
+    (:meth:`Pipeline.memo`), the pipeline's own by default.
     """
-    tokens = pipeline.count(request.messages)
+    tokens = pipeline.count(request.messages, memo=memo)
     resolved = None if resolver is None else resolver(request.model)
     if resolved is not None and (
         isinstance(resolved, bool) or not isinstance(resolved, int) or resolved < 1
@@ -244,17 +258,19 @@ def step(
     pipeline: Pipeline,
     observers: Iterable[ContextUsageObserver],
     resolver: ContextWindowResolver | None,
+    memo: Measure | None = None,
 ) -> StepResult:
     """Run one request of a conversation in ``state`` through the steps (see
     the module docs); pure but for what the observers and the pipeline's
-    seams do.
+    seams do. ``memo`` is the conversation's (:meth:`Pipeline.memo`): it
+    changes what the request costs, never what it does.
 
     Changes nothing: the new state and request are in the result. An
     observer error raises :class:`~memrules._errors.ObserverError`, chained to
     the cause, before anything else has run.
     """
     config = pipeline.config
-    usage = measure(request, pipeline=pipeline, resolver=resolver)
+    usage = measure(request, pipeline=pipeline, resolver=resolver, memo=memo)
     _notify(observers, usage)
 
     messages = request.messages
@@ -269,7 +285,7 @@ def step(
     if (warn or seen) and not state.warned:
         state = attrs.evolve(state, warned=True)
 
-    compaction = pipeline.apply(messages, budget=pipeline.budget(usage.window))
+    compaction = pipeline.apply(messages, budget=pipeline.budget(usage.window), memo=memo)
     messages = compaction.messages
 
     if messages is not request.messages:
@@ -279,14 +295,21 @@ def step(
     )
 
 
+def _no_id(body: Mapping[str, Any]) -> None:
+    return None
+
+
 class _Conversation:
-    """One conversation's state, and the lock its requests take in turn."""
+    """One conversation's state, the lock its requests take in turn, and
+    its :class:`~memrules._memo.ConversationMemo` (what its requests
+    measured and converted, so that the next one pays for what it adds)."""
 
-    __slots__ = ("lock", "state")
+    __slots__ = ("lock", "memo", "state")
 
-    def __init__(self) -> None:
+    def __init__(self, memo: ConversationMemo) -> None:
         self.state = _FRESH
         self.lock = threading.Lock()
+        self.memo = memo
 
 
 class _Conversations:
@@ -294,10 +317,11 @@ class _Conversations:
     recently seen first. Owned by one plugin; the table's own lock guards
     every change to it (never held while a request runs)."""
 
-    __slots__ = ("_lock", "_table", "cap")
+    __slots__ = ("_lock", "_make_memo", "_table", "cap")
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, make_memo: Callable[[], ConversationMemo]) -> None:
         self.cap = cap
+        self._make_memo = make_memo
         self._table: OrderedDict[str | None, _Conversation] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -307,7 +331,7 @@ class _Conversations:
         with self._lock:
             entry = self._table.get(conversation_id)
             if entry is None:
-                entry = self._table[conversation_id] = _Conversation()
+                entry = self._table[conversation_id] = _Conversation(self._make_memo())
                 self._evict()
             else:
                 self._table.move_to_end(conversation_id)
@@ -369,7 +393,10 @@ class MemoryPlugin:
         self._pipeline = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
-        self._conversations = _Conversations(max_conversations)
+        pipeline = self._pipeline
+        self._conversations = _Conversations(
+            max_conversations, lambda: ConversationMemo(pipeline)
+        )
         self._conversation_id_of = conversation_id_of
         self._last: StepResult | None = None
 
@@ -431,6 +458,7 @@ class MemoryPlugin:
                 pipeline=self._pipeline,
                 observers=self.config.observers,
                 resolver=self.config.context_window_resolver,
+                memo=entry.memo.measure,
             )
             entry.state = result.state
             self._last = result
@@ -442,12 +470,27 @@ class MemoryPlugin:
         """:meth:`on_request` for an OpenAI chat-completions body: returns a
         new body with the new ``messages`` and every other key as it was.
         The conversation is ``conversation_id``, else the one the plugin's
-        ``conversation_id_of`` finds in the body."""
+        ``conversation_id_of`` finds in the body.
+
+        Converting costs what the conversation added since its last request
+        (its messages are remembered, see
+        :class:`~memrules._adapters._memo.ConversionMemo`), and so does
+        converting back: the messages the request keeps are sent as the
+        body's own message objects (equal to what converting would give),
+        and only new or changed ones are converted."""
+        memo = None
+        if isinstance(body, Mapping):  # else from_openai says what is wrong
+            if conversation_id is None:
+                conversation_id = self._conversation_id_of(body)
+            memo = self._conversations.get(conversation_id).memo.conversion
         request = Request.from_openai(
-            body, conversation_id=conversation_id, conversation_id_of=self._conversation_id_of
+            body, conversation_id=conversation_id, conversation_id_of=_no_id, memo=memo
         )
-        sent = self.on_request(request)
-        return {**body, "messages": sent.to_openai()}
+        result = self.handle(request)
+        sent = write_back(
+            result.request.messages, request.messages, body["messages"], result.report.origin
+        )
+        return {**body, "messages": sent}
 
     def reset(self, conversation_id: str | None = None) -> None:
         """Forget a conversation: its next request starts afresh (the

@@ -18,6 +18,7 @@ PUBLIC = {
     "ContextWindowResolver",
     "Conversation",
     "ConversationState",
+    "ConversionMemo",
     "EncodingError",
     "EstimatingCounter",
     "MemoryConfig",

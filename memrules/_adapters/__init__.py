@@ -6,7 +6,9 @@
   ``system`` parameter (:func:`from_anthropic`, :func:`to_anthropic`,
   :func:`to_anthropic_request`).
 
-``to_x(from_x(m)) == m`` for every valid input ``m``; malformed input raises
+``to_x(from_x(m)) == m`` for every valid input ``m``; a conversation's
+:class:`ConversionMemo` makes ``from_x`` pay only for messages that
+conversation has not sent before; malformed input raises
 :class:`~memrules._errors.MessageFormatError` naming the message index and
 field. Fields the data model has no place for are kept in
 ``Message.metadata`` and in each part's ``extra`` under the provider's name
@@ -16,10 +18,12 @@ converting between formats drops the other provider's fields; each module
 says what else is lost that way.
 """
 
+from memrules._adapters._memo import ConversionMemo
 from memrules._adapters.anthropic import from_anthropic, to_anthropic, to_anthropic_request
 from memrules._adapters.openai import from_openai, to_openai
 
 __all__ = [
+    "ConversionMemo",
     "from_anthropic",
     "from_openai",
     "to_anthropic",

@@ -116,6 +116,7 @@ from memrules._adapters._common import (
     write_opaque,
     write_text,
 )
+from memrules._adapters._memo import ConversionMemo
 from memrules._frozen import ValueProblem, freeze_json, has_surrogate
 from memrules._messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
 
@@ -137,6 +138,7 @@ def from_anthropic(
     messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
     *,
     system: str | Sequence[Mapping[str, Any]] | None = None,
+    memo: ConversionMemo | None = None,
 ) -> tuple[Message, ...]:
     """Read Anthropic messages into a conversation.
 
@@ -148,6 +150,10 @@ def from_anthropic(
     ``messages[2].content[0].tool_use_id: missing``, and for values no JSON
     writer can write back (``NaN``, lone surrogates); an error in the system
     prompt names ``system``.
+
+    ``memo``, one conversation's :class:`~memrules._adapters._memo.ConversionMemo`,
+    makes a request pay only for the messages that conversation has not
+    sent before (the system prompt is read every time).
     """
     items: Any = messages
     if isinstance(messages, Mapping):
@@ -164,12 +170,14 @@ def from_anthropic(
                 fail("given both in the request and as system=; pass one", None, "system")
             system = in_request
     items = array(items, None, "messages", "messages")
-    out: list[Message] = []
-    if system is not None:
-        out.append(_read_system(system))
-    for index, raw in enumerate(items):
-        out.append(_read_message(raw, index))
-    return tuple(out)
+    head = () if system is None else (_read_system(system),)
+    if memo is not None:
+        return (*head, *memo.convert(_PROVIDER, items, _read_one, None))
+    return (*head, *(_read_message(raw, index) for index, raw in enumerate(items)))
+
+
+def _read_one(raw: Any, index: int, state: None) -> tuple[Message, None]:
+    return _read_message(raw, index), state
 
 
 def _read_system(system: Any) -> Message:

@@ -109,6 +109,7 @@ from memrules._adapters._common import (
     write_opaque,
     write_text,
 )
+from memrules._adapters._memo import ConversionMemo
 from memrules._frozen import FrozenDict
 from memrules._messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
 
@@ -150,7 +151,9 @@ _LEGACY_ID = "memrules_function_call_{}"
 # --------------------------------------------------------------------------- reading
 
 
-def from_openai(messages: Sequence[Mapping[str, Any]]) -> tuple[Message, ...]:
+def from_openai(
+    messages: Sequence[Mapping[str, Any]], *, memo: ConversionMemo | None = None
+) -> tuple[Message, ...]:
     """Read OpenAI chat-completions messages into a conversation.
 
     ``messages`` is the ``messages`` array of a request (parsed JSON). The
@@ -158,36 +161,58 @@ def from_openai(messages: Sequence[Mapping[str, Any]]) -> tuple[Message, ...]:
     naming the message index and field for malformed input, e.g.
     ``messages[3].tool_calls[0].function.arguments: expected a string, got int``,
     and for values no JSON writer can write back (``NaN``, lone surrogates).
+
+    ``memo``, one conversation's :class:`~memrules._adapters._memo.ConversionMemo`,
+    makes a request pay only for the messages that conversation has not
+    sent before; the others come back as the very messages they became
+    then.
     """
     items = array(messages, None, "messages", "messages")
+    if memo is not None:
+        return memo.convert(_PROVIDER, items, _read_one, None, context_free=_context_free)
     out: list[Message] = []
     pending_legacy: str | None = None  # the legacy call a "function" message answers
     for index, raw in enumerate(items):
-        raw = mapping(raw, index, "")
-        source_role = raw.get("role", MISSING)
-        if source_role is MISSING:
-            fail("missing", index, "role")
-        if not isinstance(source_role, str) or source_role not in _ROLES:
-            fail(
-                f"unknown role {source_role!r}, expected one of {', '.join(_ROLES)}",
-                index,
-                "role",
-            )
-        if source_role in ("tool", "function"):
-            if source_role == "tool":
-                call_id = required_str(raw, "tool_call_id", index, "")
-            else:
-                call_id = pending_legacy or _LEGACY_ID.format(index)
-                pending_legacy = None
-            out.append(_read_result_message(raw, source_role, call_id, index))
-        else:
-            message = _read_message(raw, source_role, index)
-            if source_role == "assistant" and message.parts:
-                last = message.parts[-1]
-                if isinstance(last, ToolCall) and "openai_function_call" in last.extra:
-                    pending_legacy = last.id
-            out.append(message)
+        message, pending_legacy = _read_one(raw, index, pending_legacy)
+        out.append(message)
     return tuple(out)
+
+
+def _read_one(raw: Any, index: int, pending_legacy: str | None) -> tuple[Message, str | None]:
+    """Message ``index``, and the legacy call a following ``function``
+    message answers (``pending_legacy`` is the one before it)."""
+    raw = mapping(raw, index, "")
+    source_role = raw.get("role", MISSING)
+    if source_role is MISSING:
+        fail("missing", index, "role")
+    if not isinstance(source_role, str) or source_role not in _ROLES:
+        fail(
+            f"unknown role {source_role!r}, expected one of {', '.join(_ROLES)}",
+            index,
+            "role",
+        )
+    if source_role in ("tool", "function"):
+        if source_role == "tool":
+            call_id = required_str(raw, "tool_call_id", index, "")
+        else:
+            call_id = pending_legacy or _LEGACY_ID.format(index)
+            pending_legacy = None
+        return _read_result_message(raw, source_role, call_id, index), pending_legacy
+    message = _read_message(raw, source_role, index)
+    if source_role == "assistant" and message.parts:
+        last = message.parts[-1]
+        if isinstance(last, ToolCall) and "openai_function_call" in last.extra:
+            pending_legacy = last.id
+    return message, pending_legacy
+
+
+def _context_free(raw: Any) -> bool:
+    """Whether ``raw`` converts the same wherever it stands: everything but
+    the legacy ``function_call`` and ``function`` messages, whose ids come
+    from their index and their neighbours."""
+    return not (
+        isinstance(raw, Mapping) and ("function_call" in raw or raw.get("role") == "function")
+    )
 
 
 def _with(fields: FrozenDict[str, Any] | None, key: str, value: Any) -> FrozenDict[str, Any]:
@@ -386,14 +411,50 @@ def to_openai(conversation: Iterable[Message]) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     for index, message in enumerate(conversation):
-        if not isinstance(message, Message):
-            fail(f"expected a Message, got {type(message).__name__}", index, "")
-        if message.role == "tool":
-            _write_tool_message(message, index, out)
-        elif message.role == "user" and message.result_ids:
-            _write_user_with_results(message, index, out)
+        _write_one(message, index, out)
+    return out
+
+
+def _write_one(message: Message, index: int, out: list[dict[str, Any]]) -> None:
+    if not isinstance(message, Message):
+        fail(f"expected a Message, got {type(message).__name__}", index, "")
+    if message.role == "tool":
+        _write_tool_message(message, index, out)
+    elif message.role == "user" and message.result_ids:
+        _write_user_with_results(message, index, out)
+    else:
+        out.append(_write_message(message, index))
+
+
+def write_back(
+    conversation: Sequence[Message],
+    source: Sequence[Message],
+    raws: Sequence[Any],
+    hints: Sequence[int | None] = (),
+) -> list[Any]:
+    """:func:`to_openai` of ``conversation``, made from ``source``, which
+    :func:`from_openai` read from ``raws``: a message of ``source`` that
+    ``conversation`` kept (the very object) is written as its raw message,
+    the very object too, and only the others are converted. ``hints[j]``,
+    where given, is where message ``j`` stands in ``source`` (a report's
+    ``origin``); a wrong hint costs one look-up table of ``source``.
+
+    Lossless as :func:`to_openai` is (``to_openai(from_openai(m)) == m``),
+    and cheap: the request hook sends back what it kept without converting
+    it again. The result shares objects with ``raws``."""
+    out: list[Any] = []
+    position: dict[int, int] | None = None
+    known = min(len(source), len(raws))
+    for j, message in enumerate(conversation):
+        i = hints[j] if j < len(hints) else None
+        if i is None or not 0 <= i < known or source[i] is not message:
+            if position is None:
+                position = dict(zip(map(id, source[:known]), range(known), strict=True))
+            i = position.get(id(message))
+        if i is None:
+            _write_one(message, j, out)
         else:
-            out.append(_write_message(message, index))
+            out.append(raws[i])
     return out
 
 
