@@ -134,14 +134,18 @@ def _sections(text: str) -> None:
         "Histories",
         "1. Counting",
         "2. One request",
-        "3. Growing loop",
+        "2b. One request of",
+        "2c. The request hook",
+        "3. Growing loops",
         "4. Quality",
         "5. Peak memory",
         "Targets",
     ):
         assert f"== {title}" in text
-    assert "memrules trim_to_budget" in text
-    assert "count-once floor" in text
+    assert "memrules (count_rule: openai)" in text
+    assert "from_openai every turn" in text
+    assert "rounds)" in text  # ratios are medians with their range
+    assert "machine load" in text
 
 
 def test_quick_run_prints_the_tables(capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,16 +172,24 @@ def test_quick_run_without_langchain(
     assert out.count("not installed") > 5
     figures = json.loads(target.read_text(encoding="utf-8"))
     assert figures["langchain"] == "not installed"
-    assert figures["loop"]["lc_exact"] is None
-    assert figures["loop"]["memrules_s"] > 0
-    assert set(figures["targets"]) >= {"loop_vs_floor", "memory", "no_compaction"}
+    assert figures["loop_langchain"]["lc_exact"] is None
+    loops = figures["loops"]
+    assert {(d["turns"], d["path"]) for d in loops} == {
+        (t, p) for t in (40, 60) for p in ("list", "from_openai")
+    }
+    for d in loops:
+        assert d["rounds"] == len(d["floor_all_s"]) == len(d["memrules_all_s"]) == 2
+        assert d["ratio_min"] <= d["ratio_median"] <= d["ratio_max"]
+    assert {r["section"] for r in figures["load"]} >= {"loops", "quality"}
+    assert set(figures["targets"]) >= {"loop_list_40", "memory", "no_compaction", "hook_vs_json"}
 
 
 def test_skip_langchain_and_sampled_turns(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--quick", "--skip-langchain", "--sizes", "30", "--turns", "20"]) == 0
+    assert main(["--quick", "--skip-langchain", "--sizes", "30", "--turns", "20", "30"]) == 0
     out = capsys.readouterr().out
     assert "LangChain skipped" in out
-    assert "20 turns" in out
+    assert "the same loop of 20 turns" in out
+    assert "loop 30 turns" in out
 
 
 def test_lc_turns_are_extrapolated_and_labelled(capsys: pytest.CaptureFixture[str]) -> None:
@@ -188,7 +200,8 @@ def test_lc_turns_are_extrapolated_and_labelled(capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.parametrize(
-    "argv", [["--sizes", "1"], ["--turns", "0"], ["--lc-turns", "1"], ["--seed", "x"]]
+    "argv",
+    [["--sizes", "1"], ["--turns", "0"], ["--lc-turns", "1"], ["--seed", "x"], ["--rounds", "1"]],
 )
 def test_bad_arguments_exit_with_one_line(
     argv: list[str], capsys: pytest.CaptureFixture[str]
@@ -215,30 +228,73 @@ def test_sampled_turns_spread_evenly() -> None:
     assert sample_turns(1000, 4) == [126, 376, 626, 876]
 
 
+def _rounds(median: float, low: float, high: float) -> dict[str, Any]:
+    return {"ratio_median": median, "ratio_min": low, "ratio_max": high, "rounds": 3}
+
+
 FIGURES: dict[str, Any] = {
     "settings": {"quick": False},
     "environment": {"langchain_status": "not installed"},
-    "counting": [{"messages": 100, "ratio": 1.1}, {"messages": 1000, "ratio": 1.4}],
+    "counting": [
+        {"messages": 100, "rule": "openai", **_rounds(1.05, 1.0, 1.2)},
+        {"messages": 1000, "rule": "seed", **_rounds(1.4, 1.3, 1.5)},
+    ],
     "no_compaction": {"messages": 10_000, "memrules_warm_s": 0.0004},
-    "loop": {"lc_exact": None, "lc_exact_human": None, "memrules_vs_floor": 4.2},
+    "fresh": {
+        "messages": 10_000,
+        "variants": [
+            {"name": "same tuple", "apply_s": 0.0005},
+            {"name": "new messages", "apply_s": 0.004},
+            {"name": "converted from JSON", "apply_s": 0.012},
+        ],
+    },
+    "hook": {"messages": 10_000, **_rounds(0.3, 0.2, 1.2)},
+    "loops": [
+        {"turns": 1000, "path": "list", **_rounds(2.1, 1.9, 3.4)},
+        {"turns": 10000, "path": "list", **_rounds(3.2, 2.9, 3.3)},
+        {"turns": 1000, "path": "from_openai", **_rounds(4.0, 3.0, 6.0)},
+    ],
+    "loop_langchain": {"turns": 1000, "lc_exact": None, "lc_exact_human": None},
     "quality": [
-        {"budget": 32_000, "config": "memrules", "broken_pairs": 0, "budget_use_median": 0.97},
+        {
+            "budget": 32_000,
+            "config": "memrules",
+            "over_budget": 0,
+            "broken_pairs": 0,
+            "budget_use_median": 0.97,
+        },
+        {
+            "budget": 100_000,
+            "config": "memrules",
+            "over_budget": 2,
+            "broken_pairs": 0,
+            "budget_use_median": 0.89,
+        },
         {"budget": 32_000, "config": "lc_exact", "broken_pairs": 9, "budget_use_median": 0.5},
     ],
-    "memory": {"messages": 10_000, "ratio_cold": 2.5},
+    "memory": {"messages": 10_000, "ratio_cold": 0.3},
 }
 
 
 def test_targets_are_judged_from_the_figures_alone() -> None:
     verdicts = {t.key: t.met for t in judge(FIGURES)}
     assert verdicts == {
-        "cold_counting_100": True,
-        "cold_counting_1000": False,
+        "cold_counting_openai_100": True,
+        "cold_counting_seed_1000": False,
         "no_compaction": True,
+        "fresh_new_messages": True,
+        "fresh_converted_from_JSON": False,
+        "hook_vs_json": True,  # the median, whatever one round did
+        "loop_list_1000": True,
+        "loop_list_10000": False,
+        "loop_from_openai_1000": True,
         "loop_vs_langchain": None,
-        "loop_vs_floor": True,
+        "over_budget_32000": True,
         "broken_pairs_32000": True,
         "budget_use_32000": True,
+        "over_budget_100000": False,
+        "broken_pairs_100000": True,
+        "budget_use_100000": False,
         "memory": False,
     }
 
@@ -246,14 +302,33 @@ def test_targets_are_judged_from_the_figures_alone() -> None:
 def test_targets_render_as_a_table() -> None:
     text = render.targets(FIGURES, judge(FIGURES))
     lines = text.splitlines()
-    assert lines[0] == "== Targets (issue 4)"
-    row = next(line for line in lines if line.startswith("cold counting, 1,000 msgs"))
+    assert lines[0] == "== Targets (issues 4 and 8)"
+    row = next(line for line in lines if line.startswith("cold counting (seed), 1,000 msgs"))
     assert row.split()[-1] == "MISSED"
-    assert "not installed" in next(
-        line for line in lines if line.startswith("loop: memrules vs LC")
-    )
+    assert "not installed" in next(line for line in lines if "LC exact" in line)
     assert render.ms(0.0004) == "400 µs"
     assert render.ratio(1234.0) == "1,234×"
+
+
+def test_alternating_rounds_take_turns_and_report_the_spread() -> None:
+    from memrules._bench.measure import alternate
+
+    calls: list[str] = []
+    floor_times = iter([1.0, 2.0, 1.0])
+    mem_times = iter([2.0, 3.0, 4.0])
+
+    def floor() -> float:
+        calls.append("floor")
+        return next(floor_times)
+
+    def mem() -> float:
+        calls.append("memrules")
+        return next(mem_times)
+
+    found = alternate(floor, mem, 3)
+    assert calls == ["floor", "memrules", "memrules", "floor", "floor", "memrules"]
+    assert (found["ratio_median"], found["ratio_min"], found["ratio_max"]) == (2.0, 1.5, 4.0)
+    assert (found["floor_s"], found["memrules_s"]) == (1.0, 3.0)
 
 
 def test_the_library_does_not_import_the_bench_or_langchain() -> None:

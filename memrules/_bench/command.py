@@ -40,14 +40,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=_seed, default=0, help="the histories' seed (default 0)")
     parser.add_argument(
-        "--turns", type=_at_least_two, metavar="N", help="growing-loop turns (default 1000)"
+        "--turns",
+        type=_at_least_two,
+        nargs="+",
+        metavar="N",
+        help="growing-loop lengths in turns (default 1000 3000 10000)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=_at_least_two,
+        metavar="N",
+        help="alternating rounds of each comparison (default 5; 3 for the loops)",
     )
     parser.add_argument(
         "--lc-turns",
         type=_at_least_two,
         metavar="N",
-        help="time LangChain's exact counter on N evenly spread turns of the loop and "
-        "extrapolate (default 300; N >= --turns times every turn, about 8 minutes more)",
+        help="time LangChain's exact counter on N evenly spread turns of the shortest loop "
+        "and extrapolate (default 300; N >= its turns times every turn, about 8 minutes more)",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every figure as JSON")
     parser.add_argument(
@@ -61,7 +71,9 @@ def settings(args: argparse.Namespace) -> measure.Settings:
     if args.sizes:
         changes["sizes"] = tuple(sorted(set(args.sizes)))
     if args.turns:
-        changes["loop_turns"] = args.turns
+        changes["loop_turns"] = tuple(sorted(set(args.turns)))
+    if args.rounds:
+        changes["rounds"] = changes["loop_rounds"] = args.rounds
     if args.lc_turns:
         changes["lc_turns"] = args.lc_turns
     if args.quick:
@@ -77,7 +89,9 @@ def run(settings: measure.Settings, out: TextIO) -> dict[str, Any]:
     out.write(render.header(ctx.figures))
     out.flush()
     for key, measure_section in measure.SECTIONS:
+        ctx.load(key, "before")
         measure_section(ctx)
+        ctx.load(key, "after")
         out.write(render.SECTIONS[key](ctx.figures))
         out.flush()
     judged = judge(ctx.figures)

@@ -76,12 +76,33 @@ def header(figures: Figures) -> str:
     )
 
 
+def _range(d: Mapping[str, Any]) -> str:
+    """A ratio's median and range over the rounds: ``2.10× (1.95–2.31, 3 rounds)``."""
+    return (
+        f"{ratio(d['ratio_median'])} ({ratio(d['ratio_min'])}–{ratio(d['ratio_max'])}, "
+        f"{d['rounds']} rounds)"
+    )
+
+
+def load_line(figures: Figures, section: str) -> str:
+    """The load average before and after ``section``, as measured."""
+    found = {r["when"]: r["load"] for r in figures.get("load", []) if r["section"] == section}
+    if not found:
+        return ""
+    cpus = figures["environment"].get("cpus") or "?"
+    shown = ", ".join(
+        f"{when} {'/'.join(f'{x:.2f}' for x in load)}" for when, load in found.items()
+    )
+    return f"machine load (1/5/15 min, {cpus} CPUs): {shown}\n\n"
+
+
 def histories(figures: Figures) -> str:
     seed = figures["settings"]["seed"]
     rows = [
         [
             f"{d['messages']:,}",
             f"{d['tokens']:,}",
+            f"{d['tokens_openai']:,}",
             f"{d['tokens'] / d['messages']:,.0f}",
             f"{d['text_bytes'] / 1e6:.1f} MB",
             f"{d['tool_calls']:,}",
@@ -91,7 +112,8 @@ def histories(figures: Figures) -> str:
         ]
         for d in figures["histories"]
     ]
-    head = ["messages", "tokens", "tok/msg", "text", "tool calls", "parallel", "file reads", "CJK"]
+    head = ["messages", "tokens (seed)", "tokens (openai)", "tok/msg", "text"]
+    head += ["tool calls", "parallel", "file reads", "CJK"]
     return _title(f"Histories (seed {seed}, {ENCODER})") + table(head, rows)
 
 
@@ -99,16 +121,24 @@ def counting(figures: Figures) -> str:
     rows = [
         [
             f"{d['messages']:,}",
+            d["rule"],
             f"{d['tokens']:,}",
             ms(d["floor_s"]),
             f"{d['floor_tokens_per_s'] / 1e6:.1f} M/s",
-            ms(d["memrules_cold_s"]),
-            ratio(d["ratio"]),
+            ms(d["memrules_s"]),
+            _range(d),
         ]
         for d in figures["counting"]
     ]
-    head = ["messages", "tokens", "tiktoken floor", "floor rate", "memrules cold", "ratio"]
-    return _title("1. Counting a whole history (cold)") + table(head, rows)
+    head = ["messages", "rule", "tokens", "tiktoken floor", "floor rate", "memrules cold"]
+    head.append("ratio")
+    note = (
+        "floor: a plain loop over the texts (seed: encode(f'{role} {text}'); openai: "
+        "OpenAI's guide on the JSON, each field apart, short strings counted once); "
+        "memrules: a fresh counter's counts() of the messages.\n\n"
+    )
+    title = "1. Counting a whole history (cold), medians of alternating rounds"
+    return _title(title) + table(head, rows) + note + load_line(figures, "counting")
 
 
 def per_call(figures: Figures) -> str:
@@ -143,54 +173,126 @@ def per_call(figures: Figures) -> str:
         f"* no compaction needed (budget above the total): {ms(none['memrules_warm_s'])} on a "
         f"tuple, {ms(none['memrules_warm_list_s'])} on a list (copied to a tuple)\n\n"
     )
-    return _title("2. One request (trim to a token budget)") + table(head, rows) + note
+    title = "2. One request (trim to a token budget, OpenAI's framing), best of a few"
+    return _title(title) + table(head, rows) + note + load_line(figures, "per_call")
 
 
-def loop(figures: Figures) -> str:
-    d = figures["loop"]
-    turns, t_floor, t_mem = d["turns"], d["floor_s"], d["memrules_s"]
+def fresh(figures: Figures) -> str:
+    d = figures["fresh"]
     rows = [
-        ["count-once floor", ms(t_floor), ms(t_floor / turns), "1.00×", "", ""],
-        ["memrules", ms(t_mem), ms(t_mem / turns), ratio(t_mem / t_floor), "1.00×", ""],
+        [
+            v["name"],
+            ms(v["build_s"]),
+            ms(v["apply_s"]),
+            f"{ms(v['apply_min_s'])}–{ms(v['apply_max_s'])}",
+            v["what"],
+        ]
+        for v in d["variants"]
     ]
-    for config in CONFIGS:
-        lc = d[config.key]
-        if lc is None:
-            rows.append([config.label, _lc_status(figures), "", "", "", ""])
-            continue
-        t = lc["total_s"]
-        note = (
-            f"extrapolated from {lc['turns_timed']} of {turns} turns" if lc["extrapolated"] else ""
-        )
-        rows.append(
-            [config.label, ms(t), ms(t / turns), ratio(t / t_floor), ratio(t / t_mem), note]
-        )
     title = (
-        f"3. Growing loop: {turns:,} turns, one message a turn, trim every turn, "
-        f"budget {d['budget']:,} tokens"
+        f"2b. One request of {d['messages']:,} messages that are new objects every time "
+        f"(budget {d['budget']:,}), medians of {d['variants'][0]['rounds']} rounds"
     )
-    return _title(title) + table(["", "total", "per turn", "vs floor", "vs memrules", "note"], rows)
+    head = ["messages are", "building them", "apply", "apply range", "how"]
+    return _title(title) + table(head, rows) + load_line(figures, "fresh")
+
+
+def hook(figures: Figures) -> str:
+    d = figures["hook"]
+    rows = [
+        ["json.loads of the body", ms(d["floor_s"]), ""],
+        ["on_openai_request", ms(d["memrules_s"]), _range(d)],
+    ]
+    title = (
+        f"2c. The request hook: {d['messages']:,} messages, a {d['body_bytes'] / 1e6:.1f} MB "
+        f"body parsed afresh each time, one conversation, budget {d['budget']:,} "
+        f"({d['kept_messages']:,} sent)"
+    )
+    return (
+        _title(title)
+        + table(["", "median", "÷ json.loads"], rows)
+        + load_line(figures, "hook")
+    )
+
+
+def loops(figures: Figures) -> str:
+    rows = []
+    for d in figures["loops"]:
+        turns = d["turns"]
+        path = "list, appended" if d["path"] == "list" else "from_openai every turn"
+        rows.append(
+            [
+                f"{turns:,}",
+                path,
+                ms(d["floor_s"]),
+                ms(d["memrules_s"]),
+                ms(d["memrules_s"] / turns),
+                _range(d),
+            ]
+        )
+    budget = figures["loops"][0]["budget"] if figures["loops"] else 0
+    title = (
+        f"3. Growing loops: one message a turn, trimmed every turn to {budget:,} tokens, "
+        "alternating rounds"
+    )
+    head = ["turns", "memrules path", "floor", "memrules", "per turn", "÷ floor"]
+    note = (
+        "floor: count each message once as it arrives (OpenAI's framing on its JSON), "
+        "keep running sums, bisect for the cut, slice the window.\n\n"
+    )
+    text = _title(title) + table(head, rows) + note
+    lc = figures.get("loop_langchain")
+    if lc:
+        status = _lc_status(figures)
+        lc_rows = []
+        for config in CONFIGS:
+            found = lc[config.key]
+            if found is None:
+                lc_rows.append([config.label, status, "", "", ""])
+                continue
+            note = (
+                f"extrapolated from {found['turns_timed']} of {lc['turns']} turns"
+                if found["extrapolated"]
+                else ""
+            )
+            lc_rows.append(
+                [
+                    config.label,
+                    ms(found["total_s"]),
+                    ratio(found["vs_floor"]),
+                    ratio(found["memrules_speedup"]),
+                    note,
+                ]
+            )
+        text += f"LangChain trim_messages, the same loop of {lc['turns']:,} turns:\n"
+        text += table(["", "total", "÷ floor", "÷ memrules", "note"], lc_rows)
+    return text + load_line(figures, "loops")
 
 
 def quality(figures: Figures) -> str:
     s = figures["settings"]
-    labels = {"memrules": "memrules trim_to_budget", **{c.key: c.label for c in CONFIGS}}
+    labels = {
+        "memrules": "memrules (count_rule: openai)",
+        "memrules_seed": "memrules (count_rule: seed)",
+        **{c.key: c.label for c in CONFIGS},
+    }
     found = {(d["budget"], d["config"]): d for d in figures["quality"]}
     rows = []
     for budget in s["quality_budgets"]:
         for name in labels:
             d = found.get((budget, name))
             if d is None:
-                rows.append([f"{budget:,}", labels[name], _lc_status(figures), *[""] * 5])
+                rows.append([f"{budget:,}", labels[name], _lc_status(figures), *[""] * 6])
                 continue
             n = d["windows"]
             rows.append(
                 [
                     f"{budget:,}",
                     labels[name],
+                    f"{d['over_budget']}/{n}",
+                    pct(d["worst_over"]) if d["over_budget"] else "",
                     pct(d["budget_use_median"]),
-                    pct(d["budget_use_min"]),
-                    pct(d["budget_use_max"]),
+                    f"{pct(d['budget_use_min'])}–{pct(d['budget_use_max'])}",
                     f"{d['broken_pairs']:,}",
                     f"{d['windows_with_broken_pairs']}/{n}",
                     f"{d['system_only_windows']}/{n}",
@@ -201,13 +303,15 @@ def quality(figures: Figures) -> str:
         f"(seeds {s['seed'] + 1}…{s['seed'] + s['quality_histories']}), {s['quality_cuts']} "
         "request points each over the budget"
     )
-    head = ["budget", "configuration", "use median", "use min", "use max"]
+    head = ["budget", "configuration", "over budget", "worst", "use median", "use range"]
     head += ["broken pairs", "windows broken", "system only"]
     note = (
-        "use = tokens kept ÷ budget, counted exactly (o200k_base) for everyone; "
-        "broken pair = a result whose call is gone, or a call whose result is gone.\n\n"
+        "every window counted alike: OpenAI's framing on the JSON that would be sent "
+        "(o200k_base; 3 a message, role, fields, ids and names of tool calls, 3 for the "
+        "reply); use = that ÷ budget; over = above the budget; broken pair = a result "
+        "whose call is gone, or a call whose result is gone.\n\n"
     )
-    return _title(title) + table(head, rows) + note
+    return _title(title) + table(head, rows) + note + load_line(figures, "quality")
 
 
 def memory(figures: Figures) -> str:
@@ -251,7 +355,7 @@ def targets(figures: Figures, judged: Sequence[Target]) -> str:
         ]
         for t in judged
     ]
-    title = "Targets (issue 4)"
+    title = "Targets (issues 4 and 8)"
     if figures["settings"]["quick"]:
         title += " — quick run: tiny sizes, verdicts are not meaningful"
     return _title(title) + table(["target", "figure", "goal", "verdict"], rows)
@@ -261,7 +365,9 @@ SECTIONS: Mapping[str, Callable[[Figures], str]] = {
     "histories": histories,
     "counting": counting,
     "per_call": per_call,
-    "loop": loop,
+    "fresh": fresh,
+    "hook": hook,
+    "loops": loops,
     "quality": quality,
     "memory": memory,
 }

@@ -1,5 +1,6 @@
-"""The benchmark's targets (from the speed issue), judged on the figures of
-:mod:`memrules._bench.measure`."""
+"""The benchmark's targets (from the speed issues), judged on the figures of
+:mod:`memrules._bench.measure`. A ratio is judged by the median of its
+alternating rounds; the tables show the range beside it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import attrs
 __all__ = [
     "BUDGET_USE_MIN",
     "COLD_RATIO_MAX",
+    "FRESH_MS_MAX",
+    "FROM_OPENAI_VS_FLOOR_MAX",
+    "HOOK_VS_JSON_MAX",
     "LOOP_VS_FLOOR_MAX",
     "LOOP_VS_LC_MIN",
     "MEMORY_RATIO_MAX",
@@ -19,12 +23,15 @@ __all__ = [
     "judge",
 ]
 
-COLD_RATIO_MAX = 1.3
+COLD_RATIO_MAX = 1.1
 NO_COMPACTION_MS_MAX = 5.0
+FRESH_MS_MAX = 5.0
+HOOK_VS_JSON_MAX = 1.0
 LOOP_VS_LC_MIN = 300.0
-LOOP_VS_FLOOR_MAX = 5.0
-BUDGET_USE_MIN = 0.85
-MEMORY_RATIO_MAX = 2.0
+LOOP_VS_FLOOR_MAX = 3.0
+FROM_OPENAI_VS_FLOOR_MAX = 5.0
+BUDGET_USE_MIN = 0.90
+MEMORY_RATIO_MAX = 0.25
 
 
 @attrs.frozen(kw_only=True)
@@ -44,14 +51,15 @@ def judge(figures: Mapping[str, Any]) -> tuple[Target, ...]:
     """Every target the figures allow judging, in the order of the sections."""
     targets: list[Target] = []
     for item in figures.get("counting", []):
+        r = item["ratio_median"]
         targets.append(
             Target(
-                key=f"cold_counting_{item['messages']}",
-                what=f"cold counting, {item['messages']:,} msgs",
-                figure=item["ratio"],
+                key=f"cold_counting_{item['rule']}_{item['messages']}",
+                what=f"cold counting ({item['rule']}), {item['messages']:,} msgs",
+                figure=r,
                 unit="ratio floor",
                 goal=f"≤ {COLD_RATIO_MAX}×",
-                met=item["ratio"] <= COLD_RATIO_MAX,
+                met=r <= COLD_RATIO_MAX,
             )
         )
     none = figures.get("no_compaction")
@@ -67,41 +75,66 @@ def judge(figures: Mapping[str, Any]) -> tuple[Target, ...]:
                 met=ms < NO_COMPACTION_MS_MAX,
             )
         )
-    loop = figures.get("loop")
-    if loop:
-        exact = [loop[k] for k in ("lc_exact", "lc_exact_human") if loop.get(k)]
+    fresh = figures.get("fresh")
+    if fresh:
+        for v in fresh["variants"]:
+            if v["name"] == "same tuple":
+                continue
+            ms = v["apply_s"] * 1000
+            targets.append(
+                Target(
+                    key="fresh_" + v["name"].replace(" ", "_"),
+                    what=f"request of {fresh['messages']:,} {v['name']}, beyond building them",
+                    figure=ms,
+                    unit="ms",
+                    goal=f"≤ {FRESH_MS_MAX:g} ms",
+                    met=ms <= FRESH_MS_MAX,
+                )
+            )
+    hook = figures.get("hook")
+    if hook:
+        r = hook["ratio_median"]
+        targets.append(
+            Target(
+                key="hook_vs_json",
+                what=f"on_openai_request, {hook['messages']:,} msgs, ÷ json.loads of its body",
+                figure=r,
+                unit="ratio",
+                goal=f"≤ {HOOK_VS_JSON_MAX:g}×",
+                met=r <= HOOK_VS_JSON_MAX,
+            )
+        )
+    for item in figures.get("loops", []):
+        limit = LOOP_VS_FLOOR_MAX if item["path"] == "list" else FROM_OPENAI_VS_FLOOR_MAX
+        r = item["ratio_median"]
+        label = "loop" if item["path"] == "list" else "loop, from_openai every turn,"
+        targets.append(
+            Target(
+                key=f"loop_{item['path']}_{item['turns']}",
+                what=f"{label} {item['turns']:,} turns ÷ floor",
+                figure=r,
+                unit="ratio",
+                goal=f"≤ {limit:g}×",
+                met=r <= limit,
+            )
+        )
+    lc = figures.get("loop_langchain")
+    if lc:
+        exact = [lc[k] for k in ("lc_exact", "lc_exact_human") if lc.get(k)]
         if exact:
             speedup = min(e["memrules_speedup"] for e in exact)
             extra = " (extrapolated)" if any(e["extrapolated"] for e in exact) else ""
-            targets.append(
-                Target(
-                    key="loop_vs_langchain",
-                    what=f"loop: memrules speed-up over LC exact (lower of two){extra}",
-                    figure=speedup,
-                    unit="ratio",
-                    goal=f"≥ {LOOP_VS_LC_MIN:g}×",
-                    met=speedup >= LOOP_VS_LC_MIN,
-                )
-            )
+            met: bool | None = speedup >= LOOP_VS_LC_MIN
         else:
-            targets.append(
-                Target(
-                    key="loop_vs_langchain",
-                    what="loop: memrules vs LC exact",
-                    figure=None,
-                    unit="ratio",
-                    goal=f"≥ {LOOP_VS_LC_MIN:g}×",
-                    met=None,
-                )
-            )
+            speedup, extra, met = None, "", None
         targets.append(
             Target(
-                key="loop_vs_floor",
-                what="loop: memrules vs count-once floor",
-                figure=loop["memrules_vs_floor"],
+                key="loop_vs_langchain",
+                what=f"loop, {lc['turns']:,} turns: LC exact ÷ memrules (lower of two){extra}",
+                figure=speedup,
                 unit="ratio",
-                goal=f"≤ {LOOP_VS_FLOOR_MAX:g}×",
-                met=loop["memrules_vs_floor"] <= LOOP_VS_FLOOR_MAX,
+                goal=f"≥ {LOOP_VS_LC_MIN:g}×",
+                met=met,
             )
         )
     for item in figures.get("quality", []):
@@ -111,8 +144,18 @@ def judge(figures: Mapping[str, Any]) -> tuple[Target, ...]:
         use = item["budget_use_median"]
         targets.append(
             Target(
+                key=f"over_budget_{b}",
+                what=f"windows over budget {b:,} under OpenAI's framing",
+                figure=item["over_budget"],
+                unit="count",
+                goal="0",
+                met=item["over_budget"] == 0,
+            )
+        )
+        targets.append(
+            Target(
                 key=f"broken_pairs_{b}",
-                what=f"memrules broken tool pairs, budget {b:,}",
+                what=f"broken tool pairs, budget {b:,}",
                 figure=item["broken_pairs"],
                 unit="count",
                 goal="0",
@@ -122,7 +165,7 @@ def judge(figures: Mapping[str, Any]) -> tuple[Target, ...]:
         targets.append(
             Target(
                 key=f"budget_use_{b}",
-                what=f"memrules median budget use, budget {b:,}",
+                what=f"median budget use, budget {b:,}",
                 figure=use,
                 unit="pct",
                 goal=f"≥ {BUDGET_USE_MIN:.0%}",
