@@ -33,7 +33,7 @@ import tiktoken
 import tiktoken.model
 
 from memrules._errors import EncodingError
-from memrules._messages import Message
+from memrules._messages import Message, Text
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -164,6 +164,9 @@ DEFAULT_CACHE_SIZE = 65_536
 
 
 def _message_text(message: Message) -> str:
+    parts = message.parts
+    if len(parts) == 1 and type(parts[0]) is Text:  # the usual message: no join
+        return f"{message.role} {parts[0].text}"
     return f"{message.role} {message.countable_text}"
 
 
@@ -204,12 +207,24 @@ class BoundedCache:
             data[message] = count
 
     def many(self, messages: Sequence[Message]) -> tuple[int, ...]:
-        """Counts of ``messages``: one C-level pass of lookups, then the misses."""
-        counts = list(map(self._data.get, messages))
-        if None in counts:
-            for i, count in enumerate(counts):
-                if count is None:
-                    counts[i] = self.get(messages[i])
+        """Counts of ``messages``: one C-level pass of lookups, then the misses
+        computed outside the lock and inserted under it, all at once."""
+        data = self._data
+        counts: list[int | None] = list(map(data.get, messages))
+        if None not in counts:
+            return tuple(counts)  # type: ignore[arg-type]  # no None in it
+        missing = [i for i, count in enumerate(counts) if count is None]
+        compute = self._compute
+        for i in missing:
+            counts[i] = compute(messages[i])
+        with self._lock:
+            for i in missing:
+                message = messages[i]
+                if message in data:
+                    continue
+                while len(data) >= self.cap:
+                    del data[next(iter(data))]
+                data[message] = counts[i]  # type: ignore[assignment]
         return tuple(counts)  # type: ignore[arg-type]  # no None is left
 
     def __len__(self) -> int:
