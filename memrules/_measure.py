@@ -63,8 +63,9 @@ from memrules._tokens import TokenCounter
 __all__ = ["TRACKS", "Measure", "Track"]
 
 TRACKS = 4
-"""How many conversations a :class:`Measure` remembers: a request's input
-and output, and the previous request's."""
+"""How many conversations a :class:`Measure` remembers, the most recently
+asked about first: a request's input and output, and the previous
+request's."""
 
 _CARRIES = operator.attrgetter("is_tool_carrier")
 
@@ -505,6 +506,8 @@ class Measure:
         tracks = self._tracks
         for t in tracks:
             if t.conversation is conversation:
+                if t is not tracks[0]:  # the most recently asked about stays longest
+                    self._tracks = (t, *(x for x in tracks if x is not t))
                 return t
         line, shared, donor = self._continued(conversation, tracks)
         check_messages(conversation, shared)

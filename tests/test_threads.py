@@ -128,3 +128,52 @@ def test_one_shared_plugin_under_every_entry_point_at_once() -> None:
 
     assert in_threads(work) == expected
     assert all(plugin.state(f"c{k}").warned for k in range(THREADS))
+
+
+def test_one_memo_grown_from_many_threads_at_once() -> None:
+    """Threads that grow conversations through one pipeline's memo, some the
+    same conversation by different paths (a tuple, a list, rebuilt copies),
+    get what a fresh pipeline gives each request."""
+    counter = TiktokenCounter.for_name("cl100k_base")
+    yaml = "max_tokens: 300\nstrategies:\n  - type: trim_to_budget\n"
+    shared = memrules.load_pipeline(yaml, counter=counter)
+    histories = [history(k % 4, n=40) for k in range(THREADS)]  # four threads a history
+
+    def expected(conversation: Conversation) -> tuple[Conversation, int]:
+        result = memrules.load_pipeline(yaml, counter=counter).apply(conversation)
+        return result.messages, result.report.tokens_after
+
+    def work(k: int) -> list[tuple[Conversation, int]]:
+        out = []
+        full = histories[k]
+        for n in range(1, len(full) + 1, 3):
+            grown = full[:n]
+            given = (
+                grown
+                if k % 3 == 0
+                else list(grown)
+                if k % 3 == 1
+                else tuple(m.evolve() for m in grown)
+            )
+            result = shared.apply(given)
+            out.append((result.messages, result.report.tokens_after))
+        return out
+
+    got = in_threads(work)
+    for k in range(THREADS):
+        full = histories[k]
+        assert got[k] == [expected(full[:n]) for n in range(1, len(full) + 1, 3)]
+
+
+def test_one_conversion_memo_from_many_threads() -> None:
+    memo = memrules.ConversionMemo(size=8)
+    raw = [{"role": "user" if i % 2 else "assistant", "content": f"m{i}"} for i in range(30)]
+
+    def work(k: int) -> bool:
+        ok = True
+        for n in range(1, 31, 1 + k % 3):
+            request = raw[k % 5 : n]
+            ok &= memrules.from_openai(request, memo=memo) == memrules.from_openai(request)
+        return ok
+
+    assert all(in_threads(work))
