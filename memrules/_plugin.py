@@ -618,14 +618,21 @@ class MemoryPlugin:
         if not isinstance(graph, MemoryGraph):
             msg = f"expected a MemoryGraph, got {type(graph).__name__}"
             raise GraphError(msg)
-        fitted, report = MemoryGraph.from_snapshot(
-            graph.snapshot(), limits=self.config.graph_limits
+        fitted = graph.with_limits(self.config.graph_limits)
+        evicted_nodes: tuple[str, ...] = ()
+        evicted_relationships: tuple[str, ...] = ()
+        if fitted is not graph:
+            evicted_nodes = tuple(sorted(set(graph.nodes) - set(fitted.nodes)))
+            evicted_relationships = tuple(
+                sorted(set(graph.relationships) - set(fitted.relationships))
+            )
+        report = GraphImportReport(
+            nodes=len(fitted.nodes),
+            relationships=len(fitted.relationships),
+            evicted_nodes=evicted_nodes,
+            evicted_relationships=evicted_relationships,
         )
-        return self._replace(
-            conversation_id,
-            graph if graph == fitted and graph.limits == fitted.limits else fitted,
-            report,
-        )
+        return self._replace(conversation_id, fitted, report)
 
     def replace_snapshot(
         self, conversation_id: str | None, snapshot: GraphSnapshot

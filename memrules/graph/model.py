@@ -105,6 +105,19 @@ def _properties(value: object, owner: _Owner) -> PMap[str, Any]:
     return pmap(frozen)
 
 
+# Converters that only widen what the constructor is typed to take (any
+# iterable of labels, any mapping of properties); the checks
+# run in ``__attrs_post_init__``, where the id is known and can be named.
+
+
+def _labels_in(value: Iterable[str]) -> tuple[str, ...]:
+    return value  # type: ignore[return-value]
+
+
+def _properties_in(value: Mapping[str, Any] | None) -> PMap[str, Any]:
+    return value  # type: ignore[return-value]
+
+
 def _show_properties(properties: PMap[str, Any]) -> str:
     return repr({k: thaw(properties[k]) for k in sorted(properties)})
 
@@ -120,8 +133,8 @@ class GraphNode:
     """
 
     id: str
-    labels: tuple[str, ...] = ()
-    properties: PMap[str, Any] = attrs.field(factory=pmap)
+    labels: tuple[str, ...] = attrs.field(default=(), converter=_labels_in)
+    properties: PMap[str, Any] = attrs.field(factory=pmap, converter=_properties_in)
     weight: float = 1.0
 
     def __attrs_post_init__(self) -> None:
@@ -165,7 +178,7 @@ class GraphRelationship:
     target: str
     type: str
     weight: float = 1.0
-    properties: PMap[str, Any] = attrs.field(factory=pmap)
+    properties: PMap[str, Any] = attrs.field(factory=pmap, converter=_properties_in)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
