@@ -33,6 +33,7 @@ from memrules.graph import (
     offline_extractor,
 )
 from memrules.strategies import drop_observations, sliding_window
+from tests.graph_deltas import deltas, policy_for, sequential
 from tests.test_plugin import WordCounter
 
 MARKER = "memrules graph memory:"
@@ -147,39 +148,6 @@ def preempt_often() -> Iterator[None]:
         sys.setswitchinterval(before)
 
 
-def deltas(k: int) -> list[MemoryGraph]:
-    """Thread ``k``'s deltas: they overlap with other threads' on nodes,
-    labels, weights and (conflicting) properties."""
-    out = []
-    for j in range(4):
-        shared = f"n{(k + j) % 5}"
-        own = f"t{k}-{j}"
-        out.append(
-            MemoryGraph.of(
-                [
-                    GraphNode(id=shared, labels=(f"L{k % 3}",), properties={"by": k}, weight=k % 4),
-                    GraphNode(id=own),
-                ],
-                [
-                    GraphRelationship(
-                        id=f"r{(k * j) % 7}", source=own, target=shared, type="t", weight=j
-                    )
-                ],
-            )
-        )
-    return out
-
-
-def sequential(results: list[tuple[int, bool, MemoryGraph, MergePolicy]]) -> MemoryGraph:
-    """The graph the merges make applied one after another in the order the
-    store applied them: by the version each produced (a no-op after the
-    write that made its version)."""
-    graph = MemoryGraph()
-    for _, _, delta, policy in sorted(results, key=lambda r: (r[0], not r[1])):
-        graph, _ = graph.merge(delta, policy)
-    return graph
-
-
 def test_sixteen_threads_merging_into_one_conversation_lose_nothing(
     preempt_often: None,
 ) -> None:
@@ -192,7 +160,7 @@ def test_sixteen_threads_merging_into_one_conversation_lose_nothing(
         start.wait()
         try:
             for j, delta in enumerate(deltas(k)):
-                policy = list(MergePolicy)[(k + j) % 3]
+                policy = policy_for(k, j)
                 report = plugin.merge_graph("shared", delta, policy)
                 assert report.version is not None
                 results.append((report.version, report.changed, delta, policy))

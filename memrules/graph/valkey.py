@@ -12,7 +12,8 @@ Updates are optimistic transactions: ``WATCH`` the key, read it, compute the
 new state in Python (a pure function: a graph merge), then ``MULTI`` /
 ``SET`` / ``EXEC``. When another process wrote the key in between, ``EXEC``
 fails and the update starts again on the newer state, up to
-``max_attempts`` times (with a short random backoff). So merges from any
+``max_attempts`` times (200 by default, with a random backoff of up to
+50 ms that grows with each attempt: a few seconds at worst). So merges from any
 number of replicas are applied one after another and none is lost; each
 successful write adds one to the version.
 
@@ -81,7 +82,7 @@ class ValkeyStateStore:
         timeout_seconds: float = 5.0,
         graph_limits: GraphLimits | None = None,
         max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
-        max_attempts: int = 100,
+        max_attempts: int = 200,
         client: Any = None,
     ) -> None:
         valkey = _client_module()
@@ -158,7 +159,7 @@ class ValkeyStateStore:
                     pipe.execute()
                     return written
             except self._watch_error:
-                time.sleep(random.uniform(0, min(0.02, 0.0005 * 2**attempt)))
+                time.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** min(attempt, 10))))
             except self._errors as exc:
                 raise self._failed(exc, f"updating {key!r}") from exc
         msg = (
