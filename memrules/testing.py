@@ -46,7 +46,6 @@ import attrs
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
-from pyrsistent import pmap
 
 from memrules._budget import Budget
 from memrules._interpreter import NamedStrategy, run_once, run_pipeline
@@ -692,8 +691,8 @@ def graph_relationships(
         target=draw(st.sampled_from(tuple(node_ids))),
         type=draw(st.sampled_from(_TYPES)),
         weight=draw(st.sampled_from(_WEIGHTS)),
-        properties=pmap(
-            draw(st.dictionaries(st.sampled_from(("since", "n")), st.integers(0, 2), max_size=1))
+        properties=draw(
+            st.dictionaries(st.sampled_from(("since", "n")), st.integers(0, 2), max_size=1)
         ),
     )
 

@@ -27,11 +27,11 @@ ages or limits.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
-from pyrsistent import PMap, PSet, pmap, pset
+from pyrsistent import PMap, pmap
 
 from memrules._errors import GraphError
 from memrules.graph.limits import AtCap, GraphLimits
@@ -50,7 +50,7 @@ from memrules.graph.snapshot import GraphImportReport, GraphSnapshot
 __all__ = ["MemoryGraph"]
 
 _EMPTY_MAP: PMap[str, Any] = pmap()
-_EMPTY_SET: PSet[str] = pset()
+_EMPTY_SET: frozenset[str] = frozenset()
 _DEFAULT_LIMITS = GraphLimits()
 
 
@@ -66,8 +66,8 @@ class MemoryGraph:
     _relationships: PMap[str, GraphRelationship]
     _node_ages: PMap[str, int]
     _relationship_ages: PMap[str, int]
-    _outgoing: PMap[str, PSet[str]]
-    _incoming: PMap[str, PSet[str]]
+    _outgoing: PMap[str, frozenset[str]]
+    _incoming: PMap[str, frozenset[str]]
     _clock: int
     limits: GraphLimits
 
@@ -120,7 +120,7 @@ class MemoryGraph:
             raise GraphError(msg, ids=(relationship_id,))
         return found
 
-    def _relationship_ids(self, node_id: str, direction: GraphDirection) -> PSet[str]:
+    def _relationship_ids(self, node_id: str, direction: GraphDirection) -> frozenset[str]:
         if node_id not in self._nodes:
             raise GraphError(f"no node {node_id!r} in the graph", ids=(node_id,))
         direction = GraphDirection(direction)
@@ -130,7 +130,7 @@ class MemoryGraph:
         into = self._incoming.get(node_id, _EMPTY_SET)
         if direction is GraphDirection.IN:
             return into
-        return out.update(into)
+        return out | into
 
     def relationships_of(
         self, node_id: str, direction: GraphDirection = GraphDirection.BOTH
@@ -160,13 +160,11 @@ class MemoryGraph:
 
     def ordered_nodes(self) -> tuple[GraphNode, ...]:
         """The nodes, oldest first (the snapshot's order)."""
-        ages = self._node_ages
-        return tuple(self._nodes[i] for i in sorted(ages, key=ages.__getitem__))
+        return _by_age(self._nodes, self._node_ages)
 
     def ordered_relationships(self) -> tuple[GraphRelationship, ...]:
         """The relationships, oldest first (the snapshot's order)."""
-        ages = self._relationship_ages
-        return tuple(self._relationships[i] for i in sorted(ages, key=ages.__getitem__))
+        return _by_age(self._relationships, self._relationship_ages)
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -206,7 +204,7 @@ class MemoryGraph:
         for relationship in relationships:
             relationship = _checked_relationship(relationship)
             for end in (relationship.source, relationship.target):
-                if not _has(edit.nodes, end):
+                if end not in edit.nodes:
                     raise _unknown_endpoint(relationship, end)
             edit.add_relationship(relationship)
         if limits.at_cap is AtCap.REJECT:
@@ -365,6 +363,11 @@ class MemoryGraph:
         )
 
 
+def _by_age(entries: PMap[str, Any], ages: PMap[str, int]) -> tuple[Any, ...]:
+    by_id = dict(entries.items())
+    return tuple(by_id[i] for i, _ in sorted(ages.items(), key=lambda item: item[1]))
+
+
 def _unknown_endpoint(relationship: GraphRelationship, end: str) -> GraphError:
     msg = (
         f"relationship {relationship.id!r} names node {end!r}, "
@@ -419,31 +422,131 @@ class _Tally:
         )
 
 
-def _get(evolver: Any, key: str) -> Any:
-    """``evolver[key]``, or None (pyrsistent evolvers have no ``get``)."""
-    try:
-        return evolver[key]
-    except KeyError:
-        return None
+_MISSING: Any = object()
+_GONE: Any = object()
 
 
-def _has(evolver: Any, key: str) -> bool:
-    return _get(evolver, key) is not None
+class _Table:
+    """Edits to one persistent map, buffered in a dict: reads see them, and
+    :meth:`finish` writes them into a new map the cheaper way, through an
+    evolver for a few changes or by rebuilding for many (a merge of a graph
+    as big as this one). Values are never None."""
+
+    __slots__ = ("base", "changes", "size")
+
+    def __init__(self, base: PMap[str, Any]) -> None:
+        self.base: PMap[str, Any] | None = base if base else None  # None: empty, skip it
+        self.changes: dict[str, Any] = {}
+        self.size = len(base)
+
+    def get(self, key: str) -> Any:
+        value = self.changes.get(key, _MISSING)
+        if value is _MISSING:
+            return None if self.base is None else self.base.get(key)
+        return None if value is _GONE else value
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if self.get(key) is None:
+            self.size += 1
+        self.changes[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        self.size -= 1
+        self.changes[key] = _GONE
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        changes = self.changes
+        for key, value in () if self.base is None else self.base.items():
+            if key not in changes:
+                yield key, value
+        for key, value in changes.items():
+            if value is not _GONE:
+                yield key, value
+
+    def finish(self) -> PMap[str, Any]:
+        changes, base = self.changes, self.base
+        if base is None:
+            return pmap({k: v for k, v in changes.items() if v is not _GONE})
+        if not changes:
+            return base
+        if len(changes) * 4 > len(base):
+            rebuilt = dict(base)
+            for key, value in changes.items():
+                if value is _GONE:
+                    rebuilt.pop(key, None)
+                else:
+                    rebuilt[key] = value
+            return pmap(rebuilt)
+        evolver = base.evolver()
+        for key, value in changes.items():
+            if value is not _GONE:
+                evolver[key] = value
+            elif key in base:
+                evolver.remove(key)
+        return evolver.persistent()
+
+
+class _Index:
+    """An adjacency index (node id -> relationship ids) under edit: the
+    touched entries are plain sets until :meth:`finish` freezes them."""
+
+    __slots__ = ("open", "table")
+
+    def __init__(self, base: PMap[str, frozenset[str]]) -> None:
+        self.table = _Table(base)
+        self.open: set[str] = set()
+
+    def ids(self, node_id: str) -> Iterable[str]:
+        found = self.table.get(node_id)
+        return () if found is None else found
+
+    def _mutable(self, node_id: str) -> set[str]:
+        if node_id in self.open:
+            found: set[str] = self.table.changes[node_id]
+            return found
+        ids = set(self.ids(node_id))
+        self.table[node_id] = ids
+        self.open.add(node_id)
+        return ids
+
+    def add(self, node_id: str, rid: str) -> None:
+        self._mutable(node_id).add(rid)
+
+    def discard(self, node_id: str, rid: str) -> None:
+        self._mutable(node_id).discard(rid)
+
+    def finish(self) -> PMap[str, frozenset[str]]:
+        changes, base = self.table.changes, self.table.base
+        for node_id in self.open:
+            ids = changes[node_id]
+            if ids:
+                changes[node_id] = frozenset(ids)
+            elif base is not None and node_id in base:
+                changes[node_id] = _GONE
+            else:
+                del changes[node_id]
+        return self.table.finish()
 
 
 class _Edit:
-    """A batch of changes to one graph, through pyrsistent evolvers: the one
-    place that keeps the maps, the ages and the adjacency indexes in step."""
+    """A batch of changes to one graph: the one place that keeps the maps,
+    the ages and the adjacency indexes in step."""
 
     def __init__(self, graph: MemoryGraph, *, limits: GraphLimits | None = None) -> None:
         self.base = graph
         self.limits = graph.limits if limits is None else limits
-        self.nodes = graph._nodes.evolver()
-        self.relationships = graph._relationships.evolver()
-        self.node_ages = graph._node_ages.evolver()
-        self.relationship_ages = graph._relationship_ages.evolver()
-        self.out = graph._outgoing.evolver()
-        self.into = graph._incoming.evolver()
+        self.nodes = _Table(graph._nodes)
+        self.relationships = _Table(graph._relationships)
+        self.node_ages = _Table(graph._node_ages)
+        self.relationship_ages = _Table(graph._relationship_ages)
+        self.out = _Index(graph._outgoing)
+        self.into = _Index(graph._incoming)
         self.clock = graph._clock
         self.touched = False  # an entry the base graph holds was rewritten or removed
         self.new_nodes: list[str] = []
@@ -453,21 +556,21 @@ class _Edit:
 
     # --- single entries ---
 
-    def add_node(self, node: GraphNode) -> None:
-        self._note(node.id, self.base._nodes, self.new_nodes)
-        self.clock += 1
-        self.nodes[node.id] = node
-        self.node_ages[node.id] = self.clock
-
     def _note(self, ident: str, base: PMap[str, Any], new: list[str]) -> None:
         if ident in base:
             self.touched = True
         else:
             new.append(ident)
 
+    def add_node(self, node: GraphNode) -> None:
+        self._note(node.id, self.base._nodes, self.new_nodes)
+        self.clock += 1
+        self.nodes[node.id] = node
+        self.node_ages[node.id] = self.clock
+
     def add_relationship(self, relationship: GraphRelationship) -> None:
         rid = relationship.id
-        old = _get(self.relationships, rid)
+        old = self.relationships.get(rid)
         if old is not None and (old.source, old.target) != (
             relationship.source,
             relationship.target,
@@ -475,49 +578,32 @@ class _Edit:
             self._unlink(old)
             old = None
         if old is None:
-            self._link(self.out, relationship.source, rid)
-            self._link(self.into, relationship.target, rid)
+            self.out.add(relationship.source, rid)
+            self.into.add(relationship.target, rid)
         self._note(rid, self.base._relationships, self.new_relationships)
         self.clock += 1
         self.relationships[rid] = relationship
         self.relationship_ages[rid] = self.clock
 
     def remove_relationship(self, rid: str) -> None:
-        self._unlink(self.relationships[rid])
+        self._unlink(self.relationships.get(rid))
         del self.relationships[rid]
         del self.relationship_ages[rid]
         self.touched = self.touched or rid in self.base._relationships
 
     def remove_node(self, node_id: str) -> list[str]:
         """Remove the node and its relationships; returns their ids."""
-        gone = []
-        for index in (self.out, self.into):
-            if _has(index, node_id):
-                for rid in index[node_id]:
-                    if _has(self.relationships, rid):
-                        gone.append(rid)
-                        self.remove_relationship(rid)
+        gone = sorted(set(self.out.ids(node_id)) | set(self.into.ids(node_id)))
+        for rid in gone:
+            self.remove_relationship(rid)
         del self.nodes[node_id]
         del self.node_ages[node_id]
         self.touched = self.touched or node_id in self.base._nodes
         return gone
 
-    @staticmethod
-    def _link(index: Any, node_id: str, rid: str) -> None:
-        current = _get(index, node_id)
-        index[node_id] = (_EMPTY_SET if current is None else current).add(rid)
-
-    @staticmethod
-    def _unlink_one(index: Any, node_id: str, rid: str) -> None:
-        rest = index[node_id].discard(rid)
-        if rest:
-            index[node_id] = rest
-        else:
-            del index[node_id]
-
     def _unlink(self, relationship: GraphRelationship) -> None:
-        self._unlink_one(self.out, relationship.source, relationship.id)
-        self._unlink_one(self.into, relationship.target, relationship.id)
+        self.out.discard(relationship.source, relationship.id)
+        self.into.discard(relationship.target, relationship.id)
 
     # --- merging ---
 
@@ -546,10 +632,11 @@ class _Edit:
         tally = _Tally()
         reject = self.limits.at_cap is AtCap.REJECT
         base = self.base._relationships
+        nodes = self.nodes
         for incoming in other.ordered_relationships():
             old = base.get(incoming.id)
             if old is None:
-                ends_in = _has(self.nodes, incoming.source) and _has(self.nodes, incoming.target)
+                ends_in = incoming.source in nodes and incoming.target in nodes
                 if not ends_in or (
                     reject and len(self.relationships) >= self.limits.max_relationships
                 ):
@@ -564,7 +651,7 @@ class _Edit:
             merged = combine_relationships(old, incoming, policy)
             if merged is old:
                 continue
-            if not (_has(self.nodes, merged.source) and _has(self.nodes, merged.target)):
+            if merged.source not in nodes or merged.target not in nodes:
                 # Its new endpoint was refused at the cap: the old version stays.
                 tally.rejected.append(incoming.id)
                 continue
@@ -580,20 +667,20 @@ class _Edit:
             return
         excess = len(self.nodes) - self.limits.max_nodes
         if excess > 0:
-            nodes = self.nodes.persistent()
-            ages = self.node_ages.persistent()
-            victims = heapq.nsmallest(excess, nodes, key=lambda i: (nodes[i].weight, ages[i]))
-            for node_id in victims:
+            ages = self.node_ages
+            victims = heapq.nsmallest(
+                excess, self.nodes.items(), key=lambda e: (e[1].weight, ages.get(e[0]))
+            )
+            for node_id, _ in victims:
                 self.evicted_relationships.extend(self.remove_node(node_id))
                 self.evicted_nodes.append(node_id)
         excess = len(self.relationships) - self.limits.max_relationships
         if excess > 0:
-            relationships = self.relationships.persistent()
-            ages = self.relationship_ages.persistent()
+            ages = self.relationship_ages
             victims = heapq.nsmallest(
-                excess, relationships, key=lambda i: (relationships[i].weight, ages[i])
+                excess, self.relationships.items(), key=lambda e: (e[1].weight, ages.get(e[0]))
             )
-            for rid in victims:
+            for rid, _ in victims:
                 self.remove_relationship(rid)
                 self.evicted_relationships.append(rid)
 
@@ -603,19 +690,19 @@ class _Edit:
         unless ``force``."""
         changed = (
             self.touched
-            or any(_has(self.nodes, i) for i in self.new_nodes)
-            or any(_has(self.relationships, i) for i in self.new_relationships)
+            or any(i in self.nodes for i in self.new_nodes)
+            or any(i in self.relationships for i in self.new_relationships)
         )
         if not changed and not force:
             return self.base
         graph = object.__new__(MemoryGraph)
         graph.__attrs_init__(
-            nodes=self.nodes.persistent(),
-            relationships=self.relationships.persistent(),
-            node_ages=self.node_ages.persistent(),
-            relationship_ages=self.relationship_ages.persistent(),
-            outgoing=self.out.persistent(),
-            incoming=self.into.persistent(),
+            nodes=self.nodes.finish(),
+            relationships=self.relationships.finish(),
+            node_ages=self.node_ages.finish(),
+            relationship_ages=self.relationship_ages.finish(),
+            outgoing=self.out.finish(),
+            incoming=self.into.finish(),
             clock=self.clock,
             limits=self.limits,
         )

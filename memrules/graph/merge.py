@@ -82,7 +82,7 @@ def combine_nodes(old: GraphNode, new: GraphNode, policy: MergePolicy) -> GraphN
     merged = GraphNode(
         id=old.id,
         labels=(*old.labels, *new.labels),
-        properties=old.properties.update(new.properties),
+        properties={**old.properties, **new.properties},
         weight=max(old.weight, new.weight),
     )
     if merged == old:
@@ -106,7 +106,7 @@ def combine_relationships(
         target=new.target,
         type=new.type,
         weight=max(old.weight, new.weight),
-        properties=old.properties.update(new.properties),
+        properties={**old.properties, **new.properties},
     )
     if merged == old:
         return old

@@ -18,9 +18,10 @@ Weights rank what the graph keeps at its cap and what rendering shows first
 (highest first). The spec gives relationships a weight; nodes carry one too,
 so that the same two rules apply to both (1.0 unless said otherwise).
 
-Labels are kept sorted and without repeats, and properties as a persistent
-map of deep-frozen JSON values, so that equal nodes are equal values whatever
-order their labels or keys came in, and render the same bytes.
+Labels are kept sorted and without repeats, and properties as deep-frozen
+JSON values (:class:`~memrules._frozen.FrozenDict`, whose equality ignores
+key order), so that equal nodes are equal values whatever order their labels
+or keys came in, and render and serialize the same bytes (keys sorted).
 """
 
 from __future__ import annotations
@@ -31,10 +32,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-from pyrsistent import PMap, pmap
 
 from memrules._errors import GraphError
-from memrules._frozen import ValueProblem, freeze_json, thaw
+from memrules._frozen import FrozenDict, ValueProblem, freeze_json, thaw
 
 __all__ = ["GraphDirection", "GraphNode", "GraphRelationship"]
 
@@ -50,7 +50,7 @@ class GraphDirection(enum.StrEnum):
     """Either."""
 
 
-_NO_PROPERTIES: PMap[str, Any] = pmap()
+_NO_PROPERTIES: FrozenDict[str, Any] = FrozenDict()
 
 
 @attrs.frozen(slots=True)
@@ -89,7 +89,7 @@ def _labels(value: object, owner: _Owner) -> tuple[str, ...]:
     return labels if ordered == labels else ordered
 
 
-def _properties(value: object, owner: _Owner) -> PMap[str, Any]:
+def _properties(value: object, owner: _Owner) -> FrozenDict[str, Any]:
     if value is None or value is _NO_PROPERTIES:
         return _NO_PROPERTIES
     if not isinstance(value, Mapping):
@@ -97,12 +97,10 @@ def _properties(value: object, owner: _Owner) -> PMap[str, Any]:
     if not value:
         return _NO_PROPERTIES
     try:
-        frozen = freeze_json(value)
+        frozen: FrozenDict[str, Any] = freeze_json(value)
     except ValueProblem as problem:
         raise owner.error(f"{problem.where('properties')}: {problem.problem}") from None
-    if isinstance(value, PMap) and all(frozen[k] is v for k, v in value.items()):
-        return value
-    return pmap(frozen)
+    return frozen
 
 
 # Converters that only widen what the constructor is typed to take (any
@@ -114,11 +112,11 @@ def _labels_in(value: Iterable[str]) -> tuple[str, ...]:
     return value  # type: ignore[return-value]
 
 
-def _properties_in(value: Mapping[str, Any] | None) -> PMap[str, Any]:
+def _properties_in(value: Mapping[str, Any] | None) -> FrozenDict[str, Any]:
     return value  # type: ignore[return-value]
 
 
-def _show_properties(properties: PMap[str, Any]) -> str:
+def _show_properties(properties: FrozenDict[str, Any]) -> str:
     return repr({k: thaw(properties[k]) for k in sorted(properties)})
 
 
@@ -134,7 +132,7 @@ class GraphNode:
 
     id: str
     labels: tuple[str, ...] = attrs.field(default=(), converter=_labels_in)
-    properties: PMap[str, Any] = attrs.field(factory=pmap, converter=_properties_in)
+    properties: FrozenDict[str, Any] = attrs.field(default=_NO_PROPERTIES, converter=_properties_in)
     weight: float = 1.0
 
     def __attrs_post_init__(self) -> None:
@@ -178,7 +176,7 @@ class GraphRelationship:
     target: str
     type: str
     weight: float = 1.0
-    properties: PMap[str, Any] = attrs.field(factory=pmap, converter=_properties_in)
+    properties: FrozenDict[str, Any] = attrs.field(default=_NO_PROPERTIES, converter=_properties_in)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:

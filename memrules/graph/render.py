@@ -32,10 +32,10 @@ from __future__ import annotations
 import heapq
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from pyrsistent import PMap
 
 from memrules._errors import ConfigError, ConfigProblem
 from memrules._frozen import thaw
@@ -129,7 +129,7 @@ def _weight(weight: float) -> str:
     return "" if weight == 1.0 else f" weight {weight:g}"
 
 
-def _properties(properties: PMap[str, Any]) -> str:
+def _properties(properties: Mapping[str, Any]) -> str:
     return "".join(
         f" {_token(key)}=" + json.dumps(thaw(properties[key]), ensure_ascii=False, sort_keys=True)
         for key in sorted(properties)
