@@ -125,14 +125,34 @@ def test_data_that_is_no_state_fails_clearly_and_is_left_alone(
     store: ValkeyStateStore, server: ValkeyServer
 ) -> None:
     client = server.client()
-    client.set(store.key("c"), b'{"format": "memrules.state", "version": 1, "warned": "no"}')
+    bad = {
+        b"stamp": b"1:x",
+        b"state": b'{"format": "memrules.state", "version": 1, "warned": "no"}',
+    }
+    client.hset(store.key("c"), mapping=bad)
     with pytest.raises(StateStoreError, match=r"entry 'memrules:conversation:c' cannot be read"):
         store.load("c")
     with pytest.raises(StateStoreError, match="warned='no'"):
         store.update("c", with_graph)
-    assert (
-        client.get(store.key("c")) == b'{"format": "memrules.state", "version": 1, "warned": "no"}'
-    )
+    assert client.hgetall(store.key("c")) == bad
+    client.set(store.key("d"), b"a string, not a hash")
+    with pytest.raises(StateStoreError, match="WRONGTYPE"):
+        store.load("d")
+
+
+def test_a_stamp_written_elsewhere_is_read_again(url: str) -> None:
+    """The cache never hides another process's write, nor a conversation
+    that was forgotten and begun again at the same version."""
+    here, there = ValkeyStateStore(url), ValkeyStateStore(url)
+    here.update("c", with_graph)
+    assert there.load("c").state.graph == GRAPH
+    there.update("c", lambda s: attrs.evolve(s, warned=True))
+    assert here.load("c").state.warned
+    here.forget("c")
+    other = MemoryGraph.of([GraphNode(id="key")])
+    there.update("c", lambda s: attrs.evolve(s, graph=other))
+    assert there.load("c").version == 1
+    assert here.load("c").state.graph == other  # version 1 again, but another stamp
 
 
 def test_a_store_that_is_down_fails_the_graph_call(tmp_path: Path) -> None:
@@ -203,11 +223,11 @@ def test_an_invalid_snapshot_leaves_valkey_untouched(url: str, server: ValkeySer
     plugin = MemoryPlugin(graph_config(url))
     plugin.merge_graph("c", GRAPH)
     key = "memrules:conversation:c"
-    before = server.client().get(key)
+    before = server.client().hgetall(key)
     bad = GraphSnapshot(nodes=[GraphNode(id="a"), GraphNode(id="a")])
     with pytest.raises(GraphError, match="'a' appears 2 times"):
         plugin.replace_snapshot("c", bad)
-    assert server.client().get(key) == before
+    assert server.client().hgetall(key) == before
     plugin.close()
 
 

@@ -1,12 +1,20 @@
 """Conversation state in Valkey (or Redis): :class:`ValkeyStateStore`.
 
 Needs the ``memrules[valkey]`` extra (the ``valkey`` client). Each
-conversation is one key, ``<key_prefix>conversation:<id>`` (the default
-conversation, id None, is ``<key_prefix>default``), holding the JSON of
-:func:`~memrules.graph.state.encode_state`: the version, the warning flag and
-the graph's snapshot. Every write sets the key's TTL, and so does every
-request that changes nothing, so a conversation lives ``ttl_seconds`` past
-its last request.
+conversation is one hash, ``<key_prefix>conversation:<id>`` (the default
+conversation, id None, is ``<key_prefix>default``), with two fields:
+``state``, the JSON of :func:`~memrules.graph.state.encode_state` (the
+version, the warning flag and the graph's snapshot), and ``stamp``, the
+version and a random token, new with every write. Every write sets the key's
+TTL, and so does every request that changes nothing, so a conversation lives
+``ttl_seconds`` past its last request.
+
+Decoding a big graph costs far more than reading a stamp, so the store keeps
+the states it last read or wrote for up to ``cache_size`` conversations, by
+stamp: a read whose stamp matches reuses the decoded state, and only a stamp
+that another process wrote makes it fetch and decode ``state`` again (a
+conversation that was forgotten and begun again has another stamp, whatever
+its version).
 
 Updates are optimistic transactions: ``WATCH`` the key, read it, compute the
 new state in Python (a pure function: a graph merge), then ``MULTI`` /
@@ -29,7 +37,10 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+import threading
 import time
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -68,9 +79,9 @@ class ValkeyStateStore:
     or ``unix://`` URL; ``client`` may be a ready ``valkey.Valkey`` instead
     (``url`` then only names it in errors). ``timeout_seconds`` bounds each
     command; ``graph_limits`` are the limits of the graphs it reads back;
-    ``max_conversations`` bounds this process's table of request locks.
-    Connecting is lazy: a server that is down fails the first call, not the
-    constructor.
+    ``max_conversations`` bounds this process's table of request locks,
+    ``cache_size`` its decoded states (see the module docs). Connecting is
+    lazy: a server that is down fails the first call, not the constructor.
     """
 
     def __init__(
@@ -83,6 +94,7 @@ class ValkeyStateStore:
         graph_limits: GraphLimits | None = None,
         max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
         max_attempts: int = 200,
+        cache_size: int = 128,
         client: Any = None,
     ) -> None:
         valkey = _client_module()
@@ -95,6 +107,9 @@ class ValkeyStateStore:
         self._limits = GraphLimits() if graph_limits is None else graph_limits
         self._fresh = StateRecord(state=ConversationState(graph=MemoryGraph(limits=self._limits)))
         self._locks = LocalLocks(max_conversations)
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, tuple[bytes, StateRecord]] = OrderedDict()
+        self._cache_lock = threading.Lock()
         if client is None:
             try:
                 client = valkey.Valkey.from_url(
@@ -121,18 +136,42 @@ class ValkeyStateStore:
         msg = f"state store {redact(self.url)} failed {doing}: {type(exc).__name__}: {exc}"
         return StateStoreError(msg)
 
-    def _decode(self, raw: bytes | None, key: str) -> StateRecord:
-        if raw is None:
+    def _cached(self, key: str, stamp: bytes | None) -> StateRecord | None:
+        if stamp is None:
             return self._fresh
-        return decode_state(raw, limits=self._limits, where=repr(key))
+        with self._cache_lock:
+            found = self._cache.get(key)
+            if found is None or found[0] != stamp:
+                return None
+            self._cache.move_to_end(key)
+            return found[1]
+
+    def _remember(self, key: str, stamp: bytes, record: StateRecord) -> None:
+        with self._cache_lock:
+            self._cache[key] = (stamp, record)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def _read(self, client: Any, key: str) -> StateRecord:
+        """The record under ``key``, through the cache: the stamp first, the
+        state only when the stamp is not the one cached."""
+        record = self._cached(key, client.hget(key, "stamp"))
+        if record is not None:
+            return record
+        stamp, raw = client.hmget(key, ["stamp", "state"])
+        if stamp is None or raw is None:
+            return self._fresh  # forgotten in between (or half a hash: not ours)
+        record = decode_state(raw, limits=self._limits, where=repr(key))
+        self._remember(key, stamp, record)
+        return record
 
     def load(self, conversation_id: str | None) -> StateRecord:
         key = self.key(conversation_id)
         try:
-            raw = self._client.get(key)
+            return self._read(self._client, key)
         except self._errors as exc:
             raise self._failed(exc, f"reading {key!r}") from exc
-        return self._decode(raw, key)
 
     def update(
         self,
@@ -144,19 +183,21 @@ class ValkeyStateStore:
             try:
                 with self._client.pipeline(transaction=True) as pipe:
                     pipe.watch(key)
-                    raw = pipe.get(key)
-                    record = self._decode(raw, key)
+                    record = self._read(pipe, key)
                     new = change(record.state)
                     if new is record.state:
                         pipe.unwatch()
-                        if raw is not None:
+                        if record.version:
                             self._client.expire(key, self.ttl_seconds)
                         return record
                     written = StateRecord(state=new, version=record.version + 1)
                     data = encode_state(new, written.version)
+                    stamp = f"{written.version}:{uuid.uuid4().hex}".encode()
                     pipe.multi()
-                    pipe.set(key, data, ex=self.ttl_seconds)
+                    pipe.hset(key, mapping={"stamp": stamp, "state": data})
+                    pipe.expire(key, self.ttl_seconds)
                     pipe.execute()
+                    self._remember(key, stamp, written)
                     return written
             except self._watch_error:
                 time.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** min(attempt, 10))))
@@ -170,6 +211,8 @@ class ValkeyStateStore:
 
     def forget(self, conversation_id: str | None) -> None:
         key = self.key(conversation_id)
+        with self._cache_lock:
+            self._cache.pop(key, None)
         try:
             self._client.delete(key)
         except self._errors as exc:
