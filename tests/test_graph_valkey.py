@@ -322,3 +322,14 @@ def test_sixteen_threads_in_one_process(url: str) -> None:
         w.join()
     assert errors == []
     assert plugin.graph() == sequential(results)
+
+
+def test_the_example_shares_the_graph_between_replicas() -> None:
+    example = ROOT / "examples" / "graph_valkey.py"
+    done = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert 'Turn 4 on replica B: "Where is the vault? Answer in one word."' in done.stdout
+    assert "  prompt: 8 messages in, 5 out (SSAUS)" in done.stdout
+    assert "  reply: Lisbon.\n" in done.stdout
+    assert "  - vault -[is_in]-> Lisbon weight 2\n" in done.stdout
