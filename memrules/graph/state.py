@@ -429,7 +429,7 @@ def open_state_store(
     :class:`~memrules._errors.ConfigError` saying so)."""
     if config.in_memory:
         return InMemoryStateStore(max_conversations=max_conversations, graph_limits=graph_limits)
-    from memrules.graph.valkey import ValkeyStateStore
+    from memrules.graph.valkey import ValkeyStateStore  # imported here: it needs the extra
 
     return ValkeyStateStore(
         config.url,

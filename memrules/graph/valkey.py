@@ -64,7 +64,7 @@ _GLOB = re.compile(r"([*?\[\]\\])")
 
 def _client_module() -> Any:
     try:
-        import valkey
+        import valkey  # the optional extra: imported only when a Valkey store is asked for
     except ImportError:
         msg = "a Valkey state store needs the valkey client: pip install 'memrules[valkey]'"
         raise ConfigError.single(msg, yaml_path="state_store.url") from None
