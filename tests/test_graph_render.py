@@ -180,3 +180,17 @@ def test_the_message_goes_after_the_first_system_message() -> None:
         )
         == ()
     )
+
+
+def test_a_rendering_is_computed_once_per_graph_and_context() -> None:
+    context = GraphContext(max_nodes=2)
+    first = render_graph(GRAPH, context)
+    assert render_graph(GRAPH, context) is first
+    assert render_graph(GRAPH, GraphContext(max_nodes=2)) is first  # equal contexts
+    other = render_graph(GRAPH, GraphContext(max_nodes=3))
+    assert other is not first
+    changed = GRAPH.add_node(GraphNode(id="zz", weight=9))
+    third = render_graph(changed, context)
+    assert third is not None
+    assert "- zz weight 9" in third.text
+    assert render_graph(GRAPH, context) is first  # the old graph's rendering is still its own

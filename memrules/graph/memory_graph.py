@@ -27,8 +27,8 @@ ages or limits.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import attrs
 from pyrsistent import PMap, pmap
@@ -48,6 +48,8 @@ from memrules.graph.model import GraphDirection, GraphNode, GraphRelationship
 from memrules.graph.snapshot import GraphImportReport, GraphSnapshot
 
 __all__ = ["MemoryGraph"]
+
+T = TypeVar("T")
 
 _EMPTY_MAP: PMap[str, Any] = pmap()
 _EMPTY_SET: frozenset[str] = frozenset()
@@ -70,6 +72,9 @@ class MemoryGraph:
     _incoming: PMap[str, frozenset[str]]
     _clock: int
     limits: GraphLimits
+    _memo: dict[object, Any] = attrs.field(factory=dict)
+    """Values computed from this graph (a rendering), by key: the graph never
+    changes, so they never go stale. See :meth:`memoized`."""
 
     def __init__(self, *, limits: GraphLimits = _DEFAULT_LIMITS) -> None:
         if not isinstance(limits, GraphLimits):
@@ -84,6 +89,7 @@ class MemoryGraph:
             incoming=_EMPTY_MAP,
             clock=0,
             limits=limits,
+            memo={},
         )
 
     # --- reading -----------------------------------------------------------------
@@ -165,6 +171,18 @@ class MemoryGraph:
     def ordered_relationships(self) -> tuple[GraphRelationship, ...]:
         """The relationships, oldest first (the snapshot's order)."""
         return _by_age(self._relationships, self._relationship_ages)
+
+    def memoized(self, key: object, compute: Callable[[], T]) -> T:
+        """``compute()``, computed once per graph value and ``key`` (a few
+        keys per graph: the rendering under each context it was rendered
+        with). Safe under threads: at worst two compute the same value."""
+        memo = self._memo
+        if key not in memo:
+            if len(memo) >= 8:
+                memo.clear()
+            memo[key] = compute()
+        found: T = memo[key]
+        return found
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -705,5 +723,6 @@ class _Edit:
             incoming=self.into.finish(),
             clock=self.clock,
             limits=self.limits,
+            memo={},
         )
         return graph

@@ -156,9 +156,16 @@ def _top(entries: Any, count: int) -> list[Any]:
 
 def render_graph(graph: MemoryGraph, context: GraphContext) -> RenderedGraph | None:
     """The graph message's text for ``graph`` under ``context``; None for an
-    empty graph (the message is then removed). See the module docs."""
+    empty graph (the message is then removed). See the module docs.
+
+    Computed once per graph value and context: a conversation whose graph did
+    not change since its last request pays nothing for it again."""
     if graph.is_empty:
         return None
+    return graph.memoized(("render", context), lambda: _render(graph, context))
+
+
+def _render(graph: MemoryGraph, context: GraphContext) -> RenderedGraph:
     nodes = _top(graph.nodes.values(), context.max_nodes)
     relationships = _top(graph.relationships.values(), context.max_relationships)
     lines = [f"{context.marker} what this conversation established, highest weight first."]
