@@ -465,7 +465,7 @@ class GraphMachine(RuleBasedStateMachine):
 
 
 GraphMachine.TestCase.settings = settings(
-    GraphMachine.TestCase.settings, max_examples=60, stateful_step_count=30
+    GraphMachine.TestCase.settings, max_examples=100, stateful_step_count=40
 )
 test_graph_against_a_dict_model = GraphMachine.TestCase
 

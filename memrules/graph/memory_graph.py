@@ -173,15 +173,17 @@ class MemoryGraph:
         return _by_age(self._relationships, self._relationship_ages)
 
     def memoized(self, key: object, compute: Callable[[], T]) -> T:
-        """``compute()``, computed once per graph value and ``key`` (a few
-        keys per graph: the rendering under each context it was rendered
-        with). Safe under threads: at worst two compute the same value."""
+        """``compute()`` (never None), computed once per graph value and
+        ``key`` (a few keys per graph: the rendering under each context it
+        was rendered with). Safe under threads: at worst two compute the
+        same value."""
         memo = self._memo
-        if key not in memo:
+        found: T | None = memo.get(key)
+        if found is None:
+            found = compute()
             if len(memo) >= 8:
                 memo.clear()
-            memo[key] = compute()
-        found: T = memo[key]
+            memo[key] = found
         return found
 
     def __eq__(self, other: object) -> bool:
