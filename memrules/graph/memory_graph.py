@@ -78,8 +78,8 @@ class MemoryGraph:
 
     def __init__(self, *, limits: GraphLimits = _DEFAULT_LIMITS) -> None:
         if not isinstance(limits, GraphLimits):
-            msg = f"limits must be GraphLimits, got {type(limits).__name__}"
-            raise TypeError(msg)
+            msg = f"limits={limits!r} must be a GraphLimits"
+            raise GraphError(msg)
         self.__attrs_init__(
             nodes=_EMPTY_MAP,
             relationships=_EMPTY_MAP,
