@@ -58,3 +58,14 @@ def test_the_quick_start_writes_its_report_outside_the_checkout(tmp_path: Path) 
     assert json.loads(done.stdout)["messages"]
     report = json.loads((tmp_path / "memrules-report.json").read_text(encoding="utf-8"))
     assert report["messages_after"] < report["messages_before"]
+
+
+def test_the_request_hook_example_runs_verbatim(tmp_path: Path) -> None:
+    (code,) = blocks(section("The request hook"), "python")
+    script = tmp_path / "hook.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["6/256", "2/256", "6/256"]  # the observer's readings
