@@ -101,7 +101,7 @@ def test_compress_is_observed_as_compress() -> None:
     recorder = Recorder("r", [])
     pipeline = load_pipeline(CONFIG, observers=[recorder])
     result = pipeline.compress(_history())
-    (info, _), = recorder.runs
+    ((info, _),) = recorder.runs
     assert info.operation == "compress"
     assert [s.strategy for s, _ in recorder.steps] == ["clear_tool_results", "sliding_window"]
     assert result.report.stop_reason == "single_pass"
