@@ -299,6 +299,7 @@ def _watch(
         strategies=tuple(s.name for s in strategies),
         max_passes=max_passes,
         conversation_id=conversation_id,
+        conversation=conversation,
     )
     return _Watch(tuple(observers), info)
 

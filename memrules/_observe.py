@@ -32,6 +32,7 @@ import attrs
 
 from memrules._budget import Budget
 from memrules._errors import ObserverError
+from memrules._messages import Conversation
 from memrules._report import CompressionAction, CompressionResult
 
 __all__ = ["PipelineObserver", "RunInfo", "StepInfo", "observe"]
@@ -48,6 +49,8 @@ class RunInfo:
     name, ``strategies`` the names in pipeline order, ``messages`` the input's
     length. ``conversation_id`` is whatever the caller passed to name the
     conversation (OpenTelemetry's ``gen_ai.conversation.id``), or None.
+    ``conversation`` is the input itself, for an observer that was asked to
+    record content (none of memrules' does unless told to).
     """
 
     operation: str
@@ -57,6 +60,7 @@ class RunInfo:
     strategies: tuple[str, ...]
     max_passes: int
     conversation_id: str | None = None
+    conversation: Conversation = attrs.field(default=(), repr=False, eq=False)
 
 
 @attrs.frozen(kw_only=True, slots=True)
