@@ -483,3 +483,22 @@ def test_arguments_that_langchain_would_rewrite_are_kept_verbatim() -> None:
     assert [c["id"] for c in ai.tool_calls] == ["a", "c"]
     assert [c["id"] for c in ai.invalid_tool_calls] == ["b"]
     assert from_langchain([ai]) == conversation
+
+
+def test_the_langgraph_example_runs_and_keeps_every_pair() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "langgraph_agent.py"
+    for mode in ("llm_input_messages", "remove_messages"):
+        out = subprocess.run(
+            [sys.executable, "-W", "ignore", str(example), "--mode", mode, "--turns", "30"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "broken tool pairs in any prompt: 0" in out
+        assert "model calls: 31" in out
+        largest = int(out.split("largest prompt sent: ")[1].split()[0])
+        assert largest < 2000
