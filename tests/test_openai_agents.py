@@ -23,6 +23,9 @@ pytestmark = pytest.mark.skipif(
 
 if importlib.util.find_spec("agents") is not None:
     from agents import Agent, ModelSettings, RunConfig, Runner, SQLiteSession, function_tool
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.usage import Usage
