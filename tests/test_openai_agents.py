@@ -22,8 +22,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 if importlib.util.find_spec("agents") is not None:
-    from agents import Agent, ModelSettings, RunConfig, Runner, SQLiteSession, function_tool
-    from agents import set_tracing_disabled
+    from agents import (
+        Agent,
+        ModelSettings,
+        RunConfig,
+        Runner,
+        SQLiteSession,
+        function_tool,
+        set_tracing_disabled,
+    )
 
     set_tracing_disabled(True)
     from agents.items import ModelResponse

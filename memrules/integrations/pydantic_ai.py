@@ -8,8 +8,9 @@
     agent = Agent("openai:gpt-4o", history_processors=[history_processor(pipeline)])
 
 or, where pydantic-ai has capabilities (2.x), ``Agent(...,
-capabilities=[history_capability(pipeline)])``. pydantic-ai calls it with the message history before every model request
-and sends the model what it returns. :func:`async_history_processor` does
+capabilities=[history_capability(pipeline)])``. pydantic-ai calls it with
+the message history before every model request and sends the model what it
+returns. :func:`async_history_processor` does
 the same from a worker thread, so a pipeline with a summarizer seam does not
 block the event loop.
 
