@@ -58,3 +58,13 @@ def test_the_quick_start_writes_its_report_outside_the_checkout(tmp_path: Path) 
     assert json.loads(done.stdout)["messages"]
     report = json.loads((tmp_path / "memrules-report.json").read_text(encoding="utf-8"))
     assert report["messages_after"] < report["messages_before"]
+
+
+def test_the_integrations_examples_are_python_that_compiles() -> None:
+    codes = blocks(section("Integrations"), "python")
+    assert len(codes) == 4
+    for code in codes:
+        # Top-level await is how the Agents SDK example reads in a notebook.
+        compile(code, "<README>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+    for module in ("langchain", "openai_agents", "pydantic_ai", "otel", "prometheus"):
+        assert f"memrules.integrations.{module}" in section("Integrations")
