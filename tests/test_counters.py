@@ -3,10 +3,12 @@ count-tokens endpoint behind the per-message cache."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -36,12 +38,18 @@ def _hf_file() -> Path:
     return Path(spec.submodule_search_locations[0]) / "tokenizer.json"
 
 
-@pytest.fixture(scope="module")
-def reference():  # type: ignore[no-untyped-def]
-    """``tokenizers``' own Tokenizer for the same file: the truth to compare with."""
+@functools.lru_cache(maxsize=1)
+def _reference() -> Any:
+    """``tokenizers``' own Tokenizer for the same file, loaded by this test
+    itself: the truth to compare with."""
     from tokenizers import Tokenizer
 
     return Tokenizer.from_file(str(_hf_file()))
+
+
+@pytest.fixture(scope="module")
+def reference() -> Any:
+    return _reference()
 
 
 def _encode(reference, text: str) -> int:  # type: ignore[no-untyped-def]
@@ -52,9 +60,7 @@ def _encode(reference, text: str) -> int:  # type: ignore[no-untyped-def]
 @settings(max_examples=60)
 @given(texts(large=True))
 def test_hf_counts_equal_tokenizers_own_encode(text: str) -> None:
-    from tokenizers import Tokenizer
-
-    reference = Tokenizer.from_file(str(_hf_file()))
+    reference = _reference()
     counter = counter_for(f"hf:{HF_PACKAGE}")
     assert counter.count_text(text) == _encode(reference, text)
 
@@ -63,9 +69,7 @@ def test_hf_counts_equal_tokenizers_own_encode(text: str) -> None:
 @settings(max_examples=40)
 @given(messages(tool_parts=True))
 def test_hf_message_counts_are_role_and_countable_text(m: Message) -> None:
-    from tokenizers import Tokenizer
-
-    reference = Tokenizer.from_file(str(_hf_file()))
+    reference = _reference()
     counter = counter_for(f"hf:{HF_PACKAGE}")
     expected = _encode(reference, f"{m.role} {m.countable_text}")
     assert counter.count(m) == expected
