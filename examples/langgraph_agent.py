@@ -20,6 +20,7 @@ checks each model call and says so.
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -30,7 +31,12 @@ from langgraph.prebuilt import create_react_agent
 from pydantic import Field
 
 from memrules import load_pipeline
+
 from memrules.integrations.langchain import PreModelHook, from_langchain
+
+# LangGraph 1.x points new code at langchain's create_agent (for which
+# memrules has memrules_middleware); create_react_agent still takes the hook.
+warnings.filterwarnings("ignore", message="create_react_agent has been moved")
 
 PIPELINE = """
 context_window_tokens: 8000

@@ -18,11 +18,16 @@ from memrules._messages import Conversation
 from memrules._observe import RunInfo, StepInfo
 from memrules.testing import conversations, texts
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("langchain_core") is None
-    or importlib.util.find_spec("langgraph") is None,
-    reason="needs the langchain extra: pip install 'memrules[langchain]'",
-)
+pytestmark = [
+    # create_react_agent's pre_model_hook is what this integration plugs into;
+    # LangGraph points new code at langchain's create_agent (tested too).
+    pytest.mark.filterwarnings("ignore:create_react_agent has been moved"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("langchain_core") is None
+        or importlib.util.find_spec("langgraph") is None,
+        reason="needs the langchain extra: pip install 'memrules[langchain]'",
+    ),
+]
 
 if importlib.util.find_spec("langchain_core") is not None:
     from langchain_core.language_models.chat_models import BaseChatModel
