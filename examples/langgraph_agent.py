@@ -31,7 +31,6 @@ from langgraph.prebuilt import create_react_agent
 from pydantic import Field
 
 from memrules import load_pipeline
-
 from memrules.integrations.langchain import PreModelHook, from_langchain
 
 # LangGraph 1.x points new code at langchain's create_agent (for which
