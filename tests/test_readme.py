@@ -69,3 +69,13 @@ def test_the_request_hook_example_runs_verbatim(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["6/256", "2/256", "6/256"]  # the observer's readings
+
+
+def test_the_integrations_examples_are_python_that_compiles() -> None:
+    codes = blocks(section("Integrations"), "python")
+    assert len(codes) == 4
+    for code in codes:
+        # Top-level await is how the Agents SDK example reads in a notebook.
+        compile(code, "<README>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+    for module in ("langchain", "openai_agents", "pydantic_ai", "otel", "prometheus"):
+        assert f"memrules.integrations.{module}" in section("Integrations")
