@@ -45,6 +45,7 @@ import tiktoken.model
 from memrules._budget import ContextWindowResolver, Trigger
 from memrules._errors import ConfigError, ConfigProblem, EncodingError
 from memrules._interpreter import NamedStrategy
+from memrules._schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._tokens import load_encoding
 from memrules._typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
 from memrules._usage import ContextUsageObserver
@@ -116,6 +117,8 @@ def _marker(value: object) -> str | None:
 def _encoder(value: object) -> str | None:
     if value == ESTIMATE:
         return None
+    if is_scheme(value):
+        return scheme_problem(str(value))
     known = isinstance(value, str) and value in tiktoken.list_encoding_names()
     if isinstance(value, str) and value and not known:
         try:
@@ -125,7 +128,10 @@ def _encoder(value: object) -> str | None:
             pass
     if not known:
         names = ", ".join(sorted(tiktoken.list_encoding_names()))
-        return f"a tiktoken encoder ({names}), a model name such as 'gpt-4o', or {ESTIMATE!r}"
+        return (
+            f"a tiktoken encoder ({names}), a model name such as 'gpt-4o', {ESTIMATE!r}, "
+            f"or {DESCRIBED}"
+        )
     try:
         load_encoding(str(value))
     except EncodingError as exc:
@@ -317,8 +323,10 @@ class MemoryConfig:
     ``key=value`` (``MemoryConfig(max_messages=0)``,
     ``MemoryConfig(encoder_name="no-such")``).
 
-    ``encoder_name`` is a tiktoken encoder or model name, or ``"estimate"``
-    for the script-aware estimator. ``strategies`` are strategy callables (or
+    ``encoder_name`` is a tiktoken encoder or model name, ``"estimate"``
+    for the script-aware estimator, ``"hf:<tokenizer.json, directory or
+    package>"`` for a Hugging Face tokenizer, or ``"anthropic:<model>"`` for
+    Anthropic's count-tokens endpoint. ``strategies`` are strategy callables (or
     :class:`NamedStrategy`), the seed's eight by default. ``observers`` and
     ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`,
     and so are the working graph's settings: ``graph_limits`` (each

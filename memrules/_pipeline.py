@@ -24,6 +24,7 @@ from memrules._errors import MessageFormatError
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
 from memrules._messages import Conversation, Message
+from memrules._observe import PipelineObserver
 from memrules._report import CompressionResult
 from memrules._tokens import TokenCounter, counter_named
 from memrules._typing import StrategyContext, StrategyFactory
@@ -44,15 +45,24 @@ def as_conversation(messages: Iterable[Message]) -> Conversation:
     return conversation
 
 
+def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
+    return tuple(values)
+
+
 @attrs.frozen(kw_only=True, slots=True)
 class Pipeline:
     """CompressionResult as a value: ``apply`` and ``compress`` return new messages
-    and a report and change nothing else."""
+    and a report and change nothing else.
+
+    ``observers`` watch every run and strategy run (tracing, metrics,
+    logging, a progress bar; see :mod:`memrules.observability`); they change
+    nothing in the result."""
 
     config: MemoryConfig
     counter: TokenCounter
     seams: Seams = attrs.field(factory=Seams)
     max_passes: int = MAX_PASSES
+    observers: tuple[PipelineObserver, ...] = attrs.field(default=(), converter=_observers)
     _measure: Measure = attrs.field(
         init=False,
         default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
@@ -67,12 +77,14 @@ class Pipeline:
         *,
         seams: Seams | None = None,
         counter: TokenCounter | None = None,
+        observers: Iterable[PipelineObserver] = (),
     ) -> Pipeline:
         """A pipeline for ``config``; loads its encoder unless ``counter`` is given."""
         return cls(
             config=config,
             counter=counter or counter_named(config.encoder_name),
             seams=seams or Seams(),
+            observers=tuple(observers),
         )
 
     def budget(self, window: int | None = None) -> Budget:
@@ -97,25 +109,37 @@ class Pipeline:
         return self._measure.total(as_conversation(messages))
 
     def apply(
-        self, messages: Iterable[Message], *, budget: Budget | None = None
+        self,
+        messages: Iterable[Message],
+        *,
+        budget: Budget | None = None,
+        conversation_id: str | None = None,
     ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
-        default). Returns the new messages and the report."""
+        default). Returns the new messages and the report.
+        ``conversation_id`` names the conversation to the observers (a trace's
+        ``gen_ai.conversation.id``) and changes nothing else."""
         return run_pipeline(
             as_conversation(messages),
             self.config.strategies,
             self.context(budget),
             max_passes=self.max_passes,
             repair=self.config.repair,
+            observers=self.observers,
+            conversation_id=conversation_id,
         )
 
-    def compress(self, messages: Iterable[Message]) -> CompressionResult:
+    def compress(
+        self, messages: Iterable[Message], *, conversation_id: str | None = None
+    ) -> CompressionResult:
         """Run every strategy once, with no budget."""
         return run_once(
             as_conversation(messages),
             self.config.strategies,
             self.context(),
             repair=self.config.repair,
+            observers=self.observers,
+            conversation_id=conversation_id,
         )
 
 
@@ -126,10 +150,12 @@ def load_pipeline(
     allow_imports: bool | Iterable[str] = (),
     seams: Seams | None = None,
     counter: TokenCounter | None = None,
+    observers: Iterable[PipelineObserver] = (),
 ) -> Pipeline:
     """A pipeline from a YAML file path, YAML text, or a :class:`MemoryConfig`.
 
-    ``registry`` and ``allow_imports`` are :func:`load_config`'s. Raises
+    ``registry`` and ``allow_imports`` are :func:`load_config`'s; ``observers``
+    watch its runs. Raises
     :class:`~memrules._errors.ConfigError` naming the file, YAML path and
     line of every problem.
     """
@@ -138,4 +164,4 @@ def load_pipeline(
         if isinstance(source, MemoryConfig)
         else load_config(source, registry=registry, allow_imports=allow_imports)
     )
-    return Pipeline.from_config(config, seams=seams, counter=counter)
+    return Pipeline.from_config(config, seams=seams, counter=counter, observers=observers)

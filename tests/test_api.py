@@ -56,7 +56,7 @@ PUBLIC = {
     "to_openai",
 }
 
-PUBLIC_MODULES = {"graph", "seams", "strategies", "testing"}
+PUBLIC_MODULES = {"graph", "integrations", "observability", "seams", "strategies", "testing"}
 
 
 def test_exported_names_are_the_documented_list() -> None:

@@ -64,6 +64,27 @@ def test_the_quick_start_writes_its_report_outside_the_checkout(tmp_path: Path) 
     assert report["messages_after"] < report["messages_before"]
 
 
+def test_the_request_hook_example_runs_verbatim(tmp_path: Path) -> None:
+    (code,) = blocks(section("The request hook"), "python")
+    script = tmp_path / "hook.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["6/256", "2/256", "6/256"]  # the observer's readings
+
+
+def test_the_integrations_examples_are_python_that_compiles() -> None:
+    codes = blocks(section("Integrations"), "python")
+    assert len(codes) == 4
+    for code in codes:
+        # Top-level await is how the Agents SDK example reads in a notebook.
+        compile(code, "<README>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+    for module in ("langchain", "openai_agents", "pydantic_ai", "otel", "prometheus"):
+        assert f"memrules.integrations.{module}" in section("Integrations")
+
+
 def test_the_working_graph_example_runs_verbatim(tmp_path: Path) -> None:
     (code,) = blocks(section("Working graph"), "python")
     script = tmp_path / "graph_example.py"
