@@ -362,7 +362,9 @@ def step(
     if (warn or seen) and not state.warned:
         state = attrs.evolve(state, warned=True)
 
-    compaction = pipeline.apply(messages, budget=pipeline.budget(usage.window))
+    compaction = pipeline.apply(
+        messages, budget=pipeline.budget(usage.window), conversation_id=request.conversation_id
+    )
     sent = compaction.messages
 
     state, delta, merged, graph_error = _extract(state, said, pipeline)
