@@ -26,9 +26,11 @@ from memrules._config import MemoryConfig, load_config, strategy_factory
 from memrules._errors import (
     ConfigError,
     EncodingError,
+    GraphError,
     MemrulesError,
     MessageFormatError,
     ObserverError,
+    StateStoreError,
     StrategyError,
 )
 from memrules._messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
@@ -59,6 +61,7 @@ __all__ = [
     "ConversationState",
     "EncodingError",
     "EstimatingCounter",
+    "GraphError",
     "MemoryConfig",
     "MemoryPlugin",
     "MemrulesError",
@@ -72,6 +75,7 @@ __all__ = [
     "Request",
     "SeamCall",
     "Seams",
+    "StateStoreError",
     "StopReason",
     "Strategy",
     "StrategyContext",

@@ -29,24 +29,27 @@ pytestmark = [
     ),
 ]
 
-if importlib.util.find_spec("langchain_core") is not None:
-    from langchain_core.language_models.chat_models import BaseChatModel
-    from langchain_core.messages import (
-        AIMessage,
-        AIMessageChunk,
-        ChatMessage,
-        FunctionMessage,
-        HumanMessage,
-        RemoveMessage,
-        SystemMessage,
-        ToolMessage,
-    )
-    from langchain_core.outputs import ChatGeneration, ChatResult
-    from langchain_core.tools import tool
-    from pydantic import Field
-else:  # pragma: no cover - the module is skipped
-    BaseChatModel = object
+pytest.importorskip(
+    "langchain_core", reason="needs the langchain extra: pip install 'memrules[langchain]'"
+)
+pytest.importorskip(
+    "langgraph", reason="needs the langchain extra: pip install 'memrules[langchain]'"
+)
 
+from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    AIMessageChunk,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from pydantic import Field  # noqa: E402
 
 # --- lossless conversion -------------------------------------------------------------
 
