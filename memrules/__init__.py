@@ -27,9 +27,11 @@ from memrules._config import MemoryConfig, load_config, strategy_factory
 from memrules._errors import (
     ConfigError,
     EncodingError,
+    GraphError,
     MemrulesError,
     MessageFormatError,
     ObserverError,
+    StateStoreError,
     StrategyError,
 )
 from memrules._framing import count_tokens
@@ -56,6 +58,7 @@ __all__ = [
     "ConversionMemo",
     "EncodingError",
     "EstimatingCounter",
+    "GraphError",
     "MemoryConfig",
     "MemoryPlugin",
     "MemrulesError",
@@ -69,6 +72,7 @@ __all__ = [
     "Request",
     "SeamCall",
     "Seams",
+    "StateStoreError",
     "StopReason",
     "Strategy",
     "StrategyContext",

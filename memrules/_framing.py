@@ -260,9 +260,11 @@ def framed(counter: TokenCounter, rule: CountRule) -> TokenCounter:
     """``counter`` counting messages by ``rule``: ``counter`` itself for a
     rule that frames nothing (``seed``), else a :class:`FramedCounter`.
     A counter that is already framed is framed again over its base, never
-    twice."""
+    twice. A counter whose ``frames_itself`` is true (one that asks the
+    provider, such as ``anthropic:<model>``) already counts messages as the
+    provider does, and is returned as it is under every rule."""
     base = counter.base if isinstance(counter, FramedCounter) else counter
-    if rule.frame is None:
+    if rule.frame is None or getattr(base, "frames_itself", False) is True:
         return base
     if isinstance(counter, FramedCounter) and counter.rule == rule:
         return counter

@@ -235,6 +235,7 @@ class Track:
     read-only for everyone else (see the module docs)."""
 
     __slots__ = (
+        "_counter",
         "_held",
         "_line",
         "_links",
@@ -255,10 +256,12 @@ class Track:
         lock: threading.Lock,
         per_request: int,
         *,
+        counter: TokenCounter | None = None,
         source: tuple[list[int], Sequence[int]] | None = None,
         total: int | None = None,
     ) -> None:
         self.conversation = conversation
+        self._counter = counter  # what counts the line's messages it has not counted
         self.size = len(conversation)
         self.per_request = per_request
         self._line = line
@@ -287,26 +290,35 @@ class Track:
                     self._line = line
         return line
 
-    # --- counts (the measure has counted them before handing the track out)
+    # --- counts, taken when first asked for
+
+    def counted(self) -> _Line:
+        """The line, its counts covering this track (counting what they do
+        not cover yet, outside the lock: see :meth:`_Line.count_to`)."""
+        line = self.line
+        if len(line.sizes) < self.size:
+            assert self._counter is not None  # only a line of the measure's own misses counts
+            line.count_to(self.size, self._counter, self._lock)
+        return line
 
     @property
     def sums(self) -> list[int]:
         """Prefix sums of the counts: ``sums[i]`` is the tokens of the first
         ``i`` messages (valid for ``i <= size``)."""
-        return self.line.sums
+        return self.counted().sums
 
     @property
     def total(self) -> int:
         """The conversation's tokens, with what the request pays once."""
         found = self._total
         if found is None:
-            found = self._total = self.line.sums[self.size] + self.per_request
+            found = self._total = self.counted().sums[self.size] + self.per_request
         return found
 
     def sizes(self) -> tuple[int, ...]:
         found = self._sizes
         if found is None:
-            found = self._sizes = tuple(self.line.sizes[: self.size])
+            found = self._sizes = tuple(self.counted().sizes[: self.size])
         return found
 
     # --- structure
@@ -501,8 +513,10 @@ class Measure:
         return conversation
 
     def track(self, conversation: Conversation) -> Track:
-        """The :class:`Track` of ``conversation``, counted: found, extended
-        from a remembered one, or new."""
+        """The :class:`Track` of ``conversation``: found, extended from a
+        remembered one, or new. Its counts are taken when first asked for
+        (so recognising a conversation never counts; a counter that fails
+        fails where the count is needed)."""
         tracks = self._tracks
         for t in tracks:
             if t.conversation is conversation:
@@ -523,8 +537,7 @@ class Measure:
                     line.messages.extend(conversation[shared:])
                 else:  # another thread extended it differently: start afresh
                     line = _Line(conversation)
-        line.count_to(len(conversation), self.counter, self._lock)
-        track = Track(conversation, line, self._lock, self.per_request)
+        track = Track(conversation, line, self._lock, self.per_request, counter=self.counter)
         self._tracks = (track, *tracks[: TRACKS - 1])
         return track
 
@@ -616,7 +629,7 @@ class Measure:
         for t in self._tracks:
             if t.conversation is output:
                 return
-        counts = self.track(source).line.sizes
+        counts = self.track(source).counted().sizes
         total = sum(map(counts.__getitem__, origin)) + self.per_request
         track = Track(
             output, None, self._lock, self.per_request, source=(counts, origin), total=total

@@ -24,6 +24,7 @@ from memrules._framing import count_rule_named, framed
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
 from memrules._messages import Conversation, Message, check_messages
+from memrules._observe import PipelineObserver
 from memrules._report import CompressionResult
 from memrules._tokens import TokenCounter, counter_named
 from memrules._typing import StrategyContext, StrategyFactory
@@ -37,6 +38,10 @@ def as_conversation(messages: Iterable[Message]) -> Conversation:
     conversation = messages if isinstance(messages, tuple) else tuple(messages)
     check_messages(conversation)
     return conversation
+
+
+def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
+    return tuple(values)
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -53,12 +58,17 @@ class Pipeline:
     messages only. The pipeline owns one, used by default; a caller that
     serves many conversations passes each its own (:meth:`memo`), so that
     one conversation's turns never evict another's.
+
+    ``observers`` watch every run and strategy run (tracing, metrics,
+    logging, a progress bar; see :mod:`memrules.observability`); they change
+    nothing in the result.
     """
 
     config: MemoryConfig
     counter: TokenCounter
     seams: Seams = attrs.field(factory=Seams)
     max_passes: int = MAX_PASSES
+    observers: tuple[PipelineObserver, ...] = attrs.field(default=(), converter=_observers)
     _measure: Measure = attrs.field(
         init=False,
         default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
@@ -73,6 +83,7 @@ class Pipeline:
         *,
         seams: Seams | None = None,
         counter: TokenCounter | None = None,
+        observers: Iterable[PipelineObserver] = (),
     ) -> Pipeline:
         """A pipeline for ``config``; loads its encoder unless ``counter`` is
         given. Messages are counted by the config's ``count_rule`` over the
@@ -82,6 +93,7 @@ class Pipeline:
             config=config,
             counter=framed(base, count_rule_named(config.count_rule)),
             seams=seams or Seams(),
+            observers=tuple(observers),
         )
 
     def budget(self, window: int | None = None) -> Budget:
@@ -118,10 +130,13 @@ class Pipeline:
         *,
         budget: Budget | None = None,
         memo: Measure | None = None,
+        conversation_id: str | None = None,
     ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
         default). Returns the new messages and the report. ``memo`` is the
-        conversation's own memo (:meth:`memo`), the pipeline's by default."""
+        conversation's own memo (:meth:`memo`), the pipeline's by default.
+        ``conversation_id`` names the conversation to the observers (a trace's
+        ``gen_ai.conversation.id``) and changes nothing else."""
         context = self.context(budget, memo)
         return run_pipeline(
             context.measure.conversation(messages),
@@ -129,15 +144,21 @@ class Pipeline:
             context,
             max_passes=self.max_passes,
             repair=self.config.repair,
+            observers=self.observers,
+            conversation_id=conversation_id,
         )
 
-    def compress(self, messages: Iterable[Message]) -> CompressionResult:
+    def compress(
+        self, messages: Iterable[Message], *, conversation_id: str | None = None
+    ) -> CompressionResult:
         """Run every strategy once, with no budget."""
         return run_once(
             as_conversation(messages),
             self.config.strategies,
             self.context(),
             repair=self.config.repair,
+            observers=self.observers,
+            conversation_id=conversation_id,
         )
 
 
@@ -148,10 +169,12 @@ def load_pipeline(
     allow_imports: bool | Iterable[str] = (),
     seams: Seams | None = None,
     counter: TokenCounter | None = None,
+    observers: Iterable[PipelineObserver] = (),
 ) -> Pipeline:
     """A pipeline from a YAML file path, YAML text, or a :class:`MemoryConfig`.
 
-    ``registry`` and ``allow_imports`` are :func:`load_config`'s. Raises
+    ``registry`` and ``allow_imports`` are :func:`load_config`'s; ``observers``
+    watch its runs. Raises
     :class:`~memrules._errors.ConfigError` naming the file, YAML path and
     line of every problem.
     """
@@ -160,4 +183,4 @@ def load_pipeline(
         if isinstance(source, MemoryConfig)
         else load_config(source, registry=registry, allow_imports=allow_imports)
     )
-    return Pipeline.from_config(config, seams=seams, counter=counter)
+    return Pipeline.from_config(config, seams=seams, counter=counter, observers=observers)
