@@ -45,12 +45,15 @@ from memrules._tokens import load_encoding
 from memrules._typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
 from memrules._usage import ContextUsageObserver
 from memrules._yaml import MAX_CONFIG_BYTES, Node, parse_yaml
+from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
+from memrules.seams._settings import SeamSettings, section_problems
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
 from memrules.strategies.registry import checked_factory, near_miss, show, strategy_factory
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ESTIMATE",
+    "SECTIONS",
     "SETTINGS",
     "MemoryConfig",
     "default_strategies",
@@ -141,7 +144,21 @@ SETTINGS: Mapping[str, Check] = types.MappingProxyType(
 """The scalar keys a config sets, each with its check: the one definition
 that :class:`MemoryConfig` and the YAML reader share."""
 
-KNOWN_KEYS = (*SETTINGS, "strategies")
+# --- sections: top-level keys whose value is a mapping, each read by a function ---------
+
+Section: TypeAlias = Callable[[Node, str], object | list[ConfigProblem]]
+"""Reads one mapping-valued section: its YAML node and path in; its value,
+or every problem found (each with its YAML path and line), out."""
+
+SECTIONS: Mapping[str, Section] = types.MappingProxyType(
+    {
+        **SEAM_SECTIONS,  # store:, embedder:, summarizer: (memrules.seams._settings)
+    }
+)
+"""The mapping-valued top-level keys, each with its reader; the value it
+reads is the :class:`MemoryConfig` field of the same name."""
+
+KNOWN_KEYS = (*SETTINGS, "strategies", *SECTIONS)
 
 # Seed names that are no top-level key here, and where they went.
 _MOVED = {
@@ -214,8 +231,9 @@ class MemoryConfig:
     ``repair`` removes input that is already broken (a tool result whose call
     is absent, two results for one call, a result before its call) instead of
     only reporting it; ``user_first`` keeps the first non-system message a
-    user message when the input's was. ``source`` is the file the config came
-    from, if any.
+    user message when the input's was. ``store``, ``embedder`` and
+    ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
+    None: absent). ``source`` is the file the config came from, if any.
     """
 
     encoder_name: str = "cl100k_base"
@@ -235,10 +253,14 @@ class MemoryConfig:
     )
     observers: tuple[ContextUsageObserver, ...] = attrs.field(default=(), converter=_observers)
     context_window_resolver: ContextWindowResolver | None = None
+    store: SeamSettings | None = None
+    embedder: SeamSettings | None = None
+    summarizer: SeamSettings | None = None
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:
         problems = _problems({key: getattr(self, key) for key in SETTINGS})
+        problems += section_problems(self.store, self.embedder, self.summarizer)
         if problems:
             raise ConfigError(problems, path=self.source)
 
@@ -392,6 +414,12 @@ def load_config(
                     fields["strategies"] = built
             elif key in SETTINGS:
                 fields[key] = node.value
+            elif key in SECTIONS:
+                read = SECTIONS[key](node, key)
+                if isinstance(read, list):
+                    problems.extend(read)
+                else:
+                    fields[key] = read
             else:
                 message = _unknown_key(key, registry)
                 problems.append(
@@ -403,6 +431,8 @@ def load_config(
     except ConfigError as exc:
         assert root is not None  # the defaults are valid
         for p in exc.problems:
+            if p.yaml_path == "embedder" and "store" in root.value:
+                continue  # the store: section failed, and is reported already
             node = root.value.get(p.yaml_path)
             problems.append(attrs.evolve(p, line=None if node is None else node.line))
     if problems or config is None:

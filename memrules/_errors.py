@@ -15,12 +15,16 @@ import attrs
 __all__ = [
     "ConfigError",
     "ConfigProblem",
+    "EmbedderError",
     "EncodingError",
     "MemrulesError",
     "MessageFormatError",
     "MessageTypeError",
     "ObserverError",
+    "SeamError",
+    "StoreError",
     "StrategyError",
+    "SummarizerError",
 ]
 
 
@@ -113,3 +117,25 @@ class StrategyError(MemrulesError, RuntimeError):
 
 class ObserverError(MemrulesError, RuntimeError):
     """A usage observer failed, so the request failed before anything changed."""
+
+
+class SeamError(MemrulesError, RuntimeError):
+    """A seam (a vector store, an embedder, a summarizer) failed. The
+    message says which one, what it was doing, and what to do about it; the
+    cause is chained."""
+
+
+class StoreError(SeamError):
+    """The vector store failed: it could not be opened, written or searched,
+    or its collection was made for another embedder. A failed write leaves
+    the conversation as it was (see ``offload``)."""
+
+
+class EmbedderError(SeamError):
+    """The embedder failed: the local model could not be loaded, or the
+    embeddings endpoint failed or answered something other than one finite
+    vector of the expected dimension per text."""
+
+
+class SummarizerError(SeamError):
+    """The summarizer failed: its endpoint failed, or answered no summary."""

@@ -269,7 +269,9 @@ def step(
     if (warn or seen) and not state.warned:
         state = attrs.evolve(state, warned=True)
 
-    compaction = pipeline.apply(messages, budget=pipeline.budget(usage.window))
+    compaction = pipeline.apply(
+        messages, budget=pipeline.budget(usage.window), conversation_id=request.conversation_id
+    )
     messages = compaction.messages
 
     if messages is not request.messages:
