@@ -242,6 +242,16 @@ class MessageStore:
             )
         return "nothing of this call was kept"
 
+    def holds(self, ids: Sequence[str]) -> frozenset[str]:
+        """Which of the record ids ``ids`` the store holds."""
+        with self._lock:
+            if not self._exists():
+                return frozenset()
+            try:
+                return frozenset(self._backend.existing(list(ids)))
+            except Exception as exc:
+                raise self._fail("to look up records", exc) from exc
+
     # --- search ----------------------------------------------------------------------------
 
     def search(

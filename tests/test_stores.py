@@ -1,0 +1,322 @@
+"""The vector stores against the real backends: a Milvus Lite file, Qdrant's
+local mode in memory and on disk. One suite, parametrized over all three,
+with the real local embedder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memrules import MemoryConfig, Pipeline, load_pipeline
+from memrules._errors import EmbedderError, StoreError
+from memrules._messages import Conversation, Message, Opaque, Text, ToolCall, ToolResult, message
+from memrules.seams import (
+    Embedder,
+    MessageStore,
+    Scope,
+    Seams,
+    answer_recall,
+    local_embedder,
+    recall_tool,
+)
+from memrules.seams._records import MemoryRecord, build_records
+from memrules.strategies import offload
+from tests.seams import BACKENDS, StoreMaker, maker
+from tests.strategies import COUNTER
+from tests.test_units import agent_loop
+
+SCOPE = Scope(conversation_id="c1", user="u1", tenant="t1")
+
+
+@pytest.fixture(params=BACKENDS)
+def make(request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder) -> Iterator[StoreMaker]:
+    opened: list[MessageStore] = []
+    base = maker(request.param, tmp_path, local_embedder)
+
+    def tracked(name: str | None = None, **options: object) -> MessageStore:
+        store = base(name, **options)
+        opened.append(store)
+        return store
+
+    yield tracked
+    for store in opened:
+        store.close()
+
+
+def chat(*texts: str) -> Conversation:
+    """A conversation of alternating user and assistant messages."""
+    return tuple(message("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts))
+
+
+FACTS = chat(
+    "My sister Priya moved to Porto last spring.",
+    "Porto is lovely. Noted.",
+    "The deploy key lives in vault/prod/deploy.key and rotates every 90 days.",
+    "Understood, vault/prod/deploy.key, 90 days.",
+    "We decided to use Terraform 1.7 for the rollout.",
+    "Terraform 1.7 it is.",
+    "Remind me to call the dentist on Friday.",
+    "I will remind you on Friday.",
+)
+
+
+def test_add_then_search_in_every_mode(make: StoreMaker) -> None:
+    store = make()
+    records = build_records(FACTS, scope=SCOPE)
+    write = store.add(records)
+    assert write.added == tuple(r.id for r in records)
+    assert write.existing == ()
+    for mode in ("dense", "lexical", "hybrid"):
+        hits = store.search("vault/prod/deploy.key", k=3, scope=SCOPE, mode=mode)
+        assert hits, mode
+        assert "deploy.key" in hits[0].text, (mode, hits)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    (hit,) = store.search("In which city does my sister live now?", k=1, scope=SCOPE, mode="dense")
+    assert hit.message is not FACTS[0]
+    assert hit.message == FACTS[0]
+    assert (hit.conversation_id, hit.user, hit.tenant) == ("c1", "u1", "t1")
+    assert hit.text == "user: My sister Priya moved to Porto last spring."
+
+
+def test_writes_are_idempotent_and_nothing_is_embedded_twice(
+    make: StoreMaker, local_embedder: Embedder
+) -> None:
+    counted = Counting(local_embedder)
+    store = make()
+    store.embedder = counted
+    records = build_records(FACTS, scope=SCOPE)
+    store.add(records[:5])
+    assert counted.texts == 5
+    again = store.add(records)
+    assert again.existing == tuple(r.id for r in records[:5])
+    assert again.added == tuple(r.id for r in records[5:])
+    assert counted.texts == len(records)
+    assert store.add(records).added == ()
+    assert counted.texts == len(records)
+    hits = store.search("Terraform", k=10, scope=SCOPE, mode="lexical")
+    assert len(hits) == 2  # each message once
+
+
+class Counting:
+    """Counts the texts a real embedder is asked to embed."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.texts = 0
+
+    @property
+    def dimension(self) -> int:
+        return self.embedder.dimension
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return self.embedder.identity
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        return self.embedder.embed(texts)
+
+
+def test_messages_come_back_losslessly(make: StoreMaker) -> None:
+    odd = (
+        Message(
+            role="user",
+            id="m-1",
+            name="ana",
+            parts=(Text(text="Look at this: 東京 ☃", extra={"cache_control": {"type": "ephemeral"}}),),
+            metadata={"source": {"z": 1, "a": [1, 2.5, None, True]}},
+        ),
+        Message(
+            role="assistant",
+            parts=(
+                Opaque(kind="anthropic:thinking", payload={"thinking": "hmm", "signature": "x"}),
+                ToolCall(id="call_9", name="read_file", arguments='{"path": "a.py"}'),
+            ),
+        ),
+        Message(
+            role="user",
+            parts=(
+                ToolResult(
+                    call_id="call_9",
+                    content=(Text(text="x = 1"), Opaque(kind="image", payload={"url": "u"})),
+                    is_error=True,
+                ),
+            ),
+        ),
+    )
+    store = make()
+    store.add(build_records(odd, scope=SCOPE))
+    found = {h.message for h in store.search("a.py x = 1 東京 Look", k=10, scope=SCOPE)}
+    assert found == set(odd)
+    by_id = {h.message.id: h.message for h in store.search("Look at this", k=3, scope=SCOPE)}
+    original = by_id["m-1"]
+    assert list(original.metadata["source"]) == ["z", "a"]  # key order kept
+    assert original.parts[0].extra == odd[0].parts[0].extra
+
+
+def test_search_stays_within_the_user_and_tenant(make: StoreMaker) -> None:
+    store = make()
+    store.add(build_records(FACTS, scope=SCOPE))
+    other = Scope(conversation_id="c2", user="u1", tenant="t1")
+    store.add(build_records(chat("Priya's cat is called Miso."), scope=other))
+    store.add(build_records(chat("Priya owes me 20 euros."), scope=Scope(user="u2", tenant="t1")))
+    store.add(build_records(chat("Priya is my landlord."), scope=Scope(user="u1", tenant="t2")))
+    store.add(build_records(chat("Priya plays chess."), scope=Scope()))
+
+    def texts(scope: Scope) -> set[str]:
+        return {h.text for h in store.search("Priya", k=20, scope=scope, mode="lexical")}
+
+    assert texts(SCOPE) == {"user: My sister Priya moved to Porto last spring."}
+    assert texts(Scope(user="u1", tenant="t1")) == {
+        "user: My sister Priya moved to Porto last spring.",
+        "user: Priya's cat is called Miso.",
+    }
+    assert texts(Scope(user="u2", tenant="t1")) == {"user: Priya owes me 20 euros."}
+    assert texts(Scope(user="u1", tenant="t2")) == {"user: Priya is my landlord."}
+    assert texts(Scope()) == {"user: Priya plays chess."}
+    assert texts(Scope(user="nobody")) == set()
+
+
+def test_an_empty_or_missing_collection_answers_nothing(make: StoreMaker) -> None:
+    store = make()
+    assert store.search("anything", k=3, scope=SCOPE) == ()
+    store.add(build_records(FACTS, scope=SCOPE))
+    assert store.search("   ", k=3, scope=SCOPE) == ()
+
+
+def test_a_collection_is_bound_to_its_embedder(make: StoreMaker) -> None:
+    first = make()
+    first.add(build_records(FACTS, scope=SCOPE))
+    other = MessageStore(
+        backend=first._backend,  # type: ignore[attr-defined]
+        embedder=Renamed(first.embedder),
+        description="the same collection, another embedder",
+    )
+    with pytest.raises(StoreError, match="was made for embedder"):
+        other.add(build_records(chat("hello"), scope=SCOPE))
+    with pytest.raises(StoreError, match="use another collection"):
+        other.search("hello", k=1, scope=SCOPE)
+
+
+class Renamed(Counting):
+    """The same vectors under another identity, as a different model's would be."""
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {**self.embedder.identity, "model": "some-other-model"}
+
+
+def test_a_file_store_keeps_its_records_when_reopened(
+    request: pytest.FixtureRequest, make: StoreMaker
+) -> None:
+    if "qdrant-disk" not in request.node.name and "milvus" not in request.node.name:
+        pytest.skip("Qdrant's in-memory mode keeps nothing once closed")
+    first = make("kept")
+    first.add(build_records(FACTS, scope=SCOPE))
+    first.close()
+    again = make("kept")
+    hits = again.search("Terraform", k=1, scope=SCOPE)
+    assert hits[0].message in FACTS[4:6]
+    assert again.add(build_records(FACTS, scope=SCOPE)).added == ()
+
+
+def test_a_large_message_is_stored_whole(make: StoreMaker) -> None:
+    body = "\n".join(f"row {i}: {'data ' * 30}" for i in range(2000))  # ~330 KB
+    big = (
+        message("user", "dump the table"),
+        message("assistant", ToolCall(id="c1", name="dump", arguments="{}")),
+        message("tool", ToolResult(call_id="c1", content=body)),
+    )
+    store = make()
+    store.add(build_records(big, scope=SCOPE))
+    hits = store.search("dump the table rows", k=3, scope=SCOPE)
+    assert big[2] in {h.message for h in hits}
+
+
+# --- fault injection ---------------------------------------------------------------------
+
+
+class FailOnWrite:
+    """A real backend that fails its ``k``-th write (counting from 1) once,
+    having written half of that write's rows, as a connection that drops
+    mid-request can leave it."""
+
+    def __init__(self, backend: Any, k: int) -> None:
+        self.backend = backend
+        self.k = k
+        self.writes = 0
+        self.engine = backend.engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def write(self, rows: Sequence[tuple[MemoryRecord, list[float]]]) -> None:
+        self.writes += 1
+        if self.writes == self.k:
+            self.backend.write(rows[: len(rows) // 2])
+            msg = f"connection reset during write {self.k}"
+            raise ConnectionError(msg)
+        self.backend.write(rows)
+
+
+def grow(history: Conversation, start: int, rounds: int) -> Conversation:
+    """``history`` with ``rounds`` more tool rounds (numbered from ``start``)."""
+    extra = []
+    for r in range(start, start + rounds):
+        call = ToolCall(id=f"call_{r}", name="read_file", arguments=json.dumps({"path": f"f{r}.py"}))
+        extra.append(message("assistant", f"Reading f{r}.py.", call))
+        extra.append(message("tool", ToolResult(call_id=f"call_{r}", content=f"x_{r} = {r}")))
+    return (*history, *extra)
+
+
+def test_a_store_that_fails_on_any_write_loses_nothing(make: StoreMaker) -> None:
+    """An agent's history grows over three requests, each sent whole;
+    offload stores old rounds in writes of 3 records. For every k, the store
+    fails on its k-th write (having written half of it): afterwards every
+    message is in the store and gone from the request, or in the request in
+    its place; and a failed offload kept nothing of its own."""
+    base = agent_loop(0)[:2]
+    requests = [grow(base, 0, 8), grow(base, 0, 14), grow(base, 0, 20)]
+    k = 1
+    while True:
+        real = make()
+        failing = FailOnWrite(real._backend, k)  # type: ignore[attr-defined]
+        store = MessageStore(
+            backend=failing, embedder=real.embedder, batch_size=3, description=repr(real)
+        )
+        pipeline = Pipeline.from_config(
+            MemoryConfig(max_messages=8, strategies=[offload(turns=1, keep_exchanges=2)]),
+            seams=Seams(store=store),
+            counter=COUNTER,
+        )
+        failures = 0
+        for history in requests:
+            ids = [r.id for r in build_records(history, scope=Scope(conversation_id="c1"))]
+            before = real.holds(ids)
+            result = pipeline.apply(history, conversation_id="c1")
+            after = real.holds(ids)
+            sent = result.messages
+            assert [m for m in history if any(s is m for s in sent)] == list(sent)
+            for m, record_id in zip(history, ids, strict=True):
+                assert any(s is m for s in sent) or record_id in after, (k, m)
+            if result.report.errors:
+                failures += 1
+                assert sent is history
+                assert after == before  # the failed offload kept nothing
+                (error,) = result.report.errors
+                assert "at write" in error and "nothing of this call was kept" in error
+                (action,) = result.report.actions
+                (call,) = action.seam_calls
+                assert call.error is not None and call.response is None
+            else:
+                assert len(sent) <= 8
+        if failing.writes < k:  # no write failed: every k has been tried
+            assert failures == 0
+            break
+        assert failures == 1
+        k += 1
+    assert k > 5  # the requests needed several writes
