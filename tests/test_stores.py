@@ -318,10 +318,12 @@ def test_a_store_that_fails_on_any_write_loses_nothing(
                 assert sent is history
                 assert after == before  # the failed offload kept nothing
                 (error,) = result.report.errors
-                assert "at write" in error and "nothing of this call was kept" in error
+                assert "at write" in error
+                assert "nothing of this call was kept" in error
                 (action,) = result.report.actions
                 (call,) = action.seam_calls
-                assert call.error is not None and call.response is None
+                assert call.error is not None
+                assert call.response is None
             else:
                 assert len(sent) <= 8
         if failing.writes < k:  # no write failed: every k has been tried
@@ -371,7 +373,8 @@ def test_an_agent_offloads_old_rounds_and_recalls_an_early_file(make: StoreMaker
     result = pipeline.apply(history, conversation_id="agent-1", user="dev")
     assert [a.strategy for a in result.report.actions if a.changed] == ["offload"]
     assert len(result.messages) <= 20
-    assert history[4] not in result.messages and history[5] not in result.messages
+    assert history[4] not in result.messages
+    assert history[5] not in result.messages
     (call,) = result.report.actions[0].seam_calls
     assert call.response["added"] == [r["id"] for r in call.request["records"]]
 
@@ -406,7 +409,9 @@ def test_the_recall_tool_answers_from_the_store(make: StoreMaker) -> None:
     answer = answer_recall(store, call, conversation_id="agent-1", user="dev")
     assert answer.role == "tool"
     (result,) = answer.parts
-    assert isinstance(result, ToolResult) and result.call_id == "t1" and not result.is_error
+    assert isinstance(result, ToolResult)
+    assert result.call_id == "t1"
+    assert not result.is_error
     assert isinstance(result.content, str)
     payload = json.loads(result.content)
     assert len(payload["results"]) == 2
@@ -418,7 +423,8 @@ def test_the_recall_tool_answers_from_the_store(make: StoreMaker) -> None:
     assert anthropic.role == "user"
     bad = answer_recall(store, ToolCall(id="t2", name="recall_memory", arguments="{}"), user="dev")
     (error,) = bad.parts
-    assert isinstance(error, ToolResult) and error.is_error
+    assert isinstance(error, ToolResult)
+    assert error.is_error
     assert "query" in str(error.content)
 
 
