@@ -417,7 +417,11 @@ def load_config(
             elif key in SECTIONS:
                 read = SECTIONS[key](node, key)
                 if isinstance(read, list):
-                    problems.extend(read)
+                    # A problem with the section as a whole is at its key's line.
+                    at_key = {"line": root.key_lines[key]}
+                    problems.extend(
+                        attrs.evolve(p, **at_key) if p.yaml_path == key else p for p in read
+                    )
                 else:
                     fields[key] = read
             else:
@@ -434,7 +438,8 @@ def load_config(
             if p.yaml_path == "embedder" and "store" in root.value:
                 continue  # the store: section failed, and is reported already
             node = root.value.get(p.yaml_path)
-            problems.append(attrs.evolve(p, line=None if node is None else node.line))
+            line = root.key_lines.get(p.yaml_path, None if node is None else node.line)
+            problems.append(attrs.evolve(p, line=line))
     if problems or config is None:
         raise ConfigError(sorted(problems, key=lambda p: p.line or 0), path=label)
     return config

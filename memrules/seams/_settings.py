@@ -152,6 +152,14 @@ def seam_settings(
                 f"{', '.join((type_key, *allowed))}"
             )
             problems.append(_problem(message, f"{section}.{key}", lines.get(key, line)))
+    required = [
+        name
+        for name, p in inspect.signature(kinds[kind]).parameters.items()
+        if p.default is inspect.Parameter.empty and name != "embedder" and name not in value
+    ]
+    if required:
+        message = f"{type_key} {kind} needs {', '.join(required)}"
+        problems.append(_problem(message, section, line))
     if problems:
         return problems
     params = tuple((k, v) for k, v in value.items() if k != type_key)
