@@ -20,7 +20,7 @@ import attrs
 
 from memrules._budget import Budget, resolve_budget
 from memrules._config import MemoryConfig, load_config
-from memrules._errors import MessageFormatError, StoreError
+from memrules._errors import ConfigError, MessageFormatError, StoreError
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
 from memrules._messages import Conversation, Message
@@ -177,7 +177,7 @@ class Pipeline:
         :class:`~memrules._errors.StoreError` (or ``EmbedderError``)."""
         if not isinstance(conversation_id, str):
             msg = f"conversation_id={conversation_id!r} must be a non-empty string"
-            raise StoreError(msg)
+            raise ConfigError.single(msg, yaml_path="conversation_id")
         scope = _scope(conversation_id, user, tenant)
         conversation = as_conversation(messages)
         return self._store().add(build_records(conversation, scope=scope))

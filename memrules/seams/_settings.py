@@ -172,8 +172,11 @@ def _section(section: str) -> Callable[[Node, str], SeamSettings | list[ConfigPr
     def read(node: Node, where: str) -> SeamSettings | list[ConfigProblem]:
         value = node.plain()
         lines = dict(node.key_lines) if node.is_mapping else {}
-        if isinstance(value, Mapping):
-            value = {k: (list(v) if isinstance(v, tuple) else v) for k, v in value.items()}
+        if isinstance(value, Mapping):  # in the order written (a pmap has none)
+            ordered = sorted(value, key=lambda k: lines.get(k, 0))
+            value = {
+                k: list(value[k]) if isinstance(value[k], tuple) else value[k] for k in ordered
+            }
         return seam_settings(section, value, lines=lines, line=node.line)
 
     read.__name__ = f"{section}_section"

@@ -225,7 +225,9 @@ class _Summarize:
 def summarize(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
     """Replace the oldest ``turns`` units (or more when the budget needs
     more) with one user message from the summarizer that says it is a
-    summary and of how much, where the first of them stood. Without a
+    summary, of how much, and in place of which turns (by their opening
+    words) and tool exchanges (by their calls), where the first of them
+    stood; its metadata lists the ids of the messages it replaced. Without a
     summarizer it does nothing. Units are chosen as ``offload`` chooses
     them, never splitting a tool exchange, so all that goes is summarized.
 
