@@ -182,7 +182,8 @@ def code_exchange(rng: random.Random, b: Builder, number: int) -> list[dict[str,
         retries = rng.randint(1, 7)
         body = (
             f'"""Settings of the {service} ({other}).\n\n'
-            f'How long a call may take before the {service} gives up, and how often it tries again."""\n'
+            f"How long a call may take before the {service} gives up, "
+            'and how often it tries again."""\n'
             f"TIMEOUT_SECONDS = {timeout}\nMAX_RETRIES = {retries}\n"
         )
         call_id = f"{b.session}-call{r}"
@@ -192,7 +193,11 @@ def code_exchange(rng: random.Random, b: Builder, number: int) -> list[dict[str,
         if r == target:
             evidence = [call_msg, result_msg]
             questions = [
-                {"kind": "exact", "question": f"What timeout is set in {path}?", "evidence": evidence},
+                {
+                    "kind": "exact",
+                    "question": f"What timeout is set in {path}?",
+                    "evidence": evidence,
+                },
                 {
                     "kind": "paraphrase",
                     "question": f"How many seconds does {other} wait before it stops trying?",
@@ -245,8 +250,10 @@ def main() -> None:
     data = generate(seed=args.seed, sessions=args.sessions)
     args.out.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     messages = sum(len(c["messages"]) for c in data["conversations"])
-    print(f"{args.out}: {len(data['conversations'])} sessions, {messages} messages, "
-          f"{len(data['questions'])} questions")
+    print(
+        f"{args.out}: {len(data['conversations'])} sessions, {messages} messages, "
+        f"{len(data['questions'])} questions"
+    )
 
 
 if __name__ == "__main__":
