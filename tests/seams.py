@@ -24,6 +24,11 @@ needs_local = pytest.mark.skipif(
 
 StoreMaker = Callable[..., MessageStore]
 
+
+def _backends(*names: str) -> list[object]:
+    return [b for b in BACKENDS if b.values[0] in names]  # type: ignore[attr-defined]
+
+
 BACKENDS = [
     pytest.param(
         "milvus",
@@ -44,6 +49,12 @@ BACKENDS = [
         ),
     ),
 ]
+
+
+FILE_BACKENDS = _backends("milvus", "qdrant-disk")
+"""The backends that keep what they hold in a file or directory."""
+CLIENT_BACKENDS = _backends("milvus", "qdrant")
+"""One of each client (Qdrant in memory and on disk share their code)."""
 
 
 def maker(backend: str, where: Path, embedder: Embedder) -> StoreMaker:

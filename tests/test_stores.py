@@ -25,19 +25,16 @@ from memrules.seams import (
 )
 from memrules.seams._records import MemoryRecord, build_records
 from memrules.strategies import offload
-from tests.seams import BACKENDS, StoreMaker, maker
+from tests.seams import BACKENDS, CLIENT_BACKENDS, FILE_BACKENDS, StoreMaker, maker
 from tests.strategies import COUNTER
 from tests.test_units import agent_loop
 
 SCOPE = Scope(conversation_id="c1", user="u1", tenant="t1")
 
 
-@pytest.fixture(params=BACKENDS)
-def make(
-    request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
-) -> Iterator[StoreMaker]:
+def _stores(backend: str, where: Path, embedder: Embedder) -> Iterator[StoreMaker]:
     opened: list[MessageStore] = []
-    base = maker(request.param, tmp_path, local_embedder)
+    base = maker(backend, where, embedder)
 
     def tracked(name: str | None = None, **options: object) -> MessageStore:
         store = base(name, **options)
@@ -47,6 +44,30 @@ def make(
     yield tracked
     for store in opened:
         store.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def make(
+    request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
+) -> Iterator[StoreMaker]:
+    """Stores of every backend: Milvus Lite, Qdrant in memory, Qdrant on disk."""
+    yield from _stores(request.param, tmp_path, local_embedder)
+
+
+@pytest.fixture(params=FILE_BACKENDS)
+def make_on_disk(
+    request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
+) -> Iterator[StoreMaker]:
+    """Stores that keep their records in a file or directory."""
+    yield from _stores(request.param, tmp_path, local_embedder)
+
+
+@pytest.fixture(params=CLIENT_BACKENDS)
+def make_client(
+    request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
+) -> Iterator[StoreMaker]:
+    """One store of each client library (Qdrant's two local modes share code)."""
+    yield from _stores(request.param, tmp_path, local_embedder)
 
 
 def chat(*texts: str) -> Conversation:
@@ -214,11 +235,8 @@ class Renamed(Counting):
         return {**self.embedder.identity, "model": "some-other-model"}
 
 
-def test_a_file_store_keeps_its_records_when_reopened(
-    request: pytest.FixtureRequest, make: StoreMaker
-) -> None:
-    if "qdrant-disk" not in request.node.name and "milvus" not in request.node.name:
-        pytest.skip("Qdrant's in-memory mode keeps nothing once closed")
+def test_a_file_store_keeps_its_records_when_reopened(make_on_disk: StoreMaker) -> None:
+    make = make_on_disk
     first = make("kept")
     first.add(build_records(FACTS, scope=SCOPE))
     first.close()
@@ -279,16 +297,13 @@ def grow(history: Conversation, start: int, rounds: int) -> Conversation:
     return (*history, *extra)
 
 
-def test_a_store_that_fails_on_any_write_loses_nothing(
-    request: pytest.FixtureRequest, make: StoreMaker
-) -> None:
+def test_a_store_that_fails_on_any_write_loses_nothing(make_client: StoreMaker) -> None:
     """An agent's history grows over three requests, each sent whole;
     offload stores old rounds in writes of 3 records. For every k, the store
     fails on its k-th write (having written half of it): afterwards every
     message is in the store and gone from the request, or in the request in
     its place; and a failed offload kept nothing of its own."""
-    if "qdrant-disk" in request.node.name:
-        pytest.skip("the same client code as Qdrant in memory; one local-mode run suffices")
+    make = make_client
     base = agent_loop(0)[:2]
     requests = [grow(base, 0, 6), grow(base, 0, 10), grow(base, 0, 14)]
     k = 1
@@ -471,3 +486,19 @@ def test_an_embedder_failure_keeps_the_messages(backend: str, tmp_path: Path) ->
     assert result.messages is history
     assert "embeddings endpoint unreachable" in (result.report.last_error or "")
     store.close()
+
+
+def test_the_request_hook_files_offloaded_messages_under_the_conversation(
+    make_client: StoreMaker,
+) -> None:
+    from memrules import MemoryPlugin, Request
+
+    store = make_client()
+    config = MemoryConfig(max_messages=8, strategies=[offload(turns=1, keep_exchanges=2)])
+    plugin = MemoryPlugin(config, store=store, counter=COUNTER)
+    history = agent_history(8)
+    sent = plugin.on_request(Request(messages=history, conversation_id="thread-7"))
+    assert len(sent.messages) <= 8
+    hits = plugin.pipeline.recall("config/database.yaml", k=2, conversation_id="thread-7")
+    assert {h.conversation_id for h in hits} == {"thread-7"}
+    assert plugin.pipeline.recall("config/database.yaml", k=2, conversation_id="thread-8") == ()

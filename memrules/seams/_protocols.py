@@ -33,9 +33,10 @@ class JSONRequests(Protocol):
 @runtime_checkable
 class Embedder(Protocol):
     """Turns texts into vectors of ``dimension`` floats, one per text, in
-    order. ``identity`` names the model and every setting that changes its
-    vectors: a collection is bound to it, so vectors of two models are never
-    compared."""
+    order (``dimension`` is 0 while unknown: a remote model without a
+    configured size tells it with its first answer). ``identity`` names the
+    model and every setting that changes its vectors: a collection is bound
+    to it, so vectors of two models are never compared."""
 
     @property
     def dimension(self) -> int: ...
