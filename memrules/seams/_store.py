@@ -153,7 +153,11 @@ class MessageStore:
         return StoreError(msg)
 
     def _exists(self) -> bool:
-        """Whether the collection exists; checks its identity the first time."""
+        """Whether the collection exists; checks its identity the first time
+        (and asks no more once it has: a collection is not unmade under a
+        store that uses it)."""
+        if self._checked:
+            return True
         try:
             stored = self._backend.identity()
         except Exception as exc:
