@@ -219,9 +219,10 @@ def local_embedder(*, batch_size: int = 32, threads: int | None = None) -> Embed
     vectors of 384 floats, mean-pooled over at most :data:`MAX_TOKENS`
     tokens. ``batch_size`` texts go through the model at once (texts of
     similar length together); ``threads`` is onnxruntime's thread count
-    (by default the cores this process may run on). The model loads on first use, once, and is checked
-    against its sha256; without the ``local-embed`` extra, that first use
-    raises :class:`EmbedderError` saying what to install."""
+    (by default the cores this process may run on). The model loads on
+    first use, once, and is checked against its sha256; without the
+    ``local-embed`` extra, that first use raises :class:`EmbedderError`
+    saying what to install."""
     _whole("batch_size", batch_size, 1)
     if threads is not None:
         _whole("threads", threads, 1)
