@@ -120,11 +120,10 @@ def _load_model(threads: int | None) -> _Model:
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
     )
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    tokenizer.enable_padding(pad_id=vocab["[PAD]"], pad_token="[PAD]")
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)  # padding is done per batch
     options = onnxruntime.SessionOptions()
-    # onnxruntime sizes its pool by the machine's cores, not the ones this
-    # process may use (a container's share): oversubscribed, it ran 3x slower.
+    # By default, as many threads as the cores this process may run on (the
+    # affinity mask a container sets), not as many as the machine has.
     options.intra_op_num_threads = threads or _usable_cores()
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
@@ -183,13 +182,15 @@ class _Local:
         model = self.load()
         if not texts:
             return []
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encoded = [e.ids for e in model.tokenizer.encode_batch([_clean(t) for t in texts])]
         out: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            encoded = model.tokenizer.encode_batch([_clean(texts[i]) for i in chunk])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        for chunk in _batches([len(ids) for ids in encoded], self.batch_size):
+            width = max(len(encoded[i]) for i in chunk)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                ids[row, : len(encoded[i])] = encoded[i]
+                mask[row, : len(encoded[i])] = 1
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             try:
                 (hidden,) = model.session.run(["last_hidden_state"], feeds)
@@ -207,6 +208,22 @@ class _Local:
     def __repr__(self) -> str:
         threads = "" if self.threads is None else f", threads={self.threads}"
         return f"local_embedder(batch_size={self.batch_size}{threads})"
+
+
+def _batches(lengths: list[int], size: int) -> list[list[int]]:
+    """Indices grouped into batches of at most ``size`` texts of similar
+    token length (at most twice the shortest, or 16 tokens more), so that
+    padding costs little."""
+    batches: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if batches:
+            batch = batches[-1]
+            shortest = lengths[batch[0]]
+            if len(batch) < size and lengths[i] <= max(2 * shortest, shortest + 16):
+                batch.append(i)
+                continue
+        batches.append([i])
+    return batches
 
 
 def _clean(text: str) -> str:
