@@ -186,8 +186,8 @@ class _Local:
         out: list[list[float]] = [[] for _ in texts]
         for chunk in _batches([len(ids) for ids in encoded], self.batch_size):
             width = max(len(encoded[i]) for i in chunk)
-            ids = np.zeros((len(chunk), width), dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            ids: Any = np.zeros((len(chunk), width), dtype=np.int64)
+            mask: Any = np.zeros((len(chunk), width), dtype=np.int64)
             for row, i in enumerate(chunk):
                 ids[row, : len(encoded[i])] = encoded[i]
                 mask[row, : len(encoded[i])] = 1
@@ -197,7 +197,7 @@ class _Local:
             except Exception as exc:
                 msg = f"the local model failed on {len(chunk)} texts: {exc}"
                 raise EmbedderError(msg) from exc
-            weights = mask[:, :, None].astype(np.float32)
+            weights: Any = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             vectors = (pooled / np.maximum(norms, 1e-12)).tolist()
