@@ -12,7 +12,8 @@ A config imports no module unless ``--allow-imports MODULE`` lists it, or
 Every failure is one line on stderr and exit status 2: a bad argument,
 config or input, an output that cannot be written (a full disk, a closed
 stdout). A strategy that fails is one warning line each, and exit status 1
-with ``--strict``. Output is built whole before any of it is written, so
+with ``--strict``. On a terminal, long runs show a progress line on stderr
+(``--no-progress`` turns it off). Output is built whole before any of it is written, so
 stdout holds the whole result or nothing; a reader that goes away (``|
 head``) ends the command quietly, with status 1.
 """
@@ -40,6 +41,7 @@ from memrules._demo import render as render_demo
 from memrules._errors import MemrulesError, MessageFormatError
 from memrules._messages import Conversation
 from memrules._pipeline import Pipeline
+from memrules._progress import Progress, ProgressObserver
 from memrules._report import CompressionReport
 
 __all__ = ["UsageError", "main"]
@@ -268,15 +270,22 @@ def _failures(report: CompressionReport) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
-def _pipeline(args: argparse.Namespace) -> Pipeline:
+def _pipeline(args: argparse.Namespace, progress: Progress | None = None) -> Pipeline:
     """The pipeline ``compact`` runs: the config, imports allowed as the flags
     say, and ``user_first`` on for the Anthropic format (whose API rejects a
-    conversation that starts with an assistant message)."""
+    conversation that starts with an assistant message); shown on
+    ``progress`` when that draws."""
     allow: bool | Sequence[str] = True if args.trust_config else tuple(args.allow_imports)
     config = load_config(Path(args.config), allow_imports=allow)
     if args.format == "anthropic" and not config.user_first:
         config = attrs.evolve(config, user_first=True)
-    return Pipeline.from_config(config)
+    observers = [ProgressObserver(progress)] if progress is not None and progress.enabled else []
+    return Pipeline.from_config(config, observers=observers)
+
+
+def _progress(args: argparse.Namespace) -> Progress:
+    """A progress line on stderr, when it is a terminal and not turned off."""
+    return Progress(None if args.no_progress else sys.stderr)
 
 
 def _compact(args: argparse.Namespace) -> int:
@@ -284,20 +293,25 @@ def _compact(args: argparse.Namespace) -> int:
     if report_path is not None:
         _writable(report_path, "the report")
     _stdout()
-    pipeline = _pipeline(args)
-    data = _read_json(args.input)
-    name = _source_name(args.input)
-    try:
-        conversation, encode = _decode(data, args.format)
-        result = pipeline.compress(conversation) if args.compress else pipeline.apply(conversation)
-        output = _to_json(encode(result.messages), "the output")
-        report = _to_json(result.report.to_dict(), "the report") if report_path else ""
-    except (MessageFormatError, UsageError) as exc:
-        msg = f"{name}: {exc}"
-        raise UsageError(msg) from None
-    except RecursionError:
-        msg = f"{name}: invalid input: nested too deeply to read"
-        raise UsageError(msg) from None
+    with _progress(args) as progress:
+        pipeline = _pipeline(args, progress)
+        name = _source_name(args.input)
+        progress.update(f"reading {name}")
+        data = _read_json(args.input)
+        try:
+            progress.update(f"reading {name}: converting")
+            conversation, encode = _decode(data, args.format)
+            run = pipeline.compress if args.compress else pipeline.apply
+            result = run(conversation)
+            progress.update("writing")
+            output = _to_json(encode(result.messages), "the output")
+            report = _to_json(result.report.to_dict(), "the report") if report_path else ""
+        except (MessageFormatError, UsageError) as exc:
+            msg = f"{name}: {exc}"
+            raise UsageError(msg) from None
+        except RecursionError:
+            msg = f"{name}: invalid input: nested too deeply to read"
+            raise UsageError(msg) from None
     failures = _failures(result.report)
     if failures and args.strict:
         for name, error in failures:
@@ -325,7 +339,8 @@ def _bench(args: argparse.Namespace) -> int:
         _writable(args.json, "the figures")
     out = _stdout()
     try:
-        figures = bench_command.run(bench_command.settings(args), out)
+        with _progress(args) as progress:
+            figures = bench_command.run(bench_command.settings(args), out, progress=progress)
     except BrokenPipeError:
         raise
     except OSError as exc:
@@ -358,6 +373,11 @@ def _parser() -> argparse.ArgumentParser:
         "--compress",
         action="store_true",
         help="run every strategy once with no budget (Pipeline.compress)",
+    )
+    compact.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line on stderr (shown only on a terminal, for runs over half a second)",
     )
     compact.add_argument(
         "--strict",
@@ -396,6 +416,11 @@ def _parser() -> argparse.ArgumentParser:
         "and LangChain's trim_messages, on seeded agent histories.",
     )
     bench_command.add_arguments(bench)
+    bench.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line on stderr (shown only on a terminal)",
+    )
     bench.set_defaults(handler=_bench)
     return parser
 

@@ -15,6 +15,10 @@ YAML tells an absent key from a null one, so ``max_tokens`` alone replaces
 the default ``max_fraction`` (0.8); ``max_fraction: null`` is still accepted,
 and setting both is an error.
 
+Keys whose value is a mapping (``graph_context: {max_nodes: 64}``) are
+*sections*: :data:`SECTIONS` maps each to the function that reads its YAML
+node into a value, placing each problem at ``key.field`` and its line.
+
 **Trust.** A config chooses built-in strategies and their parameters, and
 strategies that installed distributions publish in the ``memrules.strategies``
 entry-point group. It imports a module (``type: "package.module:function"``)
@@ -41,10 +45,15 @@ import tiktoken.model
 from memrules._budget import ContextWindowResolver, Trigger
 from memrules._errors import ConfigError, ConfigProblem, EncodingError
 from memrules._interpreter import NamedStrategy
+from memrules._schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._tokens import load_encoding
 from memrules._typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
 from memrules._usage import ContextUsageObserver
 from memrules._yaml import MAX_CONFIG_BYTES, Node, parse_yaml
+from memrules.graph.extract import GraphExtractor, extractor_from_config
+from memrules.graph.limits import GraphLimits
+from memrules.graph.render import GraphContext
+from memrules.graph.state import StateStoreConfig
 from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
 from memrules.seams._settings import SeamSettings, section_problems
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
@@ -110,6 +119,8 @@ def _marker(value: object) -> str | None:
 def _encoder(value: object) -> str | None:
     if value == ESTIMATE:
         return None
+    if is_scheme(value):
+        return scheme_problem(str(value))
     known = isinstance(value, str) and value in tiktoken.list_encoding_names()
     if isinstance(value, str) and value and not known:
         try:
@@ -119,7 +130,10 @@ def _encoder(value: object) -> str | None:
             pass
     if not known:
         names = ", ".join(sorted(tiktoken.list_encoding_names()))
-        return f"a tiktoken encoder ({names}), a model name such as 'gpt-4o', or {ESTIMATE!r}"
+        return (
+            f"a tiktoken encoder ({names}), a model name such as 'gpt-4o', {ESTIMATE!r}, "
+            f"or {DESCRIBED}"
+        )
     try:
         load_encoding(str(value))
     except EncodingError as exc:
@@ -144,21 +158,98 @@ SETTINGS: Mapping[str, Check] = types.MappingProxyType(
 """The scalar keys a config sets, each with its check: the one definition
 that :class:`MemoryConfig` and the YAML reader share."""
 
-# --- sections: top-level keys whose value is a mapping, each read by a function ---------
 
-Section: TypeAlias = Callable[[Node, str], object | list[ConfigProblem]]
-"""Reads one mapping-valued section: its YAML node and path in; its value,
-or every problem found (each with its YAML path and line), out."""
+# --- sections: keys whose value is a mapping -------------------------------------
+
+Section: TypeAlias = Callable[[Node], object]
+"""Reads one section's YAML node into its value; returns a list of
+:class:`ConfigProblem` (each at ``key.field``, with its line) instead when
+the node cannot be used. A null node gives the section's default."""
+
+
+def _section_problems(key: str, node: Node, exc: ConfigError) -> list[ConfigProblem]:
+    """``exc``'s problems placed at the section's fields and their lines."""
+    placed = []
+    for p in exc.problems:
+        field = p.yaml_path.removeprefix(f"{key}.").split(".", 1)[0]
+        line = node.key_lines.get(field, node.line) if node.is_mapping else node.line
+        yaml_path = p.yaml_path if p.yaml_path.startswith(f"{key}.") else key
+        placed.append(attrs.evolve(p, yaml_path=yaml_path, line=line))
+    return placed
+
+
+def _mapping_section(
+    key: str, build: Callable[..., object], *, default: object, fields: tuple[str, ...] = ()
+) -> Section:
+    """A section read by ``build(**fields)``: a mapping of its parameters
+    (``fields`` when its signature takes ``**kwargs``), or null for
+    ``default``. ``build`` raises :class:`ConfigError` for values it cannot
+    use, at ``key.field`` paths."""
+
+    def read(node: Node) -> object:
+        known = fields or _parameters(build)
+        if node.value is None:
+            return default
+        if not node.is_mapping:
+            message = f"{key} is a mapping of {', '.join(known)}; got {_type_name(node.plain())}"
+            return [ConfigProblem(message=message, yaml_path=key, line=node.line)]
+        problems = [
+            ConfigProblem(
+                message=f"unknown key {name!r}{near_miss(name, known)}; known: {', '.join(known)}",
+                yaml_path=f"{key}.{name}",
+                line=node.key_lines[name],
+            )
+            for name in node.value
+            if name not in known
+        ]
+        if problems:
+            return problems
+        try:
+            return build(**{name: value.plain() for name, value in node.value.items()})
+        except ConfigError as exc:
+            return _section_problems(key, node, exc)
+
+    return read
+
+
+def _state_store_section(node: Node) -> object:
+    """``state_store``: a mapping, or a URL alone (``state_store: valkey://host``)."""
+    if isinstance(node.value, str):
+        try:
+            return StateStoreConfig(url=node.value)
+        except ConfigError as exc:
+            return _section_problems("state_store", node, exc)
+    return _mapping_section("state_store", StateStoreConfig, default=StateStoreConfig())(node)
+
 
 SECTIONS: Mapping[str, Section] = types.MappingProxyType(
     {
-        **SEAM_SECTIONS,  # store:, embedder:, summarizer: (memrules.seams._settings)
+        # The working graph and the conversation state (issue 9).
+        "graph_limits": _mapping_section("graph_limits", GraphLimits, default=GraphLimits()),
+        "graph_context": _mapping_section("graph_context", GraphContext, default=None),
+        "graph_extractor": _mapping_section(
+            "graph_extractor",
+            extractor_from_config,
+            default=None,
+            fields=("type", "facts", "files", "tools", "path_keys"),
+        ),
+        "state_store": _state_store_section,
+        # The seams: store:, embedder:, summarizer: (memrules.seams._settings).
+        **SEAM_SECTIONS,
     }
 )
-"""The mapping-valued top-level keys, each with its reader; the value it
-reads is the :class:`MemoryConfig` field of the same name."""
+"""The mapping-valued keys, each with the function that reads its YAML node:
+the one definition the YAML reader uses for them (their values' own classes
+check themselves when built from Python)."""
 
-KNOWN_KEYS = (*SETTINGS, "strategies", *SECTIONS)
+# What each section's value must be when MemoryConfig is built from Python.
+_SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
+    "graph_limits": ((GraphLimits,), "a GraphLimits"),
+    "graph_context": ((GraphContext, type(None)), "a GraphContext or None"),
+    "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
+}
+
+KNOWN_KEYS = (*SETTINGS, *SECTIONS, "strategies")
 
 # Seed names that are no top-level key here, and where they went.
 _MOVED = {
@@ -178,6 +269,14 @@ def _problems(values: Mapping[str, object]) -> list[ConfigProblem]:
         if expected is not None:
             message = f"{key}={show(value)} must be {expected}"
             problems.append(ConfigProblem(message=message, yaml_path=key))
+    for key, (kinds, expected) in _SECTION_TYPES.items():
+        if key in values and not isinstance(values[key], kinds):
+            message = f"{key}={values[key]!r} must be {expected}"
+            problems.append(ConfigProblem(message=message, yaml_path=key))
+    extractor = values.get("graph_extractor")
+    if extractor is not None and not callable(extractor):
+        message = f"graph_extractor={extractor!r} must be a callable (conversation) -> MemoryGraph"
+        problems.append(ConfigProblem(message=message, yaml_path="graph_extractor"))
     if values.get("max_tokens") is not None and values.get("max_fraction") is not None:
         message = (
             f"max_tokens={values['max_tokens']!r} and max_fraction={values['max_fraction']!r} "
@@ -213,6 +312,10 @@ def _observers(values: Iterable[ContextUsageObserver]) -> tuple[ContextUsageObse
     return tuple(values)
 
 
+_NO_LIMITS_SET = GraphLimits()
+_IN_MEMORY = StateStoreConfig()
+
+
 def _default_fraction(config: MemoryConfig) -> float | None:
     return None if config.max_tokens is not None else 0.8
 
@@ -224,10 +327,21 @@ class MemoryConfig:
     ``key=value`` (``MemoryConfig(max_messages=0)``,
     ``MemoryConfig(encoder_name="no-such")``).
 
-    ``encoder_name`` is a tiktoken encoder or model name, or ``"estimate"``
-    for the script-aware estimator. ``strategies`` are strategy callables (or
+    ``encoder_name`` is a tiktoken encoder or model name, ``"estimate"``
+    for the script-aware estimator, ``"hf:<tokenizer.json, directory or
+    package>"`` for a Hugging Face tokenizer, or ``"anthropic:<model>"`` for
+    Anthropic's count-tokens endpoint. ``strategies`` are strategy callables (or
     :class:`NamedStrategy`), the seed's eight by default. ``observers`` and
-    ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`.
+    ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`,
+    and so are the working graph's settings: ``graph_limits`` (each
+    conversation's graph cap, a :class:`~memrules.graph.GraphLimits`),
+    ``graph_context`` (render the graph into requests, a
+    :class:`~memrules.graph.GraphContext`; None, the default, renders
+    nothing), ``graph_extractor`` (a
+    :data:`~memrules.graph.GraphExtractor` whose graph is merged after each
+    request; None by default) and ``state_store`` (a
+    :class:`~memrules.graph.StateStoreConfig`: where conversation state
+    lives, this process's memory by default).
     ``repair`` removes input that is already broken (a tool result whose call
     is absent, two results for one call, a result before its call) instead of
     only reporting it; ``user_first`` keeps the first non-system message a
@@ -253,13 +367,18 @@ class MemoryConfig:
     )
     observers: tuple[ContextUsageObserver, ...] = attrs.field(default=(), converter=_observers)
     context_window_resolver: ContextWindowResolver | None = None
+    graph_limits: GraphLimits = _NO_LIMITS_SET
+    graph_context: GraphContext | None = None
+    graph_extractor: GraphExtractor | None = None
+    state_store: StateStoreConfig = _IN_MEMORY
     store: SeamSettings | None = None
     embedder: SeamSettings | None = None
     summarizer: SeamSettings | None = None
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        problems = _problems({key: getattr(self, key) for key in SETTINGS})
+        keys = (*SETTINGS, *_SECTION_TYPES, "graph_extractor")
+        problems = _problems({key: getattr(self, key) for key in keys})
         problems += section_problems(self.store, self.embedder, self.summarizer)
         if problems:
             raise ConfigError(problems, path=self.source)
@@ -415,15 +534,15 @@ def load_config(
             elif key in SETTINGS:
                 fields[key] = node.value
             elif key in SECTIONS:
-                read = SECTIONS[key](node, key)
-                if isinstance(read, list):
+                value = SECTIONS[key](node)
+                if isinstance(value, list):
                     # A problem with the section as a whole is at its key's line.
                     at_key = {"line": root.key_lines[key]}
                     problems.extend(
-                        attrs.evolve(p, **at_key) if p.yaml_path == key else p for p in read
+                        attrs.evolve(p, **at_key) if p.yaml_path == key else p for p in value
                     )
                 else:
-                    fields[key] = read
+                    fields[key] = value
             else:
                 message = _unknown_key(key, registry)
                 problems.append(

@@ -233,9 +233,7 @@ def _exchanges(conversation: Conversation, turn: range) -> list[range]:
     return [range(a, b) for a, b in zip(starts, ends, strict=True)]
 
 
-def movable_units(
-    conversation: Conversation, links: ToolLinks, *, keep_exchanges: int
-) -> Units:
+def movable_units(conversation: Conversation, links: ToolLinks, *, keep_exchanges: int) -> Units:
     """The :class:`Units` of ``conversation`` (see there)."""
     all_turns = turns(conversation)
     if not all_turns:

@@ -9,6 +9,13 @@ trigger, so the window trims it to four: the first system message, the last
 reply, the question and the warning (``SAUS``). The turn that said where the
 vault is has gone, so the model cannot answer.
 
+``--graph`` runs the same turns with the working graph on: the offline
+extractor reads each request as it arrives (before compaction) and merges
+what the user stated into the conversation's graph, and ``graph_context``
+renders the graph right after the system prompt. On turn 4 the window still
+drops turn 1, but "vault -[is_in]-> Lisbon" is in the graph message
+(``SSAUS``), and the model answers "Lisbon." from it.
+
 By default the model is :func:`scripted_reply`, which answers from what the
 prompt holds, offline and deterministically. ``--base-url URL`` sends the
 prompts to an OpenAI-compatible chat endpoint instead (llama.cpp server,
@@ -47,6 +54,8 @@ from memrules._messages import Conversation, Message, message
 from memrules._plugin import MemoryPlugin, Request
 from memrules._report import CompressionReport
 from memrules._usage import ContextUsage, ContextUsageObserver
+from memrules.graph.extract import offline_extractor
+from memrules.graph.render import GraphContext, RenderedGraph
 from memrules.strategies import sliding_window
 
 __all__ = [
@@ -78,14 +87,18 @@ ChatModel: TypeAlias = Callable[[Conversation], str]
 _LETTERS = {"system": "S", "user": "U", "assistant": "A", "tool": "T"}
 
 
-def demo_config(*observers: ContextUsageObserver) -> MemoryConfig:
-    """The seed example's config, with ``observers`` attached."""
+def demo_config(*observers: ContextUsageObserver, graph: bool = False) -> MemoryConfig:
+    """The seed example's config, with ``observers`` attached; with
+    ``graph``, also ``graph_context`` (the defaults) and the offline
+    ``graph_extractor``."""
     return MemoryConfig(
         context_window_tokens=256,
         max_messages=6,
         warn_fraction=0.2,
         strategies=[sliding_window(keep_messages=4)],
         observers=observers,
+        graph_context=GraphContext() if graph else None,
+        graph_extractor=offline_extractor() if graph else None,
     )
 
 
@@ -102,9 +115,10 @@ def scripted_reply(messages: Conversation) -> str:
     """The offline model: answers the latest user message from the prompt.
 
     ``"... Reply with: X"`` gets ``X``. ``"Where is the T?"`` gets the place
-    that a message of the prompt gives (``"The T is in P"`` → ``"P."``), and
-    ``"Unknown."`` when no message does: what was dropped is gone. Anything
-    else gets ``"Unknown."``.
+    that a message of the prompt gives (``"The T is in P"``, or the graph
+    message's line ``"- T -[is_in]-> P"`` → ``"P."``), and ``"Unknown."``
+    when no message does: what was dropped is gone. Anything else gets
+    ``"Unknown."``.
     """
     last = last_user_index(messages)
     if last is None:
@@ -113,10 +127,14 @@ def scripted_reply(messages: Conversation) -> str:
     if found := _REPLY_WITH.search(question):
         return found.group(1)
     if found := _WHERE_IS.search(question):
-        fact = re.compile(rf"\bThe {re.escape(found.group(1))} is in ([^\s.,;]+)", re.IGNORECASE)
+        thing = re.escape(found.group(1))
+        fact = re.compile(
+            rf"\bThe {thing} is in ([^\s.,;]+)|^- {thing} -\[is_in\]-> ([^\s.,;]+)",
+            re.IGNORECASE | re.MULTILINE,
+        )
         for i, m in enumerate(messages):
             if i != last and (place := fact.search(m.text)):
-                return f"{place.group(1)}."
+                return f"{place.group(1) or place.group(2)}."
     return "Unknown."
 
 
@@ -212,6 +230,10 @@ class Turn:
     warning: bool
     report: CompressionReport
     reply: str
+    graph: bool = False
+    """Whether the demo ran with the working graph (``--graph``)."""
+    rendered: RenderedGraph | None = None
+    graph_tokens: int = 0
 
     @property
     def compacted(self) -> bool:
@@ -221,14 +243,29 @@ class Turn:
         """The seed's lines for this turn."""
         u = self.usage
         edits = f"warning {str(self.warning).lower()}" + (", compacted" if self.compacted else "")
-        return [
+        lines = [
             f'Turn {self.number}: "{self.user}"',
             f"  gauge: {u.tokens}/{u.window} tokens ({u.fraction:.0%}), "
             f"window resolved {str(u.window_resolved).lower()}",
             f"  prompt: {len(self.received)} messages in, {len(self.sent)} out "
             f"({shape(self.sent)}), {edits}",
-            f"  reply: {one_line(self.reply, limit=400)}",
         ]
+        if self.graph:
+            lines.append(f"  graph: {self._graph_line()}")
+        lines.append(f"  reply: {one_line(self.reply, limit=400)}")
+        return lines
+
+    def _graph_line(self) -> str:
+        r = self.rendered
+        if r is None:
+            return "empty, no message"
+        left_out = r.nodes_left_out + r.relationships_left_out
+        return (
+            f"{_count(r.nodes_shown, 'node')} and "
+            f"{_count(r.relationships_shown, 'relationship')} in the message "
+            f"({self.graph_tokens} tokens, outside the budget)"
+            + (f", {left_out} left out" if left_out else "")
+        )
 
     def to_dict(self) -> dict[str, Any]:
         u = self.usage
@@ -251,18 +288,31 @@ class Turn:
             "prompt": to_openai(self.sent),
             "reply": self.reply,
             "report": self.report.to_dict(),
-        }
+        } | (
+            {
+                "graph": {
+                    "tokens": self.graph_tokens,
+                    **(self.rendered.to_dict() if self.rendered is not None else {}),
+                }
+            }
+            if self.graph
+            else {}
+        )
 
 
-def run(chat: ChatModel, *, model: str | None = None) -> Iterator[Turn]:
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def run(chat: ChatModel, *, model: str | None = None, graph: bool = False) -> Iterator[Turn]:
     """Play the four turns against ``chat``, yielding each as it completes.
 
     ``model`` is the request's model name (for a window resolver; the demo
     has none). The gauge is an observer that keeps every reading; each turn
-    shows the one its request produced.
+    shows the one its request produced. ``graph`` turns the working graph on.
     """
     gauge: list[ContextUsage] = []
-    plugin = MemoryPlugin(demo_config(gauge.append))
+    plugin = MemoryPlugin(demo_config(gauge.append, graph=graph))
     history: list[Message] = [message("system", SYSTEM_PROMPT)]
     for number, text in enumerate(TURNS, start=1):
         history.append(message("user", text))
@@ -280,17 +330,27 @@ def run(chat: ChatModel, *, model: str | None = None) -> Iterator[Turn]:
             warning=result.warned,
             report=result.report,
             reply=reply,
+            graph=graph,
+            rendered=result.rendered,
+            graph_tokens=result.graph_tokens,
         )
 
 
 def header_lines(config: MemoryConfig) -> list[str]:
     """The seed's lines before the turns: trigger, strategies, legend."""
-    return [
+    lines = [
         f"Trigger: max_messages {config.max_messages}, window "
         f"{config.context_window_tokens} tokens, warn at {config.warn_fraction:.0%}",
         "Strategy: " + ", ".join(repr(s.strategy) for s in config.strategies),
-        "Prompt shape letters: S system, U user, A assistant",
     ]
+    if config.graph_context is not None:
+        c = config.graph_context
+        lines.append(
+            f"Graph: graph_context max_nodes {c.max_nodes}, max_relationships "
+            f"{c.max_relationships}; extractor {config.graph_extractor!r}"
+        )
+    lines.append("Prompt shape letters: S system, U user, A assistant")
+    return lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -316,6 +376,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         metavar="SECONDS",
         help="per request (60)",
+    )
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="with the working graph: facts the user stated are rendered into every prompt",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the transcript as one JSON object"
@@ -346,7 +411,8 @@ def render(args: argparse.Namespace) -> str:
 
     Raises an :class:`~memrules._http.EndpointError` when the endpoint fails.
     """
-    config = demo_config()
+    graph = bool(getattr(args, "graph", False))
+    config = demo_config(graph=graph)
     chat: ChatModel = scripted_reply
     model: str | None = None
     label = "scripted (offline; --base-url URL for a real endpoint)"
@@ -367,11 +433,19 @@ def render(args: argparse.Namespace) -> str:
                 "max_messages": config.max_messages,
                 "warn_fraction": config.warn_fraction,
                 "strategies": [repr(s.strategy) for s in config.strategies],
-            },
-            "turns": [turn.to_dict() for turn in run(chat, model=model)],
+            }
+            | (
+                {
+                    "graph_context": attrs.asdict(config.graph_context),
+                    "graph_extractor": repr(config.graph_extractor),
+                }
+                if config.graph_context is not None
+                else {}
+            ),
+            "turns": [turn.to_dict() for turn in run(chat, model=model, graph=graph)],
         }
         return json.dumps(transcript, indent=2, ensure_ascii=False) + "\n"
     lines = [f"Model: {label}", *header_lines(config)]
-    for turn in run(chat, model=model):
+    for turn in run(chat, model=model, graph=graph):
         lines += ["", *turn.lines()]
     return "\n".join(lines) + "\n"

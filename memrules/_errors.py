@@ -17,11 +17,13 @@ __all__ = [
     "ConfigProblem",
     "EmbedderError",
     "EncodingError",
+    "GraphError",
     "MemrulesError",
     "MessageFormatError",
     "MessageTypeError",
     "ObserverError",
     "SeamError",
+    "StateStoreError",
     "StoreError",
     "StrategyError",
     "SummarizerError",
@@ -118,6 +120,27 @@ class StrategyError(MemrulesError, RuntimeError):
 class ObserverError(MemrulesError, RuntimeError):
     """A usage observer failed, so the request failed before anything changed."""
 
+
+class GraphError(MemrulesError, ValueError):
+    """A working-graph update or import that cannot be done: a relationship
+    naming an unknown node, a duplicate id or a non-finite weight in a
+    snapshot, a graph at its cap that refuses more. The graph it was asked
+    of is unchanged.
+
+    ``ids`` are the offending node and relationship ids, in the order the
+    message names them.
+    """
+
+    def __init__(self, message: str, *, ids: Sequence[str] = ()) -> None:
+        self.ids = tuple(ids)
+        super().__init__(message)
+
+
+class StateStoreError(MemrulesError, OSError):
+    """The conversation state store failed: it cannot be reached, it timed
+    out, it holds data memrules cannot read, or an update lost the race too
+    many times. Nothing was written: the state is as it was before the call.
+    An ``OSError``, as the network and disk errors behind it are."""
 
 class SeamError(MemrulesError, RuntimeError):
     """A seam (a vector store, an embedder, a summarizer) failed. The

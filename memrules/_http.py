@@ -142,11 +142,14 @@ class JSONClient:
     ``Retry-After`` asks, within the same cap). Connection failures and
     timeouts are not retried: the caller decides. ``api_key_env`` names the
     environment variable that holds the API key, read per request; an unset
-    or empty variable sends no key. ``headers`` are sent with every request.
+    or empty variable sends no key. The key goes as a bearer token, or, when
+    ``api_key_header`` names another header (Anthropic's ``x-api-key``), as
+    that header's value. ``headers`` are sent with every request.
     """
 
     base_url: str = attrs.field(converter=check_base_url)
     api_key_env: str | None = None
+    api_key_header: str = "Authorization"
     timeout: float = attrs.field(default=60.0, validator=_positive)
     retries: int = attrs.field(default=2)
     backoff: float = attrs.field(default=0.5, validator=_not_negative)
@@ -180,7 +183,8 @@ class JSONClient:
             headers["Content-Type"] = "application/json"
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
         if key:
-            headers["Authorization"] = f"Bearer {key}"
+            bearer = self.api_key_header.lower() == "authorization"
+            headers[self.api_key_header] = f"Bearer {key}" if bearer else key
         delay = self.backoff
         for attempt in range(self.retries + 1):
             request = urllib.request.Request(url, data=data, method=method, headers=headers)

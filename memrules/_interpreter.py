@@ -6,13 +6,14 @@ strategy that acted and stops once under budget; it runs at most
 ``max_passes`` passes and stops early when a whole pass changes nothing. A
 strategy that raises, returns something that is not a conversation, or
 breaks an invariant has its output discarded and the error recorded; the
-pipeline goes on.
+pipeline goes on. Observers (:mod:`memrules._observe`) are called around
+the run and each strategy run; without any, the interpreter pays nothing.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -20,6 +21,8 @@ from memrules._budget import Budget
 from memrules._errors import StrategyError
 from memrules._invariants import Enforced, enforce
 from memrules._messages import Conversation, Message
+from memrules._observe import PipelineObserver, RunInfo, StepInfo, observe
+from memrules._repair import InputProblem
 from memrules._repair import repair as repair_input
 from memrules._report import CompressionAction, CompressionReport, CompressionResult, StopReason
 from memrules._typing import Outcome, Strategy, StrategyContext
@@ -173,6 +176,7 @@ class _Run:
     tokens: int
     origin: tuple[int | None, ...]
     problems: tuple[str, ...]
+    counter: str
     actions: list[CompressionAction] = attrs.Factory(list)
 
     def take(self, step: _Step) -> bool:
@@ -198,11 +202,34 @@ class _Run:
             actions=tuple(self.actions),
             origin=self.origin,
             input_problems=self.problems,
+            counter=self.counter,
         )
         return CompressionResult(messages=self.current, report=report)
 
 
-def _begin(conversation: Conversation, context: StrategyContext, *, repair: bool) -> _Run:
+def _repair_step(
+    conversation: Conversation,
+    tokens: int,
+    context: StrategyContext,
+    problems: tuple[InputProblem, ...],
+) -> _Step:
+    enforced = repair_input(conversation, problems)
+    after = _total(enforced.messages, context) if enforced.changed else tokens
+    note = f"removed what {len(problems)} input problems named"
+    return _Step(
+        action=_action("repair", 0, conversation, tokens, enforced, after, note=note),
+        enforced=enforced,
+        tokens=after,
+    )
+
+
+def _begin(
+    conversation: Conversation,
+    context: StrategyContext,
+    *,
+    repair: bool,
+    watch: _Watch | None = None,
+) -> _Run:
     """A run of ``conversation``: its input problems found and, with
     ``repair``, removed first (recorded as a ``repair`` action, pass 0)."""
     tokens = _total(conversation, context)
@@ -213,19 +240,88 @@ def _begin(conversation: Conversation, context: StrategyContext, *, repair: bool
         tokens=tokens,
         origin=tuple(range(len(conversation))),
         problems=tuple(map(str, problems)),
+        counter=context.counter.name,
     )
     if repair and problems:
-        enforced = repair_input(conversation, problems)
-        after = _total(enforced.messages, context) if enforced.changed else tokens
-        note = f"removed what {len(problems)} input problems named"
-        run.take(
-            _Step(
-                action=_action("repair", 0, conversation, tokens, enforced, after, note=note),
-                enforced=enforced,
-                tokens=after,
-            )
-        )
+
+        def work() -> _Step:
+            return _repair_step(conversation, tokens, context, problems)
+
+        step = work() if watch is None else watch.step("repair", 0, -1, run, work)
+        run.take(step)
     return run
+
+
+@attrs.frozen(slots=True)
+class _Watch:
+    """The observers of one run, and what they are told about it."""
+
+    observers: Sequence[PipelineObserver]
+    info: RunInfo
+
+    def step(
+        self, name: str, pass_number: int, index: int, run: _Run, work: Callable[[], _Step]
+    ) -> _Step:
+        info = StepInfo(
+            strategy=name,
+            pass_number=pass_number,
+            index=index,
+            messages=len(run.current),
+            tokens=run.tokens,
+            run=self.info,
+        )
+        steps: list[_Step] = []
+
+        def proceed() -> CompressionAction:
+            steps.append(work())
+            return steps[0].action
+
+        observe(self.observers, "observe_step", info, proceed)
+        return steps[0]
+
+
+def _watch(
+    observers: Sequence[PipelineObserver],
+    operation: str,
+    conversation: Conversation,
+    strategies: Sequence[NamedStrategy],
+    context: StrategyContext,
+    max_passes: int,
+    conversation_id: str | None,
+) -> _Watch | None:
+    if not observers:
+        return None
+    info = RunInfo(
+        operation=operation,
+        counter=context.counter.name,
+        budget=context.budget,
+        messages=len(conversation),
+        strategies=tuple(s.name for s in strategies),
+        max_passes=max_passes,
+        conversation_id=conversation_id,
+        conversation=conversation,
+    )
+    return _Watch(tuple(observers), info)
+
+
+def _run_step(
+    watch: _Watch | None,
+    named: NamedStrategy,
+    index: int,
+    run: _Run,
+    context: StrategyContext,
+    pass_number: int,
+) -> _Step:
+    if watch is None:
+        return _step(named, run.current, run.tokens, context, pass_number)
+    current, tokens = run.current, run.tokens
+    return watch.step(
+        named.name,
+        pass_number,
+        index,
+        run,
+        lambda: _step(named, current, tokens, context, pass_number),
+    )
 
 
 def run_pipeline(
@@ -235,6 +331,8 @@ def run_pipeline(
     *,
     max_passes: int = MAX_PASSES,
     repair: bool = False,
+    observers: Sequence[PipelineObserver] = (),
+    conversation_id: str | None = None,
 ) -> CompressionResult:
     """Compact ``conversation`` until it fits ``context.budget``.
 
@@ -242,9 +340,32 @@ def run_pipeline(
     met (``under_budget`` with no passes). Otherwise passes run the
     strategies in order, re-measuring after each one that acted. With
     ``repair``, broken input is removed first (see :mod:`memrules._repair`).
+    ``observers`` watch the run and each strategy run; ``conversation_id``
+    is only told to them.
     """
+    watch = _watch(
+        observers, "apply", conversation, strategies, context, max_passes, conversation_id
+    )
+    if watch is None:
+        return _apply(conversation, strategies, context, max_passes, repair, None)
+    return observe(
+        watch.observers,
+        "observe_run",
+        watch.info,
+        lambda: _apply(conversation, strategies, context, max_passes, repair, watch),
+    )
+
+
+def _apply(
+    conversation: Conversation,
+    strategies: Sequence[NamedStrategy],
+    context: StrategyContext,
+    max_passes: int,
+    repair: bool,
+    watch: _Watch | None,
+) -> CompressionResult:
     budget = context.budget
-    run = _begin(conversation, context, repair=repair)
+    run = _begin(conversation, context, repair=repair, watch=watch)
     tokens_before = run.actions[0].tokens_before if run.actions else run.tokens
     if budget.is_unlimited:
         return run.done(budget, StopReason.NO_TRIGGER, 0, tokens_before)
@@ -252,8 +373,8 @@ def run_pipeline(
         return run.done(budget, StopReason.UNDER_BUDGET, 0, tokens_before)
     for pass_number in range(1, max_passes + 1):
         progressed = False
-        for named in strategies:
-            if not run.take(_step(named, run.current, run.tokens, context, pass_number)):
+        for index, named in enumerate(strategies):
+            if not run.take(_run_step(watch, named, index, run, context, pass_number)):
                 continue
             progressed = True
             if not budget.is_over(messages=len(run.current), tokens=run.tokens):
@@ -269,11 +390,20 @@ def run_once(
     context: StrategyContext,
     *,
     repair: bool = False,
+    observers: Sequence[PipelineObserver] = (),
+    conversation_id: str | None = None,
 ) -> CompressionResult:
     """Run every strategy once, in order, with no budget (``compress``)."""
     context = attrs.evolve(context, budget=Budget.UNLIMITED)
-    run = _begin(conversation, context, repair=repair)
-    tokens_before = run.actions[0].tokens_before if run.actions else run.tokens
-    for named in strategies:
-        run.take(_step(named, run.current, run.tokens, context, 1))
-    return run.done(Budget.UNLIMITED, StopReason.SINGLE_PASS, 1, tokens_before)
+    watch = _watch(observers, "compress", conversation, strategies, context, 1, conversation_id)
+
+    def work() -> CompressionResult:
+        run = _begin(conversation, context, repair=repair, watch=watch)
+        tokens_before = run.actions[0].tokens_before if run.actions else run.tokens
+        for index, named in enumerate(strategies):
+            run.take(_run_step(watch, named, index, run, context, 1))
+        return run.done(Budget.UNLIMITED, StopReason.SINGLE_PASS, 1, tokens_before)
+
+    if watch is None:
+        return work()
+    return observe(watch.observers, "observe_run", watch.info, work)

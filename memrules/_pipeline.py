@@ -24,6 +24,7 @@ from memrules._errors import ConfigError, MessageFormatError, StoreError
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
 from memrules._messages import Conversation, Message
+from memrules._observe import PipelineObserver
 from memrules._report import CompressionResult
 from memrules._tokens import TokenCounter, counter_named
 from memrules._typing import StrategyContext, StrategyFactory
@@ -46,15 +47,24 @@ def as_conversation(messages: Iterable[Message]) -> Conversation:
     return conversation
 
 
+def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
+    return tuple(values)
+
+
 @attrs.frozen(kw_only=True, slots=True)
 class Pipeline:
     """CompressionResult as a value: ``apply`` and ``compress`` return new messages
-    and a report and change nothing else."""
+    and a report and change nothing else.
+
+    ``observers`` watch every run and strategy run (tracing, metrics,
+    logging, a progress bar; see :mod:`memrules.observability`); they change
+    nothing in the result."""
 
     config: MemoryConfig
     counter: TokenCounter
     seams: Seams = attrs.field(factory=Seams)
     max_passes: int = MAX_PASSES
+    observers: tuple[PipelineObserver, ...] = attrs.field(default=(), converter=_observers)
     _measure: Measure = attrs.field(
         init=False,
         default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
@@ -69,6 +79,7 @@ class Pipeline:
         *,
         seams: Seams | None = None,
         counter: TokenCounter | None = None,
+        observers: Iterable[PipelineObserver] = (),
     ) -> Pipeline:
         """A pipeline for ``config``; loads its encoder unless ``counter`` is
         given. The seams are ``seams``, and, for each one it leaves absent,
@@ -88,6 +99,7 @@ class Pipeline:
             config=config,
             counter=counter or counter_named(config.encoder_name),
             seams=given,
+            observers=tuple(observers),
         )
 
     def budget(self, window: int | None = None) -> Budget:
@@ -122,14 +134,18 @@ class Pipeline:
         tenant: str | None = None,
     ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
-        default). Returns the new messages and the report. What ``offload``
-        stores is filed under ``conversation_id``, ``user`` and ``tenant``."""
+        default). Returns the new messages and the report.
+        ``conversation_id`` names the conversation to the observers (a trace's
+        ``gen_ai.conversation.id``); what ``offload`` stores is filed under
+        ``conversation_id``, ``user`` and ``tenant``."""
         return run_pipeline(
             as_conversation(messages),
             self.config.strategies,
             self.context(budget, _scope(conversation_id, user, tenant)),
             max_passes=self.max_passes,
             repair=self.config.repair,
+            observers=self.observers,
+            conversation_id=conversation_id,
         )
 
     def compress(
@@ -146,6 +162,8 @@ class Pipeline:
             self.config.strategies,
             self.context(scope=_scope(conversation_id, user, tenant)),
             repair=self.config.repair,
+            observers=self.observers,
+            conversation_id=conversation_id,
         )
 
     # --- memory: what the store keeps -------------------------------------------------
@@ -213,10 +231,12 @@ def load_pipeline(
     allow_imports: bool | Iterable[str] = (),
     seams: Seams | None = None,
     counter: TokenCounter | None = None,
+    observers: Iterable[PipelineObserver] = (),
 ) -> Pipeline:
     """A pipeline from a YAML file path, YAML text, or a :class:`MemoryConfig`.
 
-    ``registry`` and ``allow_imports`` are :func:`load_config`'s. Raises
+    ``registry`` and ``allow_imports`` are :func:`load_config`'s; ``observers``
+    watch its runs. Raises
     :class:`~memrules._errors.ConfigError` naming the file, YAML path and
     line of every problem.
     """
@@ -225,4 +245,4 @@ def load_pipeline(
         if isinstance(source, MemoryConfig)
         else load_config(source, registry=registry, allow_imports=allow_imports)
     )
-    return Pipeline.from_config(config, seams=seams, counter=counter)
+    return Pipeline.from_config(config, seams=seams, counter=counter, observers=observers)

@@ -11,6 +11,19 @@ Every request goes through the seed's four steps, in order:
    append one system message that starts with ``config.warning_marker``.
 3. **Compact.** Resolve the budget (``max_fraction`` scales the window of
    step 1) and run the pipeline; with no trigger nothing is compacted.
+4. **The working graph.** With ``graph_extractor`` set, merge (``union``)
+   the graph it reads from the request as it arrived into the
+   conversation's graph. With ``graph_context`` set, render the graph into
+   one system message right after the first system message (see
+   :mod:`memrules.graph.render`): after compaction, so compaction never
+   deletes it and its tokens do not count against the request that
+   triggered compaction. A graph message the request already holds (the
+   plugin's own, from an earlier request the client kept) is stale: it is
+   taken out before step 1, so it counts for nothing, and the new one takes
+   its place; an empty graph leaves none. :attr:`StepResult.graph_tokens`
+   is the message's token cost. An extractor that raises fails nothing:
+   the error is in :attr:`StepResult.graph_error` and the graph is left as
+   it was, as a failing strategy is recorded and skipped.
 
 The warning is appended before compaction, so the pipeline sees it and its
 tokens count toward the trigger: the budget is about what is sent, and the
@@ -29,13 +42,29 @@ neither says it has been given; either one seen sets ``warned``.
 :attr:`Request.conversation_id` (from an OpenAI body: the ``conversation_id``
 of its ``metadata``, or what the plugin's ``conversation_id_of`` reads from
 it, e.g. the ``user`` field or a header the caller copied in). Requests
-without an id share one conversation, ``None``. The plugin keeps the state
-of at most ``max_conversations`` conversations (10,000 by default); past
-that, the least recently seen conversation that has no request in progress
-is forgotten (its next request starts afresh, as after :meth:`reset`).
-Requests of one conversation run one at a time, which makes the warning
-exactly one-shot under concurrency; different conversations never wait for
-each other.
+without an id share one conversation, ``None``. Each conversation's state
+lives in the plugin's :class:`~memrules.graph.StateStore`: by default this
+process's memory, holding at most ``max_conversations`` conversations
+(10,000 by default); past that, the least recently seen conversation that
+has no request in progress is forgotten (its next request starts afresh, as
+after :meth:`reset`). With ``state_store: {url: valkey://...}`` the state is
+in Valkey, shared by every replica and surviving restarts (see
+:mod:`memrules.graph.valkey`). Requests of one conversation run one at a
+time in a process, which makes the warning exactly one-shot under
+concurrency; different conversations never wait for each other. A request
+reads the state, runs :func:`step`, and writes back what it changed as a
+pure function of the state then current (the warning given; its extracted
+graph merged again), so a :meth:`merge_graph` from another thread or replica
+in between is never lost. A store that is down fails the request, or the
+graph call, with :class:`~memrules._errors.StateStoreError` before anything
+was written.
+
+**The graph, per conversation.** :meth:`MemoryPlugin.graph`,
+:meth:`~MemoryPlugin.snapshot`, :meth:`~MemoryPlugin.merge_graph`,
+:meth:`~MemoryPlugin.replace_graph` and :meth:`~MemoryPlugin.replace_snapshot`
+read or replace one conversation's graph; each write is one atomic store
+update, so many threads (or replicas) merging into one conversation lose no
+update.
 
 >>> from memrules._messages import message
 >>> config = MemoryConfig(context_window_tokens=10, max_fraction=None, warn_fraction=0.5)
@@ -51,8 +80,6 @@ each other.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -61,12 +88,28 @@ import attrs
 from memrules._adapters import from_openai, to_openai
 from memrules._budget import ContextWindowResolver
 from memrules._config import MemoryConfig
-from memrules._errors import ConfigError, MessageFormatError, ObserverError
+from memrules._errors import ConfigError, GraphError, MessageFormatError, ObserverError
 from memrules._messages import Conversation, Message, message
 from memrules._pipeline import Pipeline, as_conversation
 from memrules._report import CompressionReport, CompressionResult
 from memrules._tokens import TokenCounter
 from memrules._usage import ContextUsage, ContextUsageObserver
+from memrules.graph.memory_graph import MemoryGraph
+from memrules.graph.merge import MergePolicy, MergeReport
+from memrules.graph.render import (
+    RenderedGraph,
+    find_graph_messages,
+    insert_graph_message,
+    render_graph,
+)
+from memrules.graph.snapshot import GraphImportReport, GraphSnapshot
+from memrules.graph.state import (
+    DEFAULT_MAX_CONVERSATIONS,
+    ConversationState,
+    StateRecord,
+    StateStore,
+    open_state_store,
+)
 from memrules.seams import Seams, Summarizer, VectorStore
 
 __all__ = [
@@ -81,23 +124,6 @@ __all__ = [
     "step",
     "warning_message",
 ]
-
-DEFAULT_MAX_CONVERSATIONS = 10_000
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class ConversationState:
-    """What the plugin carries from one request of a conversation to the next.
-
-    ``warned``: the conversation has had its context warning, because the
-    plugin appended it or a request arrived already holding it. It never goes
-    back to False (but :meth:`MemoryPlugin.reset`).
-    """
-
-    warned: bool = False
-
-
-_FRESH = ConversationState()
 
 
 def _conversation_id(value: object) -> str | None:
@@ -169,6 +195,12 @@ class StepResult:
     object when nothing changed), ``request`` the request to send (the same object when nothing
     changed), ``usage`` the reading the observers got, ``report`` what the
     pipeline did, and ``warned`` whether this step appended the warning.
+
+    The graph step: ``delta`` is the graph the extractor read (None without
+    one, or when it failed: then ``graph_error`` says why), ``merge`` what
+    merging it did, ``rendered`` the graph message's rendering (None when
+    nothing was rendered) and ``graph_tokens`` its token cost (0 without
+    one), which the budget of this request did not include.
     """
 
     state: ConversationState
@@ -176,6 +208,11 @@ class StepResult:
     report: CompressionReport
     usage: ContextUsage
     warned: bool
+    delta: MemoryGraph | None = None
+    merge: MergeReport | None = None
+    rendered: RenderedGraph | None = None
+    graph_tokens: int = 0
+    graph_error: str | None = None
 
     @property
     def compacted(self) -> bool:
@@ -237,6 +274,53 @@ def warning_message(usage: ContextUsage, marker: str) -> Message:
     return message("system", text)
 
 
+def _without_graph_messages(
+    messages: Conversation, marker: str | None
+) -> tuple[Conversation, int | None]:
+    """``messages`` without graph messages, and where the first one was."""
+    if marker is None:
+        return messages, None
+    found = find_graph_messages(messages, marker)
+    if not found:
+        return messages, None
+    gone = set(found)
+    return tuple(m for i, m in enumerate(messages) if i not in gone), found[0]
+
+
+def _where(
+    old: int | None, before: Conversation, after: Conversation, origin: tuple[int | None, ...]
+) -> int | None:
+    """Where the stale graph message at input index ``old`` goes in the
+    compacted ``after``: just after the last kept message that preceded it."""
+    if old is None:
+        return None
+    if after is before:
+        return old
+    if len(origin) != len(after):
+        return None
+    kept = [j for j, i in enumerate(origin) if i is not None and i < old]
+    return kept[-1] + 1 if kept else 0
+
+
+def _extract(
+    state: ConversationState, messages: Conversation, pipeline: Pipeline
+) -> tuple[ConversationState, MemoryGraph | None, MergeReport | None, str | None]:
+    extractor = pipeline.config.graph_extractor
+    if extractor is None:
+        return state, None, None, None
+    try:
+        delta = extractor(messages)
+        if not isinstance(delta, MemoryGraph):
+            msg = f"returned {type(delta).__name__}, expected a MemoryGraph"
+            raise TypeError(msg)
+        graph, report = state.graph.merge(delta, MergePolicy.UNION)
+    except Exception as exc:
+        return state, None, None, f"graph extractor {extractor!r}: {type(exc).__name__}: {exc}"
+    if graph is not state.graph:
+        state = attrs.evolve(state, graph=graph)
+    return state, delta, report, None
+
+
 def step(
     state: ConversationState,
     request: Request,
@@ -246,24 +330,33 @@ def step(
     resolver: ContextWindowResolver | None,
 ) -> StepResult:
     """Run one request of a conversation in ``state`` through the steps (see
-    the module docs); pure but for what the observers and the pipeline's
-    seams do.
+    the module docs); pure but for what the observers, the pipeline's seams
+    and the graph extractor do.
 
     Changes nothing: the new state and request are in the result. An
     observer error raises :class:`~memrules._errors.ObserverError`, chained to
     the cause, before anything else has run.
     """
     config = pipeline.config
-    usage = measure(request, pipeline=pipeline, resolver=resolver)
+    context = config.graph_context
+    received = request.messages
+    messages, stale_at = _without_graph_messages(
+        received, None if context is None else context.marker
+    )
+    usage = measure(
+        request if messages is received else attrs.evolve(request, messages=messages),
+        pipeline=pipeline,
+        resolver=resolver,
+    )
     _notify(observers, usage)
 
-    messages = request.messages
     seen = has_warning(messages, config.warning_marker)
     warn = (
         config.warn_fraction is not None
         and not (state.warned or seen)
         and usage.fraction >= config.warn_fraction
     )
+    said = messages
     if warn:
         messages = (*messages, warning_message(usage, config.warning_marker))
     if (warn or seen) and not state.warned:
@@ -272,81 +365,79 @@ def step(
     compaction = pipeline.apply(
         messages, budget=pipeline.budget(usage.window), conversation_id=request.conversation_id
     )
-    messages = compaction.messages
+    sent = compaction.messages
 
-    if messages is not request.messages:
-        request = attrs.evolve(request, messages=messages)
+    state, delta, merged, graph_error = _extract(state, said, pipeline)
+    rendered = None
+    graph_tokens = 0
+    if context is not None:
+        rendered = render_graph(state.graph, context)
+        if rendered is not None:
+            old = None if stale_at is None else received[stale_at]
+            graph_message = (
+                old if old is not None and old.text == rendered.text else rendered.message()
+            )
+            graph_tokens = pipeline.count((graph_message,))
+            at = _where(stale_at, messages, sent, compaction.report.origin)
+            sent = insert_graph_message(sent, graph_message, at)
+
+    if len(sent) != len(received) or any(a is not b for a, b in zip(sent, received, strict=True)):
+        request = attrs.evolve(request, messages=sent)
     return StepResult(
-        state=state, request=request, report=compaction.report, usage=usage, warned=warn
+        state=state,
+        request=request,
+        report=compaction.report,
+        usage=usage,
+        warned=warn,
+        delta=delta,
+        merge=merged,
+        rendered=rendered,
+        graph_tokens=graph_tokens,
+        graph_error=graph_error,
     )
 
 
-class _Conversation:
-    """One conversation's state, and the lock its requests take in turn."""
+def _commit(
+    loaded: ConversationState, result: StepResult
+) -> Callable[[ConversationState], ConversationState]:
+    """What a request changed, as a pure function of the state current when
+    it is written: the warning given, the extracted graph merged again. When
+    nobody wrote in between, the step's own state."""
 
-    __slots__ = ("lock", "state")
+    def change(current: ConversationState) -> ConversationState:
+        if result.state is loaded:
+            return current
+        if current is loaded:
+            return result.state
+        new = current
+        if result.state.warned and not new.warned:
+            new = attrs.evolve(new, warned=True)
+        if result.delta is not None:
+            graph, _ = new.graph.merge(result.delta, MergePolicy.UNION)
+            if graph is not new.graph:
+                new = attrs.evolve(new, graph=graph)
+        return new
 
-    def __init__(self) -> None:
-        self.state = _FRESH
-        self.lock = threading.Lock()
-
-
-class _Conversations:
-    """The plugin's table of conversations, at most ``cap`` of them, least
-    recently seen first. Owned by one plugin; the table's own lock guards
-    every change to it (never held while a request runs)."""
-
-    __slots__ = ("_lock", "_table", "cap")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self._table: OrderedDict[str | None, _Conversation] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, conversation_id: str | None) -> _Conversation:
-        """The conversation's entry, made if new; marks it recently seen and
-        forgets the least recently seen idle ones past the cap."""
-        with self._lock:
-            entry = self._table.get(conversation_id)
-            if entry is None:
-                entry = self._table[conversation_id] = _Conversation()
-                self._evict()
-            else:
-                self._table.move_to_end(conversation_id)
-            return entry
-
-    def peek(self, conversation_id: str | None) -> ConversationState:
-        entry = self._table.get(conversation_id)
-        return _FRESH if entry is None else entry.state
-
-    def forget(self, conversation_id: str | None) -> None:
-        with self._lock:
-            self._table.pop(conversation_id, None)
-
-    def _evict(self) -> None:
-        excess = len(self._table) - self.cap
-        if excess <= 0:
-            return
-        idle = [cid for cid, e in self._table.items() if not e.lock.locked()][:excess]
-        for cid in idle:
-            del self._table[cid]
-
-    def __len__(self) -> int:
-        return len(self._table)
+    return change
 
 
 class MemoryPlugin:
-    """The stateful shell: holds the pipeline and each conversation's
+    """The stateful shell: holds the pipeline and the
+    :class:`~memrules.graph.StateStore` of each conversation's
     :class:`ConversationState`, and runs :func:`step` for each request.
 
-    Requests of one conversation run one at a time, which is what makes the
-    warning exactly one-shot when they arrive concurrently; requests of
-    different conversations run in parallel (see the module docs).
-    :meth:`count_tokens` and :meth:`compress` touch no state and are safe to
-    call from any thread at any time.
+    Requests of one conversation run one at a time (in this process), which
+    is what makes the warning exactly one-shot when they arrive
+    concurrently; requests of different conversations run in parallel (see
+    the module docs). :meth:`count_tokens` and :meth:`compress` touch no
+    state and are safe to call from any thread at any time; the graph
+    methods are atomic.
 
-    Raises :class:`~memrules._errors.EncodingError` when the config's encoder
-    cannot be loaded (the config validated itself when it was built).
+    ``state_store`` replaces the store the config names (``state_store``;
+    this process's memory by default, with at most ``max_conversations``
+    conversations). Raises :class:`~memrules._errors.EncodingError` when the
+    config's encoder cannot be loaded (the config validated itself when it
+    was built).
     """
 
     def __init__(
@@ -360,6 +451,7 @@ class MemoryPlugin:
         conversation_id_of: Callable[[Mapping[str, Any]], str | None] = (
             conversation_id_from_metadata
         ),
+        state_store: StateStore | None = None,
     ) -> None:
         if (
             isinstance(max_conversations, bool)
@@ -371,7 +463,15 @@ class MemoryPlugin:
         self._pipeline = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
-        self._conversations = _Conversations(max_conversations)
+        self._states: StateStore = (
+            state_store
+            if state_store is not None
+            else open_state_store(
+                config.state_store,
+                max_conversations=max_conversations,
+                graph_limits=config.graph_limits,
+            )
+        )
         self._conversation_id_of = conversation_id_of
         self._last: StepResult | None = None
 
@@ -391,14 +491,33 @@ class MemoryPlugin:
     def pipeline(self) -> Pipeline:
         return self._pipeline
 
+    @property
+    def state_store(self) -> StateStore:
+        """Where the conversations' state lives."""
+        return self._states
+
+    def _adopt(self, state: ConversationState) -> ConversationState:
+        """``state`` with its graph under this plugin's graph limits (a store
+        built elsewhere may hand out graphs with other limits)."""
+        limits = self.config.graph_limits
+        if state.graph.limits == limits:
+            return state
+        return attrs.evolve(state, graph=state.graph.with_limits(limits))
+
+    def record(self, conversation_id: str | None = None) -> StateRecord:
+        """The conversation's state and its version in the store."""
+        record = self._states.load(conversation_id)
+        state = self._adopt(record.state)
+        return record if state is record.state else attrs.evolve(record, state=state)
+
     def state(self, conversation_id: str | None = None) -> ConversationState:
         """The state the conversation's next request starts from."""
-        return self._conversations.peek(conversation_id)
+        return self.record(conversation_id).state
 
     @property
     def conversations(self) -> int:
-        """How many conversations the plugin holds state for."""
-        return len(self._conversations)
+        """How many conversations the plugin's store holds state for."""
+        return len(self._states)
 
     @property
     def last_result(self) -> StepResult | None:
@@ -422,19 +541,21 @@ class MemoryPlugin:
 
     def handle(self, request: Request) -> StepResult:
         """:meth:`on_request`, returning everything the request went through:
-        the request to send, the usage, the report, whether it warned. Unlike
-        :attr:`last_result`, this is the answer for this very request when
-        others run concurrently."""
-        entry = self._conversations.get(request.conversation_id)
-        with entry.lock:
+        the request to send, the usage, the report, whether it warned, the
+        graph step. Unlike :attr:`last_result`, this is the answer for this
+        very request when others run concurrently."""
+        conversation_id = request.conversation_id
+        with self._states.lock(conversation_id):
+            loaded = self.state(conversation_id)
             result = step(
-                entry.state,
+                loaded,
                 request,
                 pipeline=self._pipeline,
                 observers=self.config.observers,
                 resolver=self.config.context_window_resolver,
             )
-            entry.state = result.state
+            commit = _commit(loaded, result)
+            self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
             self._last = result
         return result
 
@@ -453,8 +574,90 @@ class MemoryPlugin:
 
     def reset(self, conversation_id: str | None = None) -> None:
         """Forget a conversation: its next request starts afresh (the
-        warning may be given again)."""
-        self._conversations.forget(conversation_id)
+        warning may be given again, the graph is empty)."""
+        self._states.forget(conversation_id)
+
+    # --- the working graph, per conversation ------------------------------------
+
+    def graph(self, conversation_id: str | None = None) -> MemoryGraph:
+        """The conversation's working graph (a value: later updates make new
+        graphs and leave this one as it is)."""
+        return self.state(conversation_id).graph
+
+    def snapshot(self, conversation_id: str | None = None) -> GraphSnapshot:
+        """The conversation's graph as a :class:`~memrules.graph.GraphSnapshot`."""
+        return self.graph(conversation_id).snapshot()
+
+    def merge_graph(
+        self,
+        conversation_id: str | None,
+        other: MemoryGraph,
+        policy: MergePolicy = MergePolicy.UNION,
+    ) -> MergeReport:
+        """Merge ``other`` into the conversation's graph under ``policy``, in
+        one atomic store update, and report what it did (with the
+        conversation's ``version`` after it). Concurrent merges, from any
+        thread or replica, are applied one after another: none is lost."""
+        if not isinstance(other, MemoryGraph):
+            msg = f"can only merge a MemoryGraph, got {type(other).__name__}"
+            raise GraphError(msg)
+        policy = MergePolicy(policy)
+        reports: list[MergeReport] = []
+
+        def change(current: ConversationState) -> ConversationState:
+            current = self._adopt(current)
+            graph, report = current.graph.merge(other, policy)
+            reports.append(report)
+            return current if graph is current.graph else attrs.evolve(current, graph=graph)
+
+        record = self._states.update(conversation_id, change)
+        return attrs.evolve(reports[-1], version=record.version)
+
+    def replace_graph(self, conversation_id: str | None, graph: MemoryGraph) -> GraphImportReport:
+        """Make ``graph`` the conversation's graph, in one atomic store
+        update, cut to the plugin's ``graph_limits`` (lowest weight, oldest
+        first) when it is bigger; the report names what was cut."""
+        if not isinstance(graph, MemoryGraph):
+            msg = f"expected a MemoryGraph, got {type(graph).__name__}"
+            raise GraphError(msg)
+        fitted = graph.with_limits(self.config.graph_limits)
+        evicted_nodes: tuple[str, ...] = ()
+        evicted_relationships: tuple[str, ...] = ()
+        if fitted is not graph:
+            evicted_nodes = tuple(sorted(set(graph.nodes) - set(fitted.nodes)))
+            evicted_relationships = tuple(
+                sorted(set(graph.relationships) - set(fitted.relationships))
+            )
+        report = GraphImportReport(
+            nodes=len(fitted.nodes),
+            relationships=len(fitted.relationships),
+            evicted_nodes=evicted_nodes,
+            evicted_relationships=evicted_relationships,
+        )
+        return self._replace(conversation_id, fitted, report)
+
+    def replace_snapshot(
+        self, conversation_id: str | None, snapshot: GraphSnapshot
+    ) -> GraphImportReport:
+        """Make the graph ``snapshot`` describes the conversation's graph, in
+        one atomic store update. An invalid snapshot (a duplicate id, a
+        relationship whose endpoint is missing) raises
+        :class:`~memrules._errors.GraphError` naming the ids, and the graph is
+        untouched; one over the cap is cut as the cap's policy says."""
+        graph, report = MemoryGraph.from_snapshot(snapshot, limits=self.config.graph_limits)
+        return self._replace(conversation_id, graph, report)
+
+    def _replace(
+        self, conversation_id: str | None, graph: MemoryGraph, report: GraphImportReport
+    ) -> GraphImportReport:
+        def change(current: ConversationState) -> ConversationState:
+            current = self._adopt(current)
+            return current if current.graph is graph else attrs.evolve(current, graph=graph)
+
+        record = self._states.update(conversation_id, change)
+        return attrs.evolve(report, version=record.version)
+
+    # --- out of band ---------------------------------------------------------------
 
     def count_tokens(self, messages: Iterable[Message]) -> int:
         """Tokens of ``messages`` as step 1 counts them."""
@@ -464,3 +667,9 @@ class MemoryPlugin:
         """Run every strategy once, with no budget: the out-of-band entry
         point. Touches no state."""
         return self._pipeline.compress(messages)
+
+    def close(self) -> None:
+        """Close the state store's connections, if it has any."""
+        close = getattr(self._states, "close", None)
+        if callable(close):
+            close()

@@ -89,7 +89,9 @@ class CompressionReport:
     or None for a message a strategy made (summary, stub, placeholder).
     ``input_problems`` lists what was already broken in the input (a tool
     result with no call, two results for one call, ...; see the ``repair``
-    setting), as ``"messages[i]: ..."``."""
+    setting), as ``"messages[i]: ..."``. ``counter`` names the token counter
+    that measured every count here (``cl100k_base``, ``estimate``,
+    ``hf:...``), since counts from different tokenizers do not compare."""
 
     budget: Budget
     stop_reason: StopReason
@@ -101,6 +103,7 @@ class CompressionReport:
     actions: tuple[CompressionAction, ...] = ()
     origin: tuple[int | None, ...] = ()
     input_problems: tuple[str, ...] = ()
+    counter: str = ""
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -120,6 +123,7 @@ class CompressionReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "budget": self.budget.to_dict(),
+            "counter": self.counter,
             "stop_reason": self.stop_reason.value,
             "passes": self.passes,
             "compacted": self.compacted,

@@ -336,10 +336,15 @@ class _SharedCounters:
 
 
 def counter_named(name: str) -> TokenCounter:
-    """A new counter for an encoder or model name, or ``"estimate"`` for the
-    script-aware estimator."""
+    """A new counter for an encoder or model name, ``"estimate"`` for the
+    script-aware estimator, or a scheme name (``hf:...``, ``anthropic:...``;
+    see :mod:`memrules._schemes`)."""
     if name == "estimate":
         return EstimatingCounter()
+    from memrules._schemes import is_scheme, scheme_counter
+
+    if is_scheme(name):
+        return scheme_counter(name)
     return TiktokenCounter.for_name(name)
 
 

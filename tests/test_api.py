@@ -22,6 +22,7 @@ PUBLIC = {
     "ConversationState",
     "EncodingError",
     "EstimatingCounter",
+    "GraphError",
     "MemoryConfig",
     "MemoryPlugin",
     "MemrulesError",
@@ -37,6 +38,7 @@ PUBLIC = {
     "SeamCall",
     "SeamError",
     "Seams",
+    "StateStoreError",
     "StopReason",
     "StoreError",
     "Strategy",
@@ -64,7 +66,7 @@ PUBLIC = {
     "recall_tool",
 }
 
-PUBLIC_MODULES = {"seams", "strategies", "testing"}
+PUBLIC_MODULES = {"graph", "integrations", "observability", "seams", "strategies", "testing"}
 
 
 def test_exported_names_are_the_documented_list() -> None:
@@ -98,3 +100,62 @@ def test_every_public_error_is_a_memrules_error() -> None:
         value = getattr(memrules, name)
         if isinstance(value, type) and issubclass(value, Exception):
             assert issubclass(value, memrules.MemrulesError), name
+
+
+GRAPH_PUBLIC = {
+    "DEFAULT_GRAPH_MARKER",
+    "AtCap",
+    "ConversationState",
+    "GraphContext",
+    "GraphDirection",
+    "GraphError",
+    "GraphExtractor",
+    "GraphImportReport",
+    "GraphLimits",
+    "GraphNode",
+    "GraphRelationship",
+    "GraphSnapshot",
+    "InMemoryStateStore",
+    "MemoryGraph",
+    "MergeCounts",
+    "MergePolicy",
+    "MergeReport",
+    "RenderedGraph",
+    "StateRecord",
+    "StateStore",
+    "StateStoreConfig",
+    "StateStoreError",
+    "load_snapshot",
+    "offline_extractor",
+    "open_state_store",
+    "render_graph",
+    "save_snapshot",
+}
+
+
+def test_the_graph_package_exports_the_documented_list() -> None:
+    import memrules.graph
+
+    assert set(memrules.graph.__all__) == GRAPH_PUBLIC
+    for name in GRAPH_PUBLIC:
+        value = getattr(memrules.graph, name)
+        if isinstance(value, type) and issubclass(value, Exception):
+            assert issubclass(value, memrules.MemrulesError), name
+
+
+def test_the_graph_needs_no_valkey_to_import() -> None:
+    """``memrules.graph.valkey`` imports the client only when a store is made."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['valkey'] = None\n"
+        "import memrules, memrules.graph, memrules.graph.valkey\n"
+        "from memrules.graph import StateStoreConfig, open_state_store\n"
+        "try:\n"
+        "    open_state_store(StateStoreConfig(url='valkey://127.0.0.1:1'))\n"
+        "except memrules.ConfigError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'memrules[valkey]'" in done.stdout

@@ -38,7 +38,7 @@ BAD = [
     ("max_fraction: 1.5\n", "max_fraction", 1, "max_fraction=1.5 must be a number above 0"),
     ("warn_fraction: -0.1\n", "warn_fraction", 1, "at most 1"),
     ("context_window_tokens: 12.5\n", "context_window_tokens", 1, "whole number"),
-    ("encoder_name: gpt-nine\n", "encoder_name", 1, "a model name such as 'gpt-4o', or 'estimate'"),
+    ("encoder_name: gpt-nine\n", "encoder_name", 1, "such as 'gpt-4o', 'estimate', or 'hf:"),
     ("repair: yes please\n", "repair", 1, "repair='yes please' must be true or false"),
     ("user_first: 1\n", "user_first", 1, "user_first=1 must be true or false"),
     ("warning_marker: ''\n", "warning_marker", 1, "non-empty string"),

@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from memrules._cli import main as cli_main
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -58,3 +62,42 @@ def test_the_quick_start_writes_its_report_outside_the_checkout(tmp_path: Path) 
     assert json.loads(done.stdout)["messages"]
     report = json.loads((tmp_path / "memrules-report.json").read_text(encoding="utf-8"))
     assert report["messages_after"] < report["messages_before"]
+
+
+def test_the_request_hook_example_runs_verbatim(tmp_path: Path) -> None:
+    (code,) = blocks(section("The request hook"), "python")
+    script = tmp_path / "hook.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["6/256", "2/256", "6/256"]  # the observer's readings
+
+
+def test_the_integrations_examples_are_python_that_compiles() -> None:
+    codes = blocks(section("Integrations"), "python")
+    assert len(codes) == 4
+    for code in codes:
+        # Top-level await is how the Agents SDK example reads in a notebook.
+        compile(code, "<README>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+    for module in ("langchain", "openai_agents", "pydantic_ai", "otel", "prometheus"):
+        assert f"memrules.integrations.{module}" in section("Integrations")
+
+
+def test_the_working_graph_example_runs_verbatim(tmp_path: Path) -> None:
+    (code,) = blocks(section("Working graph"), "python")
+    script = tmp_path / "graph_example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_working_graph_section_shows_what_the_demo_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (turn,) = [b for b in blocks(section("Working graph"), "") if b.startswith("Turn 4:")]
+    assert cli_main(["demo", "--graph"]) == 0
+    assert turn in capsys.readouterr().out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from memrules._bench import measure, render
 from memrules._bench.targets import judge
@@ -69,15 +69,31 @@ def settings(args: argparse.Namespace) -> measure.Settings:
     return measure.Settings(**changes)
 
 
-def run(settings: measure.Settings, out: TextIO) -> dict[str, Any]:
+class Tracker(Protocol):
+    """Shows which section runs (:class:`memrules._progress.Progress`)."""
+
+    def update(self, label: str, fraction: float | None = None) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+def run(
+    settings: measure.Settings, out: TextIO, *, progress: Tracker | None = None
+) -> dict[str, Any]:
     """Run the benchmark, writing each section's table to ``out`` as it is
-    measured, and return every figure as JSON-ready data."""
+    measured, and return every figure as JSON-ready data. ``progress`` is
+    told each section as it starts, and cleared before each table is written."""
     started = time.perf_counter()
     ctx = measure.start(settings)
     out.write(render.header(ctx.figures))
     out.flush()
-    for key, measure_section in measure.SECTIONS:
+    sections = measure.SECTIONS
+    for index, (key, measure_section) in enumerate(sections):
+        if progress is not None:
+            progress.update(f"bench: {key} ({index + 1}/{len(sections)})", index / len(sections))
         measure_section(ctx)
+        if progress is not None:
+            progress.clear()
         out.write(render.SECTIONS[key](ctx.figures))
         out.flush()
     judged = judge(ctx.figures)

@@ -168,8 +168,8 @@ def seam_settings(
     return problems or settings
 
 
-def _section(section: str) -> Callable[[Node, str], SeamSettings | list[ConfigProblem]]:
-    def read(node: Node, where: str) -> SeamSettings | list[ConfigProblem]:
+def _section(section: str) -> Callable[[Node], SeamSettings | list[ConfigProblem]]:
+    def read(node: Node) -> SeamSettings | list[ConfigProblem]:
         value = node.plain()
         lines = dict(node.key_lines) if node.is_mapping else {}
         if isinstance(value, Mapping):  # in the order written (a pmap has none)
@@ -188,13 +188,13 @@ store_section = _section("store")
 embedder_section = _section("embedder")
 summarizer_section = _section("summarizer")
 
-SECTIONS: Mapping[str, Callable[[Node, str], SeamSettings | list[ConfigProblem]]] = {
+SECTIONS: Mapping[str, Callable[[Node], SeamSettings | list[ConfigProblem]]] = {
     "store": store_section,
     "embedder": embedder_section,
     "summarizer": summarizer_section,
 }
-"""The seam sections: YAML key → its reader (a node and its YAML path in,
-the settings or the problems out)."""
+"""The seam sections: YAML key → its reader (a node in; the settings, or the
+problems at their YAML paths and lines, out)."""
 
 
 def section_problems(

@@ -1,0 +1,122 @@
+"""Prometheus metrics for compaction (the ``prometheus`` extra).
+
+=========================================  =================================================
+``memrules_runs_total``                    pipeline runs, by ``operation`` (apply, compress)
+                                           and ``stop_reason`` (``error`` for a run that raised)
+``memrules_strategy_runs_total``           strategy runs, by ``strategy`` and ``outcome``
+                                           (``changed``, ``unchanged``, ``error``)
+``memrules_tokens_reclaimed_total``        tokens strategies removed, by ``strategy``
+``memrules_apply_duration_seconds``        how long a run took (histogram), by ``operation``
+=========================================  =================================================
+
+No user, tenant or conversation label, ever: such labels make a series per
+conversation, which no Prometheus survives. ``namespace`` replaces the
+``memrules`` prefix::
+
+    from prometheus_client import start_http_server
+    from memrules.integrations.prometheus import PrometheusObserver
+
+    pipeline = load_pipeline("memrules.yaml", observers=[PrometheusObserver()])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from memrules._errors import ConfigError
+from memrules._observe import RunInfo, StepInfo
+from memrules._report import CompressionAction, CompressionResult
+from memrules.integrations._extras import require
+
+__all__ = ["DURATION_BUCKETS", "PrometheusObserver", "outcome"]
+
+_prometheus: Any = require("prometheus_client", "prometheus")
+
+DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+"""Seconds: a cached agent-loop request takes well under a millisecond; a
+first count of a long history or a summarizer call takes seconds."""
+
+
+def outcome(action: CompressionAction) -> str:
+    """``error``, ``changed`` or ``unchanged``: a strategy run's outcome label."""
+    if action.error is not None:
+        return "error"
+    return "changed" if action.changed else "unchanged"
+
+
+class PrometheusObserver:
+    """A :class:`~memrules.observability.PipelineObserver` that counts.
+
+    ``registry`` is prometheus_client's default one unless given. Make one
+    observer per registry and share it between pipelines: registering the
+    same metric twice is a :class:`~memrules.ConfigError`.
+    """
+
+    __slots__ = ("duration", "runs", "strategy_runs", "tokens_reclaimed")
+
+    def __init__(
+        self,
+        registry: Any = None,
+        *,
+        namespace: str = "memrules",
+        buckets: Sequence[float] = DURATION_BUCKETS,
+    ) -> None:
+        registry = _prometheus.REGISTRY if registry is None else registry
+        try:
+            self.runs = _prometheus.Counter(
+                "runs",
+                "Pipeline runs, by operation and stop reason.",
+                ["operation", "stop_reason"],
+                namespace=namespace,
+                registry=registry,
+            )
+            self.strategy_runs = _prometheus.Counter(
+                "strategy_runs",
+                "Strategy runs, by strategy and outcome (changed, unchanged, error).",
+                ["strategy", "outcome"],
+                namespace=namespace,
+                registry=registry,
+            )
+            self.tokens_reclaimed = _prometheus.Counter(
+                "tokens_reclaimed",
+                "Tokens removed from conversations, by strategy.",
+                ["strategy"],
+                namespace=namespace,
+                registry=registry,
+            )
+            self.duration = _prometheus.Histogram(
+                "apply_duration_seconds",
+                "How long a pipeline run took, by operation.",
+                ["operation"],
+                namespace=namespace,
+                registry=registry,
+                buckets=tuple(buckets),
+            )
+        except ValueError as exc:  # prometheus_client: "Duplicated timeseries"
+            msg = (
+                f"cannot register memrules metrics: {exc}; make one PrometheusObserver "
+                "per registry and share it, or give another namespace"
+            )
+            raise ConfigError.single(msg) from None
+
+    def observe_run(self, run: RunInfo, proceed: Callable[[], CompressionResult]) -> None:
+        started = time.perf_counter()
+        try:
+            result = proceed()
+        except BaseException:
+            self.runs.labels(run.operation, "error").inc()
+            raise
+        self.duration.labels(run.operation).observe(time.perf_counter() - started)
+        self.runs.labels(run.operation, result.report.stop_reason.value).inc()
+
+    def observe_step(self, step: StepInfo, proceed: Callable[[], CompressionAction]) -> None:
+        action = proceed()
+        self.strategy_runs.labels(step.strategy, outcome(action)).inc()
+        reclaimed = action.tokens_before - action.tokens_after
+        if action.error is None and reclaimed > 0:
+            self.tokens_reclaimed.labels(step.strategy).inc(reclaimed)
+
+    def __repr__(self) -> str:
+        return "PrometheusObserver()"

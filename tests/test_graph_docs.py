@@ -1,0 +1,23 @@
+"""The working graph's docstring examples run and say what they show."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "memrules.graph.model",
+    "memrules.graph.memory_graph",
+    "memrules.graph.extract",
+    "memrules._plugin",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert attempted > 0
+    assert failed == 0
