@@ -31,7 +31,7 @@ def reciprocal_rank_fusion(
     then to the smaller id, so the order is deterministic.
 
     >>> reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]], k=1)
-    [('a', 0.8333333333333333), ('c', 0.8333333333333333), ('b', 0.3333333333333333)]
+    [('a', 0.8333333333333333), ('c', 0.75), ('b', 0.3333333333333333)]
     """
     scores: dict[str, float] = {}
     best: dict[str, int] = {}
