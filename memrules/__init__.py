@@ -26,23 +26,35 @@ from memrules._budget import Budget, ContextWindowResolver
 from memrules._config import MemoryConfig, load_config, strategy_factory
 from memrules._errors import (
     ConfigError,
+    EmbedderError,
     EncodingError,
     GraphError,
     MemrulesError,
     MessageFormatError,
     ObserverError,
+    SeamError,
     StateStoreError,
+    StoreError,
     StrategyError,
+    SummarizerError,
 )
 from memrules._framing import count_tokens
 from memrules._messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
-from memrules._pipeline import Pipeline, load_pipeline
+from memrules._pipeline import Pipeline, RecallHit, load_pipeline
 from memrules._plugin import ConversationState, MemoryPlugin, Request
 from memrules._report import CompressionAction, CompressionReport, CompressionResult, StopReason
 from memrules._tokens import EstimatingCounter, TiktokenCounter, TokenCounter, estimate_tokens
 from memrules._typing import Outcome, Strategy, StrategyContext
 from memrules._usage import ContextUsage, ContextUsageObserver
-from memrules.seams import SeamCall, Seams, Summarizer, VectorStore
+from memrules.seams import (
+    Embedder,
+    SeamCall,
+    Seams,
+    Summarizer,
+    VectorStore,
+    answer_recall,
+    recall_tool,
+)
 
 __all__ = [
     "Budget",
@@ -56,6 +68,8 @@ __all__ = [
     "Conversation",
     "ConversationState",
     "ConversionMemo",
+    "Embedder",
+    "EmbedderError",
     "EncodingError",
     "EstimatingCounter",
     "GraphError",
@@ -69,27 +83,33 @@ __all__ = [
     "Outcome",
     "Part",
     "Pipeline",
+    "RecallHit",
     "Request",
     "SeamCall",
+    "SeamError",
     "Seams",
     "StateStoreError",
     "StopReason",
+    "StoreError",
     "Strategy",
     "StrategyContext",
     "StrategyError",
     "Summarizer",
+    "SummarizerError",
     "Text",
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
     "ToolResult",
     "VectorStore",
+    "answer_recall",
     "count_tokens",
     "estimate_tokens",
     "from_anthropic",
     "from_openai",
     "load_config",
     "load_pipeline",
+    "recall_tool",
     "strategy_factory",
     "to_anthropic",
     "to_anthropic_request",

@@ -55,6 +55,8 @@ from memrules.graph.extract import GraphExtractor, extractor_from_config
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
 from memrules.graph.state import StateStoreConfig
+from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
+from memrules.seams._settings import SeamSettings, section_problems
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
 from memrules.strategies.registry import checked_factory, near_miss, show, strategy_factory
 
@@ -246,6 +248,8 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
             fields=("type", "facts", "files", "tools", "path_keys"),
         ),
         "state_store": _state_store_section,
+        # The seams: store:, embedder:, summarizer: (memrules.seams._settings).
+        **SEAM_SECTIONS,
     }
 )
 """The mapping-valued keys, each with the function that reads its YAML node:
@@ -360,8 +364,9 @@ class MemoryConfig:
     ``repair`` removes input that is already broken (a tool result whose call
     is absent, two results for one call, a result before its call) instead of
     only reporting it; ``user_first`` keeps the first non-system message a
-    user message when the input's was. ``source`` is the file the config came
-    from, if any.
+    user message when the input's was. ``store``, ``embedder`` and
+    ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
+    None: absent). ``source`` is the file the config came from, if any.
     """
 
     encoder_name: str = "cl100k_base"
@@ -387,11 +392,15 @@ class MemoryConfig:
     graph_context: GraphContext | None = None
     graph_extractor: GraphExtractor | None = None
     state_store: StateStoreConfig = _IN_MEMORY
+    store: SeamSettings | None = None
+    embedder: SeamSettings | None = None
+    summarizer: SeamSettings | None = None
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:
         keys = (*SETTINGS, *_SECTION_TYPES, "graph_extractor")
         problems = _problems({key: getattr(self, key) for key in keys})
+        problems += section_problems(self.store, self.embedder, self.summarizer)
         if problems:
             raise ConfigError(problems, path=self.source)
 
@@ -549,7 +558,11 @@ def load_config(
             elif key in SECTIONS:
                 value = SECTIONS[key](node)
                 if isinstance(value, list):
-                    problems.extend(value)
+                    # A problem with the section as a whole is at its key's line.
+                    at_key = {"line": root.key_lines[key]}
+                    problems.extend(
+                        attrs.evolve(p, **at_key) if p.yaml_path == key else p for p in value
+                    )
                 else:
                     fields[key] = value
             else:
@@ -563,8 +576,11 @@ def load_config(
     except ConfigError as exc:
         assert root is not None  # the defaults are valid
         for p in exc.problems:
+            if p.yaml_path == "embedder" and "store" in root.value:
+                continue  # the store: section failed, and is reported already
             node = root.value.get(p.yaml_path)
-            problems.append(attrs.evolve(p, line=None if node is None else node.line))
+            line = root.key_lines.get(p.yaml_path, None if node is None else node.line)
+            problems.append(attrs.evolve(p, line=line))
     if problems or config is None:
         raise ConfigError(sorted(problems, key=lambda p: p.line or 0), path=label)
     return config

@@ -15,14 +15,18 @@ import attrs
 __all__ = [
     "ConfigError",
     "ConfigProblem",
+    "EmbedderError",
     "EncodingError",
     "GraphError",
     "MemrulesError",
     "MessageFormatError",
     "MessageTypeError",
     "ObserverError",
+    "SeamError",
     "StateStoreError",
+    "StoreError",
     "StrategyError",
+    "SummarizerError",
 ]
 
 
@@ -137,3 +141,24 @@ class StateStoreError(MemrulesError, OSError):
     out, it holds data memrules cannot read, or an update lost the race too
     many times. Nothing was written: the state is as it was before the call.
     An ``OSError``, as the network and disk errors behind it are."""
+
+class SeamError(MemrulesError, RuntimeError):
+    """A seam (a vector store, an embedder, a summarizer) failed. The
+    message says which one, what it was doing, and what to do about it; the
+    cause is chained."""
+
+
+class StoreError(SeamError):
+    """The vector store failed: it could not be opened, written or searched,
+    or its collection was made for another embedder. A failed write leaves
+    the conversation as it was (see ``offload``)."""
+
+
+class EmbedderError(SeamError):
+    """The embedder failed: the local model could not be loaded, or the
+    embeddings endpoint failed or answered something other than one finite
+    vector of the expected dimension per text."""
+
+
+class SummarizerError(SeamError):
+    """The summarizer failed: its endpoint failed, or answered no summary."""

@@ -20,6 +20,7 @@ import attrs
 
 from memrules._budget import Budget, resolve_budget
 from memrules._config import MemoryConfig, load_config
+from memrules._errors import ConfigError, StoreError
 from memrules._framing import count_rule_named, framed
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._measure import Measure
@@ -28,9 +29,11 @@ from memrules._observe import PipelineObserver
 from memrules._report import CompressionResult
 from memrules._tokens import TokenCounter, counter_named
 from memrules._typing import StrategyContext, StrategyFactory
-from memrules.seams import Seams
+from memrules.seams import RecallHit, Scope, Seams, StoreWrite, VectorStore
+from memrules.seams._records import build_records
+from memrules.seams._settings import build_seams
 
-__all__ = ["Pipeline", "as_conversation", "load_pipeline"]
+__all__ = ["Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
 
 
 def as_conversation(messages: Iterable[Message]) -> Conversation:
@@ -87,12 +90,25 @@ class Pipeline:
     ) -> Pipeline:
         """A pipeline for ``config``; loads its encoder unless ``counter`` is
         given. Messages are counted by the config's ``count_rule`` over the
-        counter's ``count_text`` (``seed``: the counter's own message count)."""
+        counter's ``count_text`` (``seed``: the counter's own message count).
+        The seams are ``seams``, and, for each one it leaves absent,
+        the one the config's ``store:`` (with ``embedder:``) or
+        ``summarizer:`` section describes (built, not yet connected)."""
+        given = seams or Seams()
+        store, summarizer = build_seams(
+            config.store,
+            config.embedder,
+            config.summarizer,
+            given_store=given.store,
+            given_summarizer=given.summarizer,
+        )
+        if store is not given.store or summarizer is not given.summarizer:
+            given = Seams(summarizer=summarizer, store=store)
         base = counter or counter_named(config.encoder_name)
         return cls(
             config=config,
             counter=framed(base, count_rule_named(config.count_rule)),
-            seams=seams or Seams(),
+            seams=given,
             observers=tuple(observers),
         )
 
@@ -105,11 +121,17 @@ class Pipeline:
         :meth:`count` with each of its requests (see the class docs)."""
         return Measure(self.counter)
 
-    def context(self, budget: Budget | None = None, memo: Measure | None = None) -> StrategyContext:
+    def context(
+        self,
+        budget: Budget | None = None,
+        scope: Scope | None = None,
+        memo: Measure | None = None,
+    ) -> StrategyContext:
         return StrategyContext(
             counter=self.counter,
             budget=self.budget() if budget is None else budget,
             seams=self.seams,
+            scope=Scope() if scope is None else scope,
             offload_turns=self.config.offload_turns,
             warning_marker=self.config.warning_marker,
             user_first=self.config.user_first,
@@ -131,13 +153,16 @@ class Pipeline:
         budget: Budget | None = None,
         memo: Measure | None = None,
         conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
     ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
         default). Returns the new messages and the report. ``memo`` is the
         conversation's own memo (:meth:`memo`), the pipeline's by default.
         ``conversation_id`` names the conversation to the observers (a trace's
-        ``gen_ai.conversation.id``) and changes nothing else."""
-        context = self.context(budget, memo)
+        ``gen_ai.conversation.id``); what ``offload`` stores is filed under
+        ``conversation_id``, ``user`` and ``tenant``."""
+        context = self.context(budget, _scope(conversation_id, user, tenant), memo)
         return run_pipeline(
             context.measure.conversation(messages),
             self.config.strategies,
@@ -149,17 +174,79 @@ class Pipeline:
         )
 
     def compress(
-        self, messages: Iterable[Message], *, conversation_id: str | None = None
+        self,
+        messages: Iterable[Message],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
     ) -> CompressionResult:
         """Run every strategy once, with no budget."""
         return run_once(
             as_conversation(messages),
             self.config.strategies,
-            self.context(),
+            self.context(scope=_scope(conversation_id, user, tenant)),
             repair=self.config.repair,
             observers=self.observers,
             conversation_id=conversation_id,
         )
+
+    # --- memory: what the store keeps -------------------------------------------------
+
+    def _store(self) -> VectorStore:
+        store = self.seams.store
+        if store is None:
+            msg = (
+                "this pipeline has no store: add a store: section to its config, or pass "
+                "seams=Seams(store=...)"
+            )
+            raise StoreError(msg)
+        return store
+
+    def remember(
+        self,
+        messages: Iterable[Message],
+        *,
+        conversation_id: str,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> StoreWrite:
+        """Store ``messages`` (a conversation, in order: an old history to
+        import) in the pipeline's store, under ``conversation_id``, ``user``
+        and ``tenant``, as ``offload`` would have: one record per message,
+        with the turn and exchange it belongs to. Idempotent: messages stored
+        already are neither embedded nor written again (the answer lists
+        them as ``existing``). All or nothing; raises
+        :class:`~memrules._errors.StoreError` (or ``EmbedderError``)."""
+        if not isinstance(conversation_id, str):
+            msg = f"conversation_id={conversation_id!r} must be a non-empty string"
+            raise ConfigError.single(msg, yaml_path="conversation_id")
+        scope = _scope(conversation_id, user, tenant)
+        conversation = as_conversation(messages)
+        return self._store().add(build_records(conversation, scope=scope))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+        mode: str | None = None,
+    ) -> tuple[RecallHit, ...]:
+        """The ``k`` stored messages that best match ``query``, best first:
+        within ``user`` and ``tenant`` exactly (None finds what was stored
+        without one), in ``conversation_id`` or, when None, in every
+        conversation of theirs. ``mode`` overrides the store's search mode
+        (``hybrid``, ``dense``, ``lexical``). Each hit has the original
+        ``message``, its ``score`` and ``conversation_id``."""
+        scope = _scope(conversation_id, user, tenant)
+        return self._store().search(query, k=k, scope=scope, mode=mode)
+
+
+def _scope(conversation_id: str | None, user: str | None, tenant: str | None) -> Scope:
+    return Scope(conversation_id=conversation_id, user=user, tenant=tenant)
 
 
 def load_pipeline(

@@ -405,7 +405,7 @@ def step(
             graph_message = (
                 old if old is not None and old.text == rendered.text else rendered.message()
             )
-            graph_tokens = pipeline.count((graph_message,))
+            graph_tokens = pipeline.counter.count(graph_message)  # the message, not a request
             at = _where(stale_at, messages, sent, compaction.report.origin)
             sent = insert_graph_message(sent, graph_message, at)
 

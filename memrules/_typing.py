@@ -23,7 +23,7 @@ from memrules._conversation import ToolLinks
 from memrules._measure import Measure
 from memrules._messages import Conversation
 from memrules._tokens import TokenCounter
-from memrules.seams import SeamCall, Seams
+from memrules.seams import Scope, SeamCall, Seams
 
 DEFAULT_WARNING_MARKER = "memrules context warning:"
 
@@ -40,8 +40,8 @@ __all__ = [
 @attrs.frozen(kw_only=True, slots=True)
 class StrategyContext:
     """What a strategy may read: the counter, the budget, the seams, the
-    config's ``offload_turns``, the context warning's marker and the
-    interpreter's settings. Read-only; strategies do no I/O but through the
+    conversation's scope, the config's ``offload_turns``, the context
+    warning's marker and the interpreter's settings. Read-only; strategies do no I/O but through the
     seams."""
 
     counter: TokenCounter
@@ -52,6 +52,9 @@ class StrategyContext:
     user_first: bool = False
     """The interpreter keeps the first non-system message a user message
     when the input's was (the ``user_first`` setting)."""
+    scope: Scope = attrs.field(factory=Scope)
+    """Whose conversation this is (conversation, user, tenant): what
+    ``offload`` files the messages it stores under."""
     measure: Measure = attrs.field(
         default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
         eq=False,

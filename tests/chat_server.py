@@ -3,7 +3,8 @@
 :class:`ChatServer` runs the standard library's HTTP server in a thread,
 bound to ``127.0.0.1`` on a free port. It answers ``GET /v1/models`` and
 ``POST /v1/chat/completions`` deterministically (and ``POST /v1/echo`` with
-``{"echo": body}``), with the reply a function
+``{"echo": body}``, and ``POST /v1/embeddings`` with :func:`bag_of_words`
+vectors, or what ``embeddings`` answers for the body), with the reply a function
 of the messages (the demo's scripted model by default), and records every
 request it received, so a test can check what a client really sent over
 the wire. It can also misbehave, as real servers do: answer the first
@@ -28,6 +29,30 @@ from memrules._adapters import from_openai
 from memrules._demo import scripted_reply
 
 Reply = Callable[[list[dict[str, Any]]], str]
+Embeddings = Callable[[dict[str, Any]], Any]
+
+
+def bag_of_words(text: str, dimensions: int = 16) -> list[float]:
+    """A deterministic stand-in for an embedding model: word counts hashed
+    into ``dimensions`` buckets (the server under test is not a model)."""
+    import hashlib
+
+    vector = [0.0] * dimensions
+    for word in text.lower().split():
+        vector[hashlib.sha256(word.encode()).digest()[0] % dimensions] += 1.0
+    return vector
+
+
+def embeddings_reply(body: dict[str, Any]) -> Any:
+    """An OpenAI embeddings reply for ``body``, its data in reverse order
+    (as a server may send it: clients must use each item's ``index``)."""
+    inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+    dimensions = body.get("dimensions", 16)
+    data = [
+        {"object": "embedding", "index": i, "embedding": bag_of_words(text, dimensions)}
+        for i, text in enumerate(inputs)
+    ]
+    return {"object": "list", "data": data[::-1], "model": body.get("model")}
 
 
 def scripted(messages: list[dict[str, Any]]) -> str:
@@ -59,8 +84,10 @@ class ChatServer:
         retry_after: str | None = None,
         raw: bytes | None = None,
         delay: float = 0.0,
+        embeddings: Embeddings = embeddings_reply,
     ):
         self.reply = reply
+        self.embeddings = embeddings
         self.models = models
         self.fail = list(fail)
         self.retry_after = retry_after
@@ -81,6 +108,10 @@ class ChatServer:
     @property
     def chat_requests(self) -> list[Any]:
         return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
+
+    @property
+    def embedding_requests(self) -> list[Any]:
+        return [r.body for r in self.requests if r.path == "/v1/embeddings"]
 
     def record(self, received: Received) -> int | None:
         """Keep ``received``; the error status to answer it with, if any is left."""
@@ -157,7 +188,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if self.path == "/v1/echo":
                 self._send(200, {"echo": body})
                 return
-            if self.path != "/v1/chat/completions":
+            if self.path not in ("/v1/chat/completions", "/v1/embeddings"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             if server.raw is not None:
@@ -165,6 +196,9 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", str(len(server.raw)))
                 self.end_headers()
                 self.wfile.write(server.raw)
+                return
+            if self.path == "/v1/embeddings":
+                self._send(200, server.embeddings(body))
                 return
             try:
                 content = server.reply(body["messages"])

@@ -24,3 +24,21 @@ def cl100k() -> TiktokenCounter:
     counter = counter_for("cl100k_base")
     assert isinstance(counter, TiktokenCounter)
     return counter
+
+
+@pytest.fixture(scope="session")
+def local_embedder():  # type: ignore[no-untyped-def]
+    """The real local embedder (all-MiniLM-L6-v2, int8 ONNX), loaded once per
+    session; the test is skipped when the local-embed extra is missing."""
+    from memrules.seams import local_embedder as make
+    from memrules.seams.embedders import local_embedder_missing
+
+    missing = local_embedder_missing()
+    if missing:
+        pytest.skip(
+            f"needs the local-embed extra ({', '.join(missing)} missing): "
+            "pip install -e '.[local-embed]'"
+        )
+    embedder = make()
+    embedder.load()  # type: ignore[attr-defined]
+    return embedder

@@ -11,7 +11,7 @@ grade the library with its own helpers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -22,6 +22,7 @@ from memrules._interpreter import NamedStrategy
 from memrules._messages import Conversation, Message, Text, ToolResult
 from memrules._tokens import TokenCounter, counter_for
 from memrules._typing import Outcome, StrategyContext, StrategyResult
+from memrules.seams import MemoryRecord, RecallHit, Scope, StoreWrite
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
 from memrules.testing import (
     FILE_PATHS,
@@ -92,17 +93,24 @@ def agent_histories(
 
 @attrs.define
 class MemoryStore:
-    """An in-memory VectorStore: keeps each batch it is given, or, when
-    ``down``, raises having kept nothing."""
+    """An in-memory VectorStore: keeps the messages of each batch of records
+    it is given, or, when ``down``, raises having kept nothing. (The real
+    stores, Milvus and Qdrant, are tested in ``tests/test_stores.py``.)"""
 
     down: bool = False
     batches: list[Conversation] = attrs.field(factory=list)
 
-    def add(self, messages: Conversation) -> None:
+    def add(self, records: Sequence[MemoryRecord]) -> StoreWrite:
         if self.down:
             msg = "vector store unreachable"
             raise ConnectionError(msg)
-        self.batches.append(messages)
+        self.batches.append(tuple(r.message for r in records))
+        return StoreWrite(added=tuple(r.id for r in records))
+
+    def search(
+        self, query: str, *, k: int, scope: Scope, mode: str | None = None
+    ) -> tuple[RecallHit, ...]:
+        return ()
 
 
 @attrs.define

@@ -11,7 +11,15 @@ from memrules.graph import AtCap, GraphContext, GraphLimits, StateStoreConfig
 
 
 def test_the_sections_are_the_documented_list() -> None:
-    assert set(SECTIONS) == {"graph_limits", "graph_context", "graph_extractor", "state_store"}
+    assert set(SECTIONS) == {
+        "graph_limits",
+        "graph_context",
+        "graph_extractor",
+        "state_store",
+        "store",  # the seams' sections (tests/test_seam_config.py)
+        "embedder",
+        "summarizer",
+    }
 
 
 def test_defaults() -> None:

@@ -19,6 +19,7 @@ from memrules._plugin import ConversationState, MemoryPlugin, Request, StepResul
 from memrules._report import StopReason
 from memrules._typing import DEFAULT_WARNING_MARKER, StrategyContext
 from memrules._usage import ContextUsage
+from memrules.seams import MemoryRecord, RecallHit, Scope, StoreWrite
 from memrules.strategies import offload, sliding_window
 
 
@@ -364,8 +365,14 @@ def test_with_extensions_gives_the_pipeline_its_seams() -> None:
 
     @attrs.frozen
     class Store:
-        def add(self, messages: Conversation) -> None:
-            stored.append(messages)
+        def add(self, records: Sequence[MemoryRecord]) -> StoreWrite:
+            stored.append(tuple(r.message for r in records))
+            return StoreWrite(added=tuple(r.id for r in records))
+
+        def search(
+            self, query: str, *, k: int, scope: Scope, mode: str | None = None
+        ) -> tuple[RecallHit, ...]:
+            return ()
 
     class Summarizer:
         def summarize(self, messages: Conversation) -> str:

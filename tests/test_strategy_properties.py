@@ -33,7 +33,6 @@ from memrules._messages import (
 )
 from memrules._report import StopReason
 from memrules._typing import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
-from memrules.seams import SeamCall
 from memrules.strategies import (
     STRATEGIES,
     clamp_oversized_messages,
@@ -559,9 +558,14 @@ def test_offload_moves_the_oldest_turns_into_the_store(
     assert len(store.batches) == 1
     assert same(store.batches[0], tuple(conversation[i] for i in sorted(moved)))
     assert isinstance(result, Outcome)
-    assert result.seam_calls == (
-        SeamCall(seam="store", operation="add", request={"messages": len(moved)}),
-    )
+    (call,) = result.seam_calls
+    assert (call.seam, call.operation, call.error) == ("store", "add", None)
+    assert call.request["messages"] == len(moved)
+    assert call.request["scope"] == {"conversation_id": None, "user": None, "tenant": None}
+    ids = [r["id"] for r in call.request["records"]]
+    assert len(ids) == len(set(ids)) == len(moved)
+    assert call.response == {"added": ids, "existing": []}
+    assert json.loads(json.dumps(call.to_dict())) == call.to_dict()
     enforced = run(offload(turns=turns), conversation, context(store=MemoryStore()))
     # Nothing leaves the conversation without reaching the store: no closure.
     assert enforced.closed_calls == ()
@@ -644,7 +648,12 @@ def test_seam_failure_leaves_the_conversation_and_records_the_call(
             assert not action.changed
             (call,) = action.seam_calls
             seam = "store" if name == "offload" else "summarizer"
-            assert (call.seam, call.request) == (seam, {"messages": len(moved)})
+            assert call.seam == seam
+            if name == "offload":
+                assert call.request["messages"] == len(moved)
+                assert len(call.request["records"]) == len(moved)
+            else:
+                assert len(call.request["messages"]) == len(moved)
             assert call.error is not None
             assert call.response is None
 

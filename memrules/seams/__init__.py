@@ -1,37 +1,65 @@
 """The seams: where compaction reaches outside the pure core.
 
 A seam is a Protocol. Strategies find seams in their context and do nothing
-when the one they need is absent. Concrete seams (an OpenAI-compatible
-summarizer, Milvus and Qdrant stores, embedders) implement these protocols.
+when the one they need is absent. The concrete seams:
+
+- summarizers: :func:`extractive_summarizer` (deterministic, no model, the
+  offline default) and :func:`openai_summarizer` (any OpenAI-compatible chat
+  endpoint: llama.cpp, vLLM, Ollama, OpenAI);
+- embedders: :func:`local_embedder` (all-MiniLM-L6-v2 as an int8 ONNX file,
+  on the CPU, offline; the ``local-embed`` extra) and :func:`openai_embedder`
+  (any ``/v1/embeddings`` endpoint);
+- vector stores: :func:`milvus_store` (a Milvus Lite file, or a Milvus
+  server by URI; the ``milvus`` extra) and :func:`qdrant_store` (Qdrant's
+  local mode in memory or on disk, or a server by URL; the ``qdrant`` extra);
+- :func:`recall_tool` and :func:`answer_recall`: a tool the model can call
+  to fetch what was offloaded, and its answer.
+
+Importing this module imports none of the optional packages; a seam imports
+its own when it is first used, and says which extra to install when missing.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
 import attrs
 
-from memrules._messages import Conversation
+from memrules.seams._protocols import (
+    SEARCH_MODES,
+    Embedder,
+    JSONRequests,
+    Summarizer,
+    VectorStore,
+)
+from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite
+from memrules.seams._store import MessageStore
+from memrules.seams.embedders import local_embedder, openai_embedder
+from memrules.seams.milvus import milvus_store
+from memrules.seams.qdrant import qdrant_store
+from memrules.seams.recall import answer_recall, recall_tool
+from memrules.seams.summarizers import extractive_summarizer, openai_summarizer
 
-__all__ = ["SeamCall", "Seams", "Summarizer", "VectorStore"]
-
-
-@runtime_checkable
-class Summarizer(Protocol):
-    """Summarizes messages into text. May do I/O; raises on failure."""
-
-    def summarize(self, messages: Conversation) -> str: ...
-
-
-@runtime_checkable
-class VectorStore(Protocol):
-    """Keeps messages moved out of the conversation so they can be found again.
-
-    ``add`` stores all of ``messages`` or raises having stored none of them:
-    offloading is all or nothing.
-    """
-
-    def add(self, messages: Conversation) -> None: ...
+__all__ = [
+    "SEARCH_MODES",
+    "Embedder",
+    "JSONRequests",
+    "MemoryRecord",
+    "MessageStore",
+    "RecallHit",
+    "Scope",
+    "SeamCall",
+    "Seams",
+    "StoreWrite",
+    "Summarizer",
+    "VectorStore",
+    "answer_recall",
+    "extractive_summarizer",
+    "local_embedder",
+    "milvus_store",
+    "openai_embedder",
+    "openai_summarizer",
+    "qdrant_store",
+    "recall_tool",
+]
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -45,7 +73,9 @@ class Seams:
 @attrs.frozen(kw_only=True, slots=True)
 class SeamCall:
     """One call a strategy made through a seam, as the report records it:
-    which seam, what was asked (``request``, JSON-able) and what came back."""
+    which seam, what was asked (``request``) and what came back
+    (``response``), both JSON, or the ``error`` it raised. Deterministic: the
+    same input and seam answers record the same call."""
 
     seam: str
     operation: str

@@ -3,20 +3,30 @@
 Each does nothing when its seam is absent. A seam failure raises
 :class:`~memrules._errors.StrategyError`, so the interpreter records it and
 keeps the conversation as it was: offloading is all or nothing.
+
+Every seam call is recorded in the report as a
+:class:`~memrules.seams.SeamCall` with its request and response in JSON,
+deterministically (no clock, no randomness), so a replay can answer it
+without the seam: for the store, the scope and each record's id, turn and
+exchange (the messages themselves are the input's) and the ids it added or
+found; for the summarizer, the request it makes (the chat body of an
+OpenAI-compatible one, without its key) and the text it answered.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
-from memrules._conversation import without_indices
-from memrules._errors import StrategyError
-from memrules._messages import Conversation, Message, Text
+from memrules._conversation import is_turn_start, without_indices
+from memrules._errors import StoreError, StrategyError
+from memrules._messages import Conversation, Message, Text, ToolCall
 from memrules._typing import Outcome, Strategy, StrategyContext, StrategyResult
-from memrules.seams import SeamCall
+from memrules.seams import JSONRequests, SeamCall, StoreWrite
+from memrules.seams._records import build_records, encode_message
 from memrules.strategies._units import take_units
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
@@ -32,19 +42,75 @@ def _indices(block: tuple[range, ...]) -> list[int]:
 
 
 def _call(
-    seam: str, operation: str, batch: Conversation, send: Callable[[Conversation], T]
+    seam: str,
+    operation: str,
+    request: Any,
+    send: Callable[[], T],
+    answer: Callable[[T], Any],
 ) -> tuple[T, SeamCall]:
-    """``send(batch)`` through a seam, and the record of it for the report.
-    A failure raises :class:`StrategyError` carrying that record, so the
-    interpreter keeps the conversation as it was."""
-    request = {"messages": len(batch)}
+    """``send()`` through a seam, and the record of it for the report:
+    ``request`` and ``answer(response)``, both JSON. A failure raises
+    :class:`StrategyError` carrying that record, so the interpreter keeps
+    the conversation as it was."""
     try:
-        response = send(batch)
+        response = send()
     except Exception as exc:
-        call = SeamCall(seam=seam, operation=operation, request=request, error=str(exc))
-        msg = f"{seam} failed, {len(batch)} messages stay: {exc}"
+        error = f"{type(exc).__name__}: {exc}"
+        call = SeamCall(seam=seam, operation=operation, request=request, error=error)
+        msg = f"{seam} failed, the messages stay where they were: {exc}"
         raise StrategyError(msg, seam_calls=(call,)) from exc
-    return response, SeamCall(seam=seam, operation=operation, request=request, response=response)
+    recorded = SeamCall(seam=seam, operation=operation, request=request, response=answer(response))
+    return response, recorded
+
+
+def _written(write: object) -> Any:
+    return write.to_dict() if isinstance(write, StoreWrite) else None
+
+
+def _messages_json(batch: Conversation) -> list[Any]:
+    out: list[Any] = []
+    for m in batch:
+        try:
+            out.append(json.loads(encode_message(m)))
+        except StoreError:
+            out.append({"role": m.role, "text": m.countable_text})
+    return out
+
+
+def _argument(call: ToolCall) -> str:
+    """The first string argument of ``call`` (a path, a query), shortened."""
+    try:
+        raw = json.loads(call.arguments or "{}")
+    except ValueError:
+        return ""
+    if isinstance(raw, dict):
+        for value in raw.values():
+            if isinstance(value, str) and value:
+                return value if len(value) <= 60 else value[:57] + "..."
+    return ""
+
+
+def _describe(conversation: Conversation, unit: range) -> str:
+    first = conversation[unit.start]
+    if is_turn_start(first):
+        text = " ".join(first.text.split())
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        return f'the turn "{shown}"' if shown else "a turn"
+    calls = [p for i in unit for p in conversation[i].parts if isinstance(p, ToolCall)]
+    if not calls:
+        return "an exchange"
+    named = ", ".join(f"{c.name}({a})" if (a := _argument(c)) else c.name for c in calls[:3]) + (
+        f" and {len(calls) - 3} more calls" if len(calls) > 3 else ""
+    )
+    return f"the exchange {named}"
+
+
+def _replaced(conversation: Conversation, block: tuple[range, ...], limit: int = 8) -> str:
+    """Which turns and exchanges ``block`` holds, in words."""
+    shown = [_describe(conversation, unit) for unit in block[:limit]]
+    if len(block) > limit:
+        shown.append(f"{len(block) - limit} more")
+    return "; ".join(shown)
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -62,11 +128,16 @@ class _Offload:
         if not moved:
             return conversation
         gone = _indices(moved)
-        batch = tuple(conversation[i] for i in gone)
-        _, call = _call("store", "add", batch, store.add)
+        records = build_records(conversation, gone, scope=context.scope)
+        request = {
+            "scope": context.scope.to_dict(),
+            "messages": len(gone),
+            "records": [r.to_dict() for r in records],
+        }
+        _, call = _call("store", "add", request, lambda: store.add(records), _written)
         return Outcome(
             messages=without_indices(conversation, gone),
-            note=f"offloaded {len(batch)} messages ({len(moved)} units)",
+            note=f"offloaded {len(gone)} messages ({len(moved)} units)",
             seam_calls=(call,),
         )
 
@@ -111,16 +182,32 @@ class _Summarize:
             return conversation
         gone = _indices(moved)
         batch = tuple(conversation[i] for i in gone)
-        text, call = _call("summarizer", "summarize", batch, summarizer.summarize)
+        request = (
+            summarizer.request_json(batch)
+            if isinstance(summarizer, JSONRequests)
+            else {"messages": _messages_json(batch)}
+        )
+        text, call = _call(
+            "summarizer",
+            "summarize",
+            request,
+            lambda: summarizer.summarize(batch),
+            lambda answer: {"text": answer},
+        )
+        if not isinstance(text, str):
+            msg = f"the summarizer answered {type(text).__name__}, not text; nothing was replaced"
+            raise StrategyError(msg, seam_calls=(attrs.evolve(call, response=None, error=msg),))
+        ids = [m.id for m in batch if m.id is not None]
         summary = Message(
             role="user",
             parts=(
                 Text(
                     text=f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns or "
-                    f"tool exchanges ({len(batch)} messages):\n{text}"
+                    f"tool exchanges ({len(batch)} messages), in place of "
+                    f"{_replaced(conversation, moved)}:\n{text}"
                 ),
             ),
-            metadata={"memrules": {"summary_of": len(batch)}},
+            metadata={"memrules": {"summary_of": len(batch), "replaced_ids": ids}},
         )
         first = gone[0]
         rest = without_indices(conversation, gone)
@@ -138,7 +225,9 @@ class _Summarize:
 def summarize(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
     """Replace the oldest ``turns`` units (or more when the budget needs
     more) with one user message from the summarizer that says it is a
-    summary and of how much, where the first of them stood. Without a
+    summary, of how much, and in place of which turns (by their opening
+    words) and tool exchanges (by their calls), where the first of them
+    stood; its metadata lists the ids of the messages it replaced. Without a
     summarizer it does nothing. Units are chosen as ``offload`` chooses
     them, never splitting a tool exchange, so all that goes is summarized.
 

@@ -1,0 +1,314 @@
+"""The part of a vector store that does not depend on the engine.
+
+:class:`MessageStore` implements :class:`~memrules.seams.VectorStore` over a
+:class:`Backend` (Milvus, Qdrant) and an :class:`~memrules.seams.Embedder`:
+
+- **add**: asks the backend which records it holds already (those are
+  neither embedded nor written again: writes are idempotent), embeds the
+  rest, and writes them in chunks of ``batch_size``. When a write fails, the
+  records this call wrote are deleted again, so the store holds what it held
+  before, and :class:`~memrules._errors.StoreError` says at which write it
+  failed (and whether the clean-up failed too).
+- **search**: dense (the query's embedding against the stored ones), lexical
+  (BM25, computed by the engine) or hybrid (both rankings, fused by
+  reciprocal rank; see :mod:`memrules.seams._fusion`), always within the
+  caller's user and tenant.
+
+A collection is bound to its embedder's identity: the store records it when
+it makes the collection, and refuses to write or search with another.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from memrules._errors import ConfigError, EmbedderError, StoreError
+from memrules.seams._fusion import reciprocal_rank_fusion
+from memrules.seams._protocols import SEARCH_MODES, Embedder
+from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite
+
+__all__ = ["DEFAULT_COLLECTION", "Backend", "MessageStore", "check_collection", "check_mode"]
+
+DEFAULT_COLLECTION = "memrules_memory"
+MAX_K = 1000
+
+
+class Backend(Protocol):
+    """What a store engine does for :class:`MessageStore`. Raises anything
+    on failure; the store turns it into :class:`StoreError`."""
+
+    engine: str
+
+    def identity(self) -> dict[str, Any] | None:
+        """The embedder identity the collection was made for; None when the
+        collection does not exist yet."""
+
+    def create(self, dimension: int, identity: dict[str, Any]) -> None:
+        """Make the collection for vectors of ``dimension`` floats."""
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` the collection holds."""
+
+    def write(self, rows: Sequence[tuple[MemoryRecord, list[float]]]) -> None:
+        """Store each record with its vector (an upsert by record id)."""
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove these records."""
+
+    def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+        """The ``k`` records nearest ``vector`` (cosine), best first."""
+
+    def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
+        """The ``k`` best records for ``query`` by BM25, best first."""
+
+    def close(self) -> None:
+        """Release the client."""
+
+
+def check_mode(mode: object, name: str = "search") -> str:
+    if mode not in SEARCH_MODES:
+        msg = f"{name}={mode!r} must be one of {', '.join(SEARCH_MODES)}"
+        raise ConfigError.single(msg, yaml_path=name)
+    return str(mode)
+
+
+def check_collection(name: object) -> str:
+    ok = (
+        isinstance(name, str)
+        and 0 < len(name) <= 255
+        and name[0].isascii()
+        and (name[0].isalpha() or name[0] == "_")
+        and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
+    )
+    if not ok:
+        msg = (
+            f"collection={name!r} must start with a letter or '_' and hold only ASCII letters, "
+            "digits and '_' (at most 255)"
+        )
+        raise ConfigError.single(msg, yaml_path="collection")
+    return str(name)
+
+
+def _whole(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        msg = f"{name}={value!r} must be a whole number of at least {minimum}"
+        raise ConfigError.single(msg, yaml_path=name)
+    return value
+
+
+def _comparable(identity: dict[str, Any]) -> str:
+    return json.dumps(identity, sort_keys=True, default=str)
+
+
+class MessageStore:
+    """A :class:`~memrules.seams.VectorStore` over a backend and an embedder
+    (see the module docs). Built by :func:`~memrules.seams.milvus_store` and
+    :func:`~memrules.seams.qdrant_store`. Thread-safe: calls take turns.
+    ``close()`` (or ``with``) releases the client."""
+
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        embedder: Embedder,
+        search: str = "hybrid",
+        batch_size: int = 256,
+        candidates: int = 50,
+        description: str,
+    ) -> None:
+        self._backend = backend
+        self.embedder = embedder
+        self.search_mode = check_mode(search)
+        self.batch_size = _whole("batch_size", batch_size, 1)
+        self.candidates = _whole("candidates", candidates, 1)
+        self._description = description
+        self._lock = threading.RLock()
+        self._checked = False
+
+    @property
+    def engine(self) -> str:
+        return self._backend.engine
+
+    def __repr__(self) -> str:
+        return self._description
+
+    def __enter__(self) -> MessageStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._backend.close()
+
+    # --- the collection and its identity ---------------------------------------------
+
+    def _fail(self, doing: str, exc: BaseException) -> StoreError:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        msg = f"{self._description} failed {doing}: {detail}"
+        return StoreError(msg)
+
+    def _exists(self) -> bool:
+        """Whether the collection exists; checks its identity the first time
+        (and asks no more once it has: a collection is not unmade under a
+        store that uses it)."""
+        if self._checked:
+            return True
+        try:
+            stored = self._backend.identity()
+        except Exception as exc:
+            raise self._fail("to open its collection", exc) from exc
+        if stored is None:
+            return False
+        if not self._checked:
+            mine = self.embedder.identity
+            if _comparable(stored) != _comparable(mine):
+                msg = (
+                    f"{self._description}: the collection was made for embedder "
+                    f"{_comparable(stored)}, not {_comparable(mine)}; vectors of two models "
+                    "cannot be compared: use another collection, or the embedder it was made for"
+                )
+                raise StoreError(msg)
+            self._checked = True
+        return True
+
+    # --- add ------------------------------------------------------------------------------
+
+    def add(self, records: Sequence[MemoryRecord]) -> StoreWrite:
+        """Store ``records`` (see the module docs); all or none of the new ones."""
+        unique: dict[str, MemoryRecord] = {}
+        for r in records:
+            unique.setdefault(r.id, r)
+        if not unique:
+            return StoreWrite()
+        with self._lock:
+            exists = self._exists()
+            try:
+                held = self._backend.existing(list(unique)) if exists else set()
+            except Exception as exc:
+                raise self._fail("to look up records", exc) from exc
+            new = [r for r in unique.values() if r.id not in held]
+            existing = tuple(i for i in unique if i in held)
+            if not new:
+                return StoreWrite(existing=existing)
+            vectors = self._embed([r.text for r in new])
+            if not exists:
+                try:
+                    self._backend.create(len(vectors[0]), self.embedder.identity)
+                except Exception as exc:
+                    raise self._fail("to create its collection", exc) from exc
+                self._checked = True
+            self._write(list(zip(new, vectors, strict=True)))
+        return StoreWrite(added=tuple(r.id for r in new), existing=existing)
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        try:
+            vectors = self.embedder.embed(texts)
+        except EmbedderError:
+            raise
+        except Exception as exc:
+            msg = f"embedder {self.embedder!r} failed: {type(exc).__name__}: {exc}"
+            raise EmbedderError(msg) from exc
+        if len(vectors) != len(texts) or len({len(v) for v in vectors}) > 1:
+            msg = (
+                f"embedder {self.embedder!r} answered {len(vectors)} vectors for {len(texts)} texts"
+            )
+            raise EmbedderError(msg)
+        return vectors
+
+    def _write(self, rows: list[tuple[MemoryRecord, list[float]]]) -> None:
+        chunks = [rows[i : i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
+        written: list[str] = []
+        for number, chunk in enumerate(chunks, start=1):
+            try:
+                self._backend.write(chunk)
+            except Exception as exc:
+                # The chunk itself may be partly written: remove it too.
+                undo = [*written, *(r.id for r, _ in chunk)]
+                cleanup = self._undo(undo)
+                doing = f"at write {number} of {len(chunks)} ({len(rows)} records)"
+                error = self._fail(doing, exc)
+                raise StoreError(f"{error}; {cleanup}") from exc
+            written.extend(r.id for r, _ in chunk)
+
+    def _undo(self, ids: list[str]) -> str:
+        try:
+            self._backend.delete(ids)
+        except Exception as exc:
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            return (
+                f"removing the {len(ids)} records this call may have written failed too "
+                f"({detail}): they stay, and the next offload of the same messages finds them"
+            )
+        return "nothing of this call was kept"
+
+    def holds(self, ids: Sequence[str]) -> frozenset[str]:
+        """Which of the record ids ``ids`` the store holds."""
+        with self._lock:
+            if not self._exists():
+                return frozenset()
+            try:
+                return frozenset(self._backend.existing(list(ids)))
+            except Exception as exc:
+                raise self._fail("to look up records", exc) from exc
+
+    # --- search ----------------------------------------------------------------------------
+
+    def search(
+        self, query: str, *, k: int = 5, scope: Scope, mode: str | None = None
+    ) -> tuple[RecallHit, ...]:
+        """The ``k`` best records for ``query`` within ``scope``, best first."""
+        if not isinstance(query, str):
+            msg = f"query={query!r} must be a string"
+            raise ConfigError.single(msg, yaml_path="query")
+        k = _whole("k", k, 1)
+        if k > MAX_K:
+            msg = f"k={k} must be at most {MAX_K}"
+            raise ConfigError.single(msg, yaml_path="k")
+        mode = self.search_mode if mode is None else check_mode(mode, "mode")
+        if not query.strip():
+            return ()
+        with self._lock:
+            if not self._exists():
+                return ()
+            if mode == "dense":
+                return tuple(self._dense(query, k, scope))
+            if mode == "lexical":
+                return tuple(self._lexical(query, k, scope))
+            wide = max(k, self.candidates)
+            dense = self._dense(query, wide, scope)
+            lexical = self._lexical(query, wide, scope)
+        by_id = {h.id: h for h in (*lexical, *dense)}
+        fused = reciprocal_rank_fusion([[h.id for h in dense], [h.id for h in lexical]])
+        return tuple(_with_score(by_id[record_id], score) for record_id, score in fused[:k])
+
+    def _dense(self, query: str, k: int, scope: Scope) -> list[RecallHit]:
+        (vector,) = self._embed([query])
+        try:
+            return self._backend.dense(vector, k=k, scope=scope)
+        except Exception as exc:
+            raise self._fail("to search by embedding", exc) from exc
+
+    def _lexical(self, query: str, k: int, scope: Scope) -> list[RecallHit]:
+        try:
+            return self._backend.lexical(query, k=k, scope=scope)
+        except Exception as exc:
+            raise self._fail("to search by BM25", exc) from exc
+
+
+def _with_score(hit: RecallHit, score: float) -> RecallHit:
+    return RecallHit(
+        message=hit.message,
+        score=score,
+        conversation_id=hit.conversation_id,
+        user=hit.user,
+        tenant=hit.tenant,
+        turn=hit.turn,
+        exchange=hit.exchange,
+        text=hit.text,
+        id=hit.id,
+    )

@@ -1,0 +1,284 @@
+"""Milvus as a vector store: a Milvus Lite file (embedded, the default) or a
+Milvus server or cluster by URI, through the official ``pymilvus`` client
+(the ``milvus`` extra: ``pip install 'memrules[milvus]'``).
+
+One row per message: the indexed text (``<name or role>: <text>``, at most
+:data:`MAX_TEXT_BYTES` of it), its dense vector, a sparse BM25 vector that
+Milvus's own BM25 function computes from the text (so lexical search runs in
+Milvus, over everything it holds), the conversation, user and tenant ids,
+the turn and exchange keys, the content hash, and the message as lossless
+JSON (in pieces of at most 65,535 bytes, up to :data:`MAX_MESSAGE_BYTES`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from memrules._errors import ConfigError, StoreError
+from memrules.seams._protocols import Embedder
+from memrules.seams._records import MAX_SCOPE_CHARS, MemoryRecord, RecallHit, Scope, decode_message
+from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
+
+__all__ = ["DEFAULT_URI", "MAX_MESSAGE_BYTES", "MAX_TEXT_BYTES", "milvus_store"]
+
+DEFAULT_URI = "memrules_memory.db"
+"""The Milvus Lite file a store uses when no ``uri`` is given (relative to
+the working directory)."""
+
+_PIECE_BYTES = 65_535
+_PIECES = 256
+MAX_TEXT_BYTES = _PIECE_BYTES
+MAX_MESSAGE_BYTES = _PIECE_BYTES * _PIECES
+_IDENTITY = "memrules.embedder"
+_FIELDS = ["id", "text", "conversation_id", "user", "tenant", "turn", "exchange", "message"]
+
+
+def _literal(value: str) -> str:
+    """``value`` as a string literal of Milvus's filter language."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _filter(scope: Scope) -> str:
+    parts = [f"user == {_literal(scope.user or '')}", f"tenant == {_literal(scope.tenant or '')}"]
+    if scope.conversation_id is not None:
+        parts.append(f"conversation_id == {_literal(scope.conversation_id)}")
+    return " and ".join(parts)
+
+
+def _utf8_prefix(text: str, limit: int) -> str:
+    data = text.encode("utf-8", "replace")
+    return data[:limit].decode("utf-8", "ignore") if len(data) > limit else text
+
+
+def _pieces(payload: str) -> list[str]:
+    """``payload`` (JSON, ASCII-safe pieces) cut into pieces Milvus takes."""
+    data = payload.encode("utf-8")
+    if len(data) > MAX_MESSAGE_BYTES:
+        msg = (
+            f"a message of {len(data):,} bytes as JSON is over Milvus's limit of "
+            f"{MAX_MESSAGE_BYTES:,}; clamp it first (clamp_oversized_messages) or use Qdrant"
+        )
+        raise StoreError(msg)
+    out: list[str] = []
+    start = 0
+    while start < len(data):
+        end = min(start + _PIECE_BYTES, len(data))
+        while end < len(data) and (data[end] & 0xC0) == 0x80:  # not inside a character
+            end -= 1
+        out.append(data[start:end].decode("utf-8"))
+        start = end
+    return out or [""]
+
+
+class _Milvus:
+    engine = "milvus"
+
+    def __init__(self, uri: str, collection: str, api_key_env: str | None) -> None:
+        self.uri = uri
+        self.collection = collection
+        self.api_key_env = api_key_env
+        self._client: Any = None
+
+    def _open(self) -> Any:
+        if self._client is None:
+            from pymilvus import MilvusClient
+
+            token = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+            self._client = MilvusClient(uri=self.uri, token=token)
+        return self._client
+
+    def identity(self) -> dict[str, Any] | None:
+        client = self._open()
+        if not client.has_collection(self.collection):
+            return None
+        properties = client.describe_collection(self.collection).get("properties") or {}
+        raw = properties.get(_IDENTITY)
+        if raw is None:
+            msg = (
+                f"collection {self.collection!r} was not made by memrules (it has no "
+                f"{_IDENTITY!r} property); name another collection"
+            )
+            raise StoreError(msg)
+        identity: dict[str, Any] = json.loads(raw)
+        return identity
+
+    def create(self, dimension: int, identity: dict[str, Any]) -> None:
+        from pymilvus import DataType, Function, FunctionType
+
+        client = self._open()
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dimension)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        for name in ("conversation_id", "user", "tenant"):
+            schema.add_field(name, DataType.VARCHAR, max_length=MAX_SCOPE_CHARS * 4)
+        for name in ("turn", "exchange", "content_hash"):
+            schema.add_field(name, DataType.VARCHAR, max_length=64)
+        schema.add_field("role", DataType.VARCHAR, max_length=16)
+        schema.add_field(
+            "message",
+            DataType.ARRAY,
+            element_type=DataType.VARCHAR,
+            max_capacity=_PIECES,
+            max_length=_PIECE_BYTES,
+        )
+        schema.add_function(
+            Function(
+                name="text_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["text"],
+                output_field_names=["sparse"],
+            )
+        )
+        index = client.prepare_index_params()
+        index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="COSINE")
+        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        client.create_collection(
+            self.collection,
+            schema=schema,
+            index_params=index,
+            consistency_level="Strong",
+            properties={_IDENTITY: json.dumps(identity, sort_keys=True)},
+        )
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        client = self._open()
+        found: set[str] = set()
+        for start in range(0, len(ids), 512):
+            chunk = list(ids[start : start + 512])
+            rows = client.query(
+                self.collection, filter=f"id in {json.dumps(chunk)}", output_fields=["id"]
+            )
+            found.update(row["id"] for row in rows)
+        return found
+
+    def write(self, rows: Sequence[tuple[MemoryRecord, list[float]]]) -> None:
+        data = [
+            {
+                "id": r.id,
+                "text": _utf8_prefix(r.text, MAX_TEXT_BYTES),
+                "dense": vector,
+                "conversation_id": r.scope.conversation_id or "",
+                "user": r.scope.user or "",
+                "tenant": r.scope.tenant or "",
+                "turn": r.turn,
+                "exchange": r.exchange,
+                "content_hash": r.content_hash,
+                "role": r.message.role,
+                "message": _pieces(r.payload),
+            }
+            for r, vector in rows
+        ]
+        self._open().upsert(self.collection, data)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._open().delete(self.collection, ids=list(ids))
+
+    def _hits(self, result: Any, *, absolute: bool) -> list[RecallHit]:
+        hits = []
+        for found in result[0] if result else ():
+            row = found["entity"]
+            score = float(found["distance"])
+            hits.append(
+                RecallHit(
+                    message=decode_message("".join(row["message"])),
+                    score=abs(score) if absolute else score,
+                    conversation_id=row["conversation_id"] or None,
+                    user=row["user"] or None,
+                    tenant=row["tenant"] or None,
+                    turn=row["turn"],
+                    exchange=row["exchange"],
+                    text=row["text"],
+                    id=found["id"],
+                )
+            )
+        return hits
+
+    def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+        result = self._open().search(
+            self.collection,
+            data=[vector],
+            anns_field="dense",
+            limit=k,
+            filter=_filter(scope),
+            output_fields=_FIELDS,
+            search_params={"metric_type": "COSINE"},
+        )
+        return self._hits(result, absolute=False)
+
+    def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
+        result = self._open().search(
+            self.collection,
+            data=[query],
+            anns_field="sparse",
+            limit=k,
+            filter=_filter(scope),
+            output_fields=_FIELDS,
+            search_params={"metric_type": "BM25"},
+        )
+        # BM25 is never negative; Milvus Lite reports it negated.
+        return self._hits(result, absolute=True)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def milvus_missing() -> bool:
+    """Whether ``pymilvus`` (the ``milvus`` extra) is not installed."""
+    return importlib.util.find_spec("pymilvus") is None
+
+
+def milvus_store(
+    *,
+    embedder: Embedder,
+    uri: str = DEFAULT_URI,
+    collection: str = DEFAULT_COLLECTION,
+    search: str = "hybrid",
+    api_key_env: str | None = None,
+    batch_size: int = 256,
+    candidates: int = 50,
+) -> MessageStore:
+    """A Milvus store. ``uri`` is a Milvus Lite file (a path ending ``.db``,
+    made on first write) or a server's ``http(s)://host:19530``;
+    ``api_key_env`` names the environment variable holding a server's token
+    (``user:password`` or an API key), read when the client connects and
+    never recorded. ``search`` is ``hybrid`` (dense and BM25 rankings fused),
+    ``dense`` or ``lexical``; hybrid fetches ``candidates`` of each. Writes
+    go in chunks of ``batch_size`` rows. Connects on first use; raises
+    :class:`StoreError` on failure, and a :class:`ConfigError` here without
+    the ``milvus`` extra."""
+    if not isinstance(uri, str) or not uri:
+        msg = f"uri={uri!r} must be a Milvus Lite file (ending .db) or an http(s):// URL"
+        raise ConfigError.single(msg, yaml_path="uri")
+    if not uri.startswith(("http://", "https://", "tcp://", "unix:")) and not uri.endswith(".db"):
+        msg = (
+            f"uri={uri!r} must be a Milvus Lite file (a path ending .db) or a server's "
+            "http(s)://host:port"
+        )
+        raise ConfigError.single(msg, yaml_path="uri")
+    if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+        msg = f"api_key_env={api_key_env!r} must name an environment variable"
+        raise ConfigError.single(msg, yaml_path="api_key_env")
+    check_collection(collection)
+    check_mode(search)
+    if milvus_missing():
+        msg = "the milvus backend needs pymilvus: pip install 'memrules[milvus]'"
+        raise ConfigError.single(msg, yaml_path="backend")
+    token = f", api_key_env={api_key_env!r}" if api_key_env else ""
+    description = f"milvus_store(uri={uri!r}, collection={collection!r}, search={search!r}{token})"
+    return MessageStore(
+        backend=_Milvus(uri, collection, api_key_env),
+        embedder=embedder,
+        search=search,
+        batch_size=batch_size,
+        candidates=candidates,
+        description=description,
+    )

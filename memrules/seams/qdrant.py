@@ -1,0 +1,280 @@
+"""Qdrant as a vector store: local mode (in memory, or a directory on disk)
+or a Qdrant server or cluster by URL, through the official ``qdrant-client``
+(the ``qdrant`` extra: ``pip install 'memrules[qdrant]'``).
+
+One point per message, its id the record id (as a UUID), with two named
+vectors: ``dense`` (the embedding, cosine) and ``lexical``, a sparse vector
+of BM25 term weights (:mod:`memrules.seams._lexical`) whose inverse document
+frequency Qdrant applies itself (``Modifier.IDF``), so lexical search runs
+in Qdrant, over everything it holds. The payload holds the indexed text,
+the conversation, user and tenant ids, the turn and exchange keys, the
+content hash and the message as lossless JSON text (a string, so its keys
+keep their order).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from memrules._errors import ConfigError, StoreError
+from memrules.seams._lexical import document_vector, query_vector
+from memrules.seams._protocols import Embedder
+from memrules.seams._records import MemoryRecord, RecallHit, Scope, decode_message
+from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
+
+__all__ = ["DEFAULT_PATH", "MEMORY", "qdrant_store"]
+
+DEFAULT_PATH = "memrules_qdrant"
+"""The directory local mode uses when neither ``url`` nor ``path`` is given."""
+MEMORY = ":memory:"
+"""The ``path`` that keeps a local-mode store in memory only."""
+
+_IDENTITY = "memrules_embedder"
+
+
+def _point_id(record_id: str) -> str:
+    return str(uuid.UUID(hex=record_id))
+
+
+def _record_id(point_id: object) -> str:
+    return uuid.UUID(str(point_id)).hex
+
+
+class _Qdrant:
+    engine = "qdrant"
+
+    def __init__(
+        self, *, url: str | None, path: str | None, collection: str, api_key_env: str | None
+    ) -> None:
+        self.url = url
+        self.path = path
+        self.collection = collection
+        self.api_key_env = api_key_env
+        self._client: Any = None
+
+    def _open(self) -> Any:
+        if self._client is None:
+            import warnings
+
+            from qdrant_client import QdrantClient
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # local mode warns about payload indexes
+                if self.url is not None:
+                    key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+                    self._client = QdrantClient(url=self.url, api_key=key or None)
+                elif self.path == MEMORY:
+                    self._client = QdrantClient(location=MEMORY)
+                else:
+                    self._client = QdrantClient(path=self.path)
+        return self._client
+
+    def identity(self) -> dict[str, Any] | None:
+        client = self._open()
+        if not client.collection_exists(self.collection):
+            return None
+        metadata = client.get_collection(self.collection).config.metadata or {}
+        identity = metadata.get(_IDENTITY)
+        if not isinstance(identity, dict):
+            msg = (
+                f"collection {self.collection!r} was not made by memrules (its metadata has no "
+                f"{_IDENTITY!r}); name another collection"
+            )
+            raise StoreError(msg)
+        return identity
+
+    def create(self, dimension: int, identity: dict[str, Any]) -> None:
+        from qdrant_client import models
+
+        client = self._open()
+        client.create_collection(
+            self.collection,
+            vectors_config={
+                "dense": models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+            },
+            sparse_vectors_config={
+                "lexical": models.SparseVectorParams(modifier=models.Modifier.IDF)
+            },
+            metadata={_IDENTITY: identity},
+        )
+        if self.url is not None:  # local mode has no payload indexes
+            for field in ("conversation_id", "user", "tenant"):
+                client.create_payload_index(
+                    self.collection, field, models.PayloadSchemaType.KEYWORD
+                )
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        client = self._open()
+        found: set[str] = set()
+        for start in range(0, len(ids), 512):
+            points = client.retrieve(
+                self.collection,
+                ids=[_point_id(i) for i in ids[start : start + 512]],
+                with_payload=False,
+                with_vectors=False,
+            )
+            found.update(_record_id(p.id) for p in points)
+        return found
+
+    def write(self, rows: Sequence[tuple[MemoryRecord, list[float]]]) -> None:
+        from qdrant_client import models
+
+        points = []
+        for r, vector in rows:
+            indices, values = document_vector(r.text)
+            points.append(
+                models.PointStruct(
+                    id=_point_id(r.id),
+                    vector={
+                        "dense": vector,
+                        "lexical": models.SparseVector(indices=indices, values=values),
+                    },
+                    payload={
+                        "text": r.text,
+                        "conversation_id": r.scope.conversation_id or "",
+                        "user": r.scope.user or "",
+                        "tenant": r.scope.tenant or "",
+                        "turn": r.turn,
+                        "exchange": r.exchange,
+                        "content_hash": r.content_hash,
+                        "role": r.message.role,
+                        "message": r.payload,
+                    },
+                )
+            )
+        self._open().upsert(self.collection, points=points, wait=True)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        from qdrant_client import models
+
+        if ids:
+            self._open().delete(
+                self.collection,
+                points_selector=models.PointIdsList(points=[_point_id(i) for i in ids]),
+                wait=True,
+            )
+
+    def _filter(self, scope: Scope) -> Any:
+        from qdrant_client import models
+
+        must: list[Any] = [
+            models.FieldCondition(key="user", match=models.MatchValue(value=scope.user or "")),
+            models.FieldCondition(key="tenant", match=models.MatchValue(value=scope.tenant or "")),
+        ]
+        if scope.conversation_id is not None:
+            must.append(
+                models.FieldCondition(
+                    key="conversation_id", match=models.MatchValue(value=scope.conversation_id)
+                )
+            )
+        return models.Filter(must=must)
+
+    def _search(self, query: Any, using: str, k: int, scope: Scope) -> list[RecallHit]:
+        result = self._open().query_points(
+            self.collection,
+            query=query,
+            using=using,
+            limit=k,
+            query_filter=self._filter(scope),
+            with_payload=True,
+            with_vectors=False,
+        )
+        hits = []
+        for point in result.points:
+            p = point.payload or {}
+            hits.append(
+                RecallHit(
+                    message=decode_message(p["message"]),
+                    score=float(point.score),
+                    conversation_id=p["conversation_id"] or None,
+                    user=p["user"] or None,
+                    tenant=p["tenant"] or None,
+                    turn=p["turn"],
+                    exchange=p["exchange"],
+                    text=p["text"],
+                    id=_record_id(point.id),
+                )
+            )
+        return hits
+
+    def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+        return self._search(vector, "dense", k, scope)
+
+    def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
+        from qdrant_client import models
+
+        indices, values = query_vector(query)
+        if not indices:
+            return []
+        return self._search(
+            models.SparseVector(indices=indices, values=values), "lexical", k, scope
+        )
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def qdrant_missing() -> bool:
+    """Whether ``qdrant-client`` (the ``qdrant`` extra) is not installed."""
+    return importlib.util.find_spec("qdrant_client") is None
+
+
+def qdrant_store(
+    *,
+    embedder: Embedder,
+    url: str | None = None,
+    path: str | None = None,
+    collection: str = DEFAULT_COLLECTION,
+    search: str = "hybrid",
+    api_key_env: str | None = None,
+    batch_size: int = 256,
+    candidates: int = 50,
+) -> MessageStore:
+    """A Qdrant store: a server or cluster at ``url`` (``http://host:6333``,
+    its API key in the environment variable ``api_key_env`` names, never
+    recorded), or local mode in the directory ``path`` (``":memory:"`` keeps
+    it in memory; :data:`DEFAULT_PATH` when neither is given). ``search``
+    is ``hybrid`` (dense and BM25 rankings fused), ``dense`` or
+    ``lexical``; hybrid fetches ``candidates`` of each. Writes go in chunks
+    of ``batch_size`` points. Opens on first use; raises :class:`StoreError`
+    on failure, and a :class:`ConfigError` here without the ``qdrant``
+    extra. Local mode is for one process: a directory is locked while open.
+    """
+    if url is not None and path is not None:
+        msg = f"url={url!r} and path={path!r} are both set; a store is a server or local"
+        raise ConfigError.single(msg, yaml_path="path")
+    if url is not None and (
+        not isinstance(url, str) or not url.startswith(("http://", "https://"))
+    ):
+        msg = f"url={url!r} must be a Qdrant server's http(s)://host:port"
+        raise ConfigError.single(msg, yaml_path="url")
+    if url is None:
+        path = DEFAULT_PATH if path is None else path
+        if not isinstance(path, str) or not path:
+            msg = f"path={path!r} must be a directory, or {MEMORY!r}"
+            raise ConfigError.single(msg, yaml_path="path")
+    if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+        msg = f"api_key_env={api_key_env!r} must name an environment variable"
+        raise ConfigError.single(msg, yaml_path="api_key_env")
+    check_collection(collection)
+    check_mode(search)
+    if qdrant_missing():
+        msg = "the qdrant backend needs qdrant-client: pip install 'memrules[qdrant]'"
+        raise ConfigError.single(msg, yaml_path="backend")
+    where = f"url={url!r}" if url is not None else f"path={path!r}"
+    key = f", api_key_env={api_key_env!r}" if api_key_env else ""
+    description = f"qdrant_store({where}, collection={collection!r}, search={search!r}{key})"
+    return MessageStore(
+        backend=_Qdrant(url=url, path=path, collection=collection, api_key_env=api_key_env),
+        embedder=embedder,
+        search=search,
+        batch_size=batch_size,
+        candidates=candidates,
+        description=description,
+    )

@@ -1,0 +1,266 @@
+"""Summarizers: a deterministic extractive one, and any OpenAI-compatible
+chat endpoint.
+
+Both read the messages as ``<name or role>: <text>`` lines (tool calls as
+``name(arguments)``, tool results after the call they answer) and keep what
+a conversation needs later: names, numbers, paths, decisions and open tasks.
+
+>>> from memrules._messages import message
+>>> summarizer = extractive_summarizer(max_chars=200)
+>>> print(summarizer.summarize((
+...     message("user", "Hi! The deploy key is in vault/prod/deploy.key, rotate it by May 3."),
+...     message("assistant", "Noted. We decided to use Terraform 1.7 for the rollout."),
+... )))
+- user: The deploy key is in vault/prod/deploy.key, rotate it by May 3.
+- assistant: We decided to use Terraform 1.7 for the rollout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from memrules._errors import ConfigError, SummarizerError
+from memrules._http import EndpointError, JSONClient, check_base_url, one_line
+from memrules._messages import Conversation, ToolCall
+from memrules.seams._protocols import Summarizer
+from memrules.seams._records import index_text
+
+__all__ = [
+    "SUMMARY_PROMPT",
+    "extractive_summarizer",
+    "openai_summarizer",
+    "transcript",
+]
+
+SUMMARY_PROMPT = (
+    "You summarize part of a conversation between a user and an AI assistant, with the "
+    "assistant's tool calls and their results. These messages are being removed from the "
+    "assistant's context; it will go on with only your summary in their place. Write a "
+    "concise summary that keeps, exactly as written: names of people, projects, tools and "
+    "files; numbers, dates, amounts, versions and identifiers; paths, URLs and commands; "
+    "every decision made, with its reason; every open task, question or promise not yet "
+    "done. Drop greetings, repetition and tool output nobody needs again. Add nothing that "
+    "is not in the messages. Answer with the summary only."
+)
+"""The system prompt of :func:`openai_summarizer`."""
+
+
+def _whole(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        msg = f"{name}={value!r} must be a whole number of at least {minimum}"
+        raise ConfigError.single(msg, yaml_path=name)
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to its head and tail, ``limit`` characters in all."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head - 5
+    return f"{text[:head]} […] {text[len(text) - tail :]}" if tail > 0 else text[:limit]
+
+
+def transcript(messages: Conversation, *, max_message_chars: int = 4000) -> str:
+    """The messages as numbered lines, ``[i] <name or role>: <text>``, each
+    cut to ``max_message_chars`` (head and tail kept)."""
+    calls = {p.id: p for m in messages for p in m.parts if isinstance(p, ToolCall)}
+    return "\n".join(
+        f"[{i}] {_clip(index_text(m, calls), max_message_chars)}" for i, m in enumerate(messages)
+    )
+
+
+# --- extractive ------------------------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_PATH = re.compile(r"[\w.~-]*/[\w./-]+|\b[\w-]+\.(?:[a-z]{1,5})\b")
+_NUMBER = re.compile(r"\b\d[\d.,:/-]*\b")
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
+_DECISION = re.compile(
+    r"\b(decided|decision|agreed|chose|choose|will use|we use|going with|settled|prefer|must)\b",
+    re.IGNORECASE,
+)
+_OPEN = re.compile(
+    r"\b(todo|to do|next|need to|needs to|remaining|pending|open|not yet|follow up|fix|"
+    r"remember|deadline|by (?:mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|"
+    r"oct|nov|dec)\w*)\b",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"^(hi|hello|hey|thanks|thank you|ok|okay|sure|great|noted|got it|you're welcome)\b[\s!.,]*$",
+    re.IGNORECASE,
+)
+
+
+def _score(sentence: str) -> int:
+    """How much of what a summary must keep ``sentence`` holds."""
+    score = 3 * len(_PATH.findall(sentence)) + 2 * len(_NUMBER.findall(sentence))
+    score += 2 * len(_NAME.findall(sentence))
+    score += 4 * bool(_DECISION.search(sentence)) + 4 * bool(_OPEN.search(sentence))
+    return score
+
+
+def _sentences(line: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(line) if s and s.strip()]
+
+
+@attrs.frozen(slots=True, repr=False)
+class _Extractive:
+    max_chars: int
+    max_sentence_chars: int
+
+    def summarize(self, messages: Conversation) -> str:
+        calls = {p.id: p for m in messages for p in m.parts if isinstance(p, ToolCall)}
+        found: list[tuple[int, int, str, str]] = []  # (score, order, speaker, sentence)
+        for m in messages:
+            speaker, _, body = index_text(m, calls).partition(": ")
+            for sentence in _sentences(body):
+                if _FILLER.match(sentence):
+                    continue
+                clipped = _clip(sentence, self.max_sentence_chars)
+                found.append((_score(sentence), len(found), speaker, clipped))
+        chosen: list[tuple[int, str, str]] = []
+        used = 0
+        for score, order, speaker, sentence in sorted(found, key=lambda f: (-f[0], f[1])):
+            line = len(speaker) + len(sentence) + 5
+            if used + line > self.max_chars:
+                if score == 0:
+                    break
+                continue
+            chosen.append((order, speaker, sentence))
+            used += line
+        if not chosen:
+            return f"({len(messages)} messages with nothing to keep)"
+        return "\n".join(f"- {speaker}: {sentence}" for _, speaker, sentence in sorted(chosen))
+
+    def request_json(self, messages: Conversation) -> dict[str, Any]:
+        return {
+            "summarizer": "extractive",
+            "max_chars": self.max_chars,
+            "max_sentence_chars": self.max_sentence_chars,
+            "transcript": transcript(messages),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"extractive_summarizer(max_chars={self.max_chars}, "
+            f"max_sentence_chars={self.max_sentence_chars})"
+        )
+
+
+def extractive_summarizer(*, max_chars: int = 2000, max_sentence_chars: int = 300) -> Summarizer:
+    """A summarizer that needs no model: it keeps the sentences that hold
+    paths, numbers, names, decisions and open tasks (in that spirit, scored),
+    as many as fit ``max_chars``, in their original order, each as ``-
+    speaker: sentence`` and cut to ``max_sentence_chars``. Greetings and
+    acknowledgements go. Deterministic: the same messages give the same text.
+    """
+    _whole("max_chars", max_chars, 100)
+    _whole("max_sentence_chars", max_sentence_chars, 40)
+    return _Extractive(max_chars, max_sentence_chars)
+
+
+# --- OpenAI-compatible ------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True, repr=False)
+class _OpenAISummarizer:
+    client: JSONClient
+    model: str
+    max_tokens: int
+    max_message_chars: int
+
+    def request_json(self, messages: Conversation) -> dict[str, Any]:
+        """The chat-completions body :meth:`summarize` posts."""
+        return {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": SUMMARY_PROMPT},
+                {
+                    "role": "user",
+                    "content": "Summarize these messages:\n\n"
+                    + transcript(messages, max_message_chars=self.max_message_chars),
+                },
+            ],
+            "max_tokens": self.max_tokens,
+            "temperature": 0,
+        }
+
+    def summarize(self, messages: Conversation) -> str:
+        url = self.client.url("chat/completions")
+        try:
+            reply = self.client.post("chat/completions", self.request_json(messages))
+        except EndpointError as exc:
+            msg = f"summarizer {self.model!r} failed: {exc}"
+            raise SummarizerError(msg) from exc
+        text = _content(reply)
+        if text is None:
+            msg = (
+                f"summarizer {self.model!r} at {url} answered no summary (expected "
+                f"choices[0].message.content, a non-empty string): {one_line(repr(reply))}"
+            )
+            raise SummarizerError(msg)
+        return text
+
+    def __repr__(self) -> str:
+        c = self.client
+        key = f", api_key_env={c.api_key_env!r}" if c.api_key_env else ""
+        return (
+            f"openai_summarizer(base_url={c.base_url!r}, model={self.model!r}{key}, "
+            f"max_tokens={self.max_tokens}, timeout_s={c.timeout:g}, retries={c.retries})"
+        )
+
+
+def _content(reply: object) -> str | None:
+    if not isinstance(reply, Mapping):
+        return None
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return None
+    message = choices[0].get("message")
+    if not isinstance(message, Mapping):
+        return None
+    content = message.get("content")
+    if not isinstance(content, str) or not content.strip():
+        return None
+    return content.strip()
+
+
+def openai_summarizer(
+    *,
+    base_url: str,
+    model: str,
+    api_key_env: str | None = None,
+    max_tokens: int = 512,
+    timeout_s: float = 60.0,
+    retries: int = 2,
+    max_message_chars: int = 4000,
+) -> Summarizer:
+    """A summarizer that asks an OpenAI-compatible chat endpoint (llama.cpp
+    server, vLLM, Ollama, OpenAI) at ``base_url`` (``http://host:8080/v1``)
+    with :data:`SUMMARY_PROMPT`, ``temperature: 0`` and at most
+    ``max_tokens``. Each attempt waits ``timeout_s``; HTTP 429 and 5xx are
+    retried ``retries`` times with backoff. The API key is read from the
+    environment variable ``api_key_env`` names, at each request, and never
+    logged or recorded. Failures raise :class:`SummarizerError`.
+    """
+    check_base_url(base_url)
+    if not isinstance(model, str) or not model:
+        msg = f"model={model!r} must be a non-empty string"
+        raise ConfigError.single(msg, yaml_path="model")
+    if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+        msg = f"api_key_env={api_key_env!r} must name an environment variable"
+        raise ConfigError.single(msg, yaml_path="api_key_env")
+    _whole("max_tokens", max_tokens, 1)
+    _whole("max_message_chars", max_message_chars, 100)
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0:
+        msg = f"timeout_s={timeout_s!r} must be a number above 0"
+        raise ConfigError.single(msg, yaml_path="timeout_s")
+    _whole("retries", retries, 0)
+    client = JSONClient(
+        base_url=base_url, api_key_env=api_key_env, timeout=float(timeout_s), retries=retries
+    )
+    return _OpenAISummarizer(client, model, max_tokens, max_message_chars)

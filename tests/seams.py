@@ -1,0 +1,76 @@
+"""Shared fixtures' helpers for the seam tests: which extras are installed,
+and the real stores, each made fresh in a temporary place."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memrules.seams import Embedder, MessageStore, milvus_store, qdrant_store
+from memrules.seams.embedders import local_embedder_missing
+
+MISSING_LOCAL = local_embedder_missing()
+HAS_MILVUS = importlib.util.find_spec("pymilvus") is not None
+HAS_QDRANT = importlib.util.find_spec("qdrant_client") is not None
+
+needs_local = pytest.mark.skipif(
+    bool(MISSING_LOCAL),
+    reason=f"needs the local-embed extra ({', '.join(MISSING_LOCAL)} missing): "
+    "pip install -e '.[local-embed]'",
+)
+
+StoreMaker = Callable[..., MessageStore]
+
+
+def _backends(*names: str) -> list[object]:
+    return [b for b in BACKENDS if b.values[0] in names]  # type: ignore[attr-defined]
+
+
+BACKENDS = [
+    pytest.param(
+        "milvus",
+        marks=pytest.mark.skipif(
+            not HAS_MILVUS, reason="needs the milvus extra: pip install -e '.[milvus]'"
+        ),
+    ),
+    pytest.param(
+        "qdrant",
+        marks=pytest.mark.skipif(
+            not HAS_QDRANT, reason="needs the qdrant extra: pip install -e '.[qdrant]'"
+        ),
+    ),
+    pytest.param(
+        "qdrant-disk",
+        marks=pytest.mark.skipif(
+            not HAS_QDRANT, reason="needs the qdrant extra: pip install -e '.[qdrant]'"
+        ),
+    ),
+]
+
+
+FILE_BACKENDS = _backends("milvus", "qdrant-disk")
+"""The backends that keep what they hold in a file or directory."""
+CLIENT_BACKENDS = _backends("milvus", "qdrant")
+"""One of each client (Qdrant in memory and on disk share their code)."""
+
+
+def maker(backend: str, where: Path, embedder: Embedder) -> StoreMaker:
+    """A function making stores of ``backend`` under ``where``: each name
+    (``c1``, ``c2``, ... by default) is its own collection in its own file or
+    directory, so a name made again reopens what the first one wrote
+    (except in Qdrant's in-memory mode)."""
+    count: list[int] = []
+
+    def make(name: str | None = None, **options: object) -> MessageStore:
+        count.append(1)
+        name = name or f"c{len(count)}"
+        if backend == "milvus":
+            uri = str(where / f"{name}.db")
+            return milvus_store(uri=uri, collection=name, embedder=embedder, **options)  # type: ignore[arg-type]
+        path = ":memory:" if backend == "qdrant" else str(where / name)
+        return qdrant_store(path=path, collection=name, embedder=embedder, **options)  # type: ignore[arg-type]
+
+    return make
