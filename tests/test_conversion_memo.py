@@ -200,3 +200,27 @@ def test_the_hook_sends_back_the_bodys_own_messages() -> None:
     again = plugin.on_openai_request(json.loads(json.dumps(body)), conversation_id="c")
     second = reference.on_request(Request.from_openai(copy.deepcopy(body), conversation_id="c"))
     assert again["messages"] == second.to_openai()
+
+
+def test_the_plugin_keeps_a_bounded_memo_per_conversation() -> None:
+    from memrules._memo import ConversationMemos
+
+    made: list[int] = []
+    pipeline = Pipeline.from_config(MemoryConfig(), counter=COUNTER)
+
+    def make() -> Any:
+        from memrules._memo import ConversationMemo
+
+        made.append(1)
+        return ConversationMemo(pipeline)
+
+    memos = ConversationMemos(make, cap=2)
+    a, b = memos.get("a"), memos.get("b")
+    assert memos.get("a") is a  # "a" is now the most recent
+    memos.get("c")  # past the cap: "b", the least recently used, goes
+    assert len(memos) == 2
+    assert memos.get("a") is a
+    assert memos.get("b") is not b  # made afresh
+    assert len(made) == 4
+    memos.forget("a")
+    assert len(memos) == 1
