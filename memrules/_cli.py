@@ -32,6 +32,7 @@ from typing import Any, NoReturn
 
 import attrs
 
+from memrules import _eval as eval_command
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
 from memrules._adapters.anthropic import to_anthropic_request
 from memrules._bench import command as bench_command
@@ -407,6 +408,39 @@ def _add_trust(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _eval(args: argparse.Namespace) -> int:
+    for name, value, minimum in (("--jobs", args.jobs, 1), ("-k", args.k, 1)):
+        if value < minimum:
+            msg = f"{name} {value} must be at least {minimum}"
+            raise UsageError(msg)
+    if args.max_tokens is not None and args.max_tokens < 1:
+        msg = f"--max-tokens {args.max_tokens} must be at least 1"
+        raise UsageError(msg)
+    if not args.dataset.is_file():
+        msg = f"cannot read the dataset {args.dataset}: no such file"
+        raise UsageError(msg)
+    if args.trace is not None:
+        _writable(args.trace, "the trace")
+    _stdout()
+    settings = eval_command.EvalSettings(
+        configs=tuple(args.config),
+        dataset=args.dataset,
+        k=args.k,
+        max_tokens=args.max_tokens,
+        jobs=args.jobs,
+        allow_imports=_allowed(args),
+        trace=args.trace,
+    )
+    with _progress(args) as progress:
+        rows = eval_command.evaluate(settings, progress)
+    if args.json:
+        output = _to_json(eval_command.figures_json(rows, settings), "the figures")
+    else:
+        output = eval_command.render_table(rows, k=args.k)
+    _emit(output)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.base_url is None and (args.model is not None or args.api_key_env is not None):
         msg = "--model and --api-key-env need --base-url"
@@ -489,6 +523,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_trust(replay)
     replay.set_defaults(handler=_replay)
+
+    evaluation = commands.add_parser(
+        "eval",
+        help="score pipelines on a dataset: tokens saved, facts kept, recall",
+        description="Run each pipeline over a dataset of conversations with probe questions "
+        "(JSON Lines; see the README) and print one row per pipeline: requests, tokens before "
+        "and after, compression ratio, broken tool pairs, facts kept in the compacted context, "
+        "recall@k (with a store), p50/p95 time per request.",
+    )
+    eval_command.add_arguments(evaluation)
+    _add_trust(evaluation)
+    evaluation.set_defaults(handler=_eval)
 
     demo = commands.add_parser(
         "demo",
