@@ -9,12 +9,13 @@ answered from the trace and the seam is never called. What each call records
 
 - ``summarizer.summarize``: the summarizer's ``request_json`` (the chat body
   of an OpenAI-compatible one, without its key), else the messages; the text.
-- ``store.add``: the scope and each record's id, turn and exchange; the ids
-  added and found (``StoreWrite``).
+- ``store.add``: the scope and each record's text, id, turn and exchange;
+  the ids added and found (``StoreWrite``).
 - ``store.search``: query, ``k``, scope and mode; the hits, each with its
   message whole.
-- ``embedder.embed`` (inside a store's call): the texts; how many vectors,
-  their dimension and a sha256 of them.
+- ``embedder.embed`` (inside a store's call): how many texts and a sha256 of
+  them (the store's call says them); how many vectors, their dimension and a
+  sha256 of them.
 - ``graph_extractor.extract``: how many messages, and a hash of them; the
   graph, as a snapshot.
 - ``state_store.load``: the conversation id; its state and version.
@@ -201,11 +202,24 @@ def _logged_summarizer(summarizer: Summarizer) -> LoggedSummarizer:
     return LoggedSummarizer(summarizer)
 
 
+def _record_json(record: MemoryRecord, *, scope: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"text": record.text, **record.to_dict()}
+    if scope:
+        out["scope"] = record.scope.to_dict()
+    return out
+
+
 def _write_request(records: Sequence[MemoryRecord]) -> dict[str, Any]:
+    """A store write as its log says it: the scope, and each record's text
+    (what it is found by: a changed record reads as a changed text), id,
+    turn and exchange."""
     scopes = {json.dumps(r.scope.to_dict()) for r in records}
     if len(scopes) == 1:
-        return {"scope": records[0].scope.to_dict(), "records": [r.to_dict() for r in records]}
-    return {"records": [{**r.to_dict(), "scope": r.scope.to_dict()} for r in records]}
+        return {
+            "scope": records[0].scope.to_dict(),
+            "records": [_record_json(r, scope=False) for r in records],
+        }
+    return {"records": [_record_json(r, scope=True) for r in records]}
 
 
 def _write_from(data: Any) -> StoreWrite:
@@ -318,7 +332,7 @@ class LoggedResolver:
         return repr(self.inner)
 
 
-def _record_json(record: StateRecord) -> dict[str, Any]:
+def _state_record_json(record: StateRecord) -> dict[str, Any]:
     return {"version": record.version, **state_json(record.state)}
 
 
@@ -349,7 +363,7 @@ class LoggedStateStore:
             "load",
             lambda: {"conversation_id": conversation_id},
             lambda: self.inner.load(conversation_id),
-            answer=_record_json,
+            answer=_state_record_json,
             rebuild=rebuild,
         )
         self._note(conversation_id, record.state)

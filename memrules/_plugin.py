@@ -94,7 +94,7 @@ from memrules._messages import Conversation, Message, message
 from memrules._pipeline import Pipeline, as_conversation
 from memrules._report import CompressionReport, CompressionResult
 from memrules._tokens import TokenCounter
-from memrules._trace import PluginTracer, TraceWriter
+from memrules._trace import PluginTracer
 from memrules._usage import ContextUsage, ContextUsageObserver
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergePolicy, MergeReport
@@ -441,9 +441,9 @@ class MemoryPlugin:
     config's encoder cannot be loaded (the config validated itself when it
     was built).
 
-    ``trace`` (a file path, or a :class:`~memrules._trace.TraceWriter`)
-    records every request to a trace that ``memrules replay`` reproduces
-    without any seam (see :mod:`memrules._trace`); :meth:`close` finishes it.
+    ``trace`` (a file path) records every request to a trace that
+    ``memrules replay`` reproduces without any seam (see
+    :mod:`memrules._trace`), each line written as its request completes.
     """
 
     def __init__(
@@ -458,7 +458,7 @@ class MemoryPlugin:
             conversation_id_from_metadata
         ),
         state_store: StateStore | None = None,
-        trace: str | os.PathLike[str] | TraceWriter | None = None,
+        trace: str | os.PathLike[str] | None = None,
     ) -> None:
         if (
             isinstance(max_conversations, bool)

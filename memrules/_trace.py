@@ -5,15 +5,16 @@ The first line is the header::
 
     {"format": "memrules.trace", "version": 1, "memrules": "0.1.0",
      "pipelines": [{"name": "default", "config": {...}, "config_sha256": "...",
-                    "encoder": "cl100k_base", "vocabulary_sha256": "...",
+                    "max_passes": 4, "encoder": "cl100k_base", "vocabulary_sha256": "...",
                     "seams": {"summarizer": {...} | null, "store": "..." | null,
                               "graph_extractor": "..." | null,
                               "context_window_resolver": "..." | null}}]}
 
 ``config`` is the pipeline's canonical config (:mod:`memrules._canonical`),
-``vocabulary_sha256`` the hash of its encoder's vocabulary, ``seams`` what
-each seam was (its ``repr``, which names no key). Then one line per request,
-written as each one completes::
+``max_passes`` the interpreter's pass limit, ``vocabulary_sha256`` the hash
+of its encoder's vocabulary, ``seams`` what each seam was (its ``repr``,
+which names no key). Then one line per request, written as each one
+completes::
 
     {"request": 0, "kind": "apply", "pipeline": 0, "conversation_id": "c1",
      "user": null, "tenant": null, "budget": null, "messages": [...],
@@ -175,6 +176,7 @@ def pipeline_header(name: str, pipeline: Pipeline, *, plugin: bool = False) -> d
         "name": name,
         "config": canonical,
         "config_sha256": config_sha256(canonical),
+        "max_passes": pipeline.max_passes,
         **encoder_fingerprint(pipeline.counter),
         "seams": _seams_header(
             pipeline,
@@ -536,22 +538,15 @@ class PluginTracer:
 
     def __init__(
         self,
-        trace: str | os.PathLike[str] | TraceWriter,
+        trace: str | os.PathLike[str],
         pipeline: Pipeline,
         states: StateStore,
         *,
         name: str = "plugin",
     ) -> None:
         config = pipeline.config
-        if isinstance(trace, TraceWriter):
-            self.writer = trace
-            self.index = len(trace.header.pipelines) - 1
-            if self.index < 0:
-                msg = f"the trace writer for {trace.path} describes no pipeline"
-                raise TraceError(msg)
-        else:
-            self.writer = TraceWriter.for_pipelines(trace, [(name, pipeline)], plugin=True)
-            self.index = 0
+        self.writer = TraceWriter.for_pipelines(trace, [(name, pipeline)], plugin=True)
+        self.index = 0
         changes: dict[str, Any] = {}
         if config.graph_extractor is not None:
             changes["graph_extractor"] = LoggedExtractor(config.graph_extractor)

@@ -34,6 +34,8 @@ PUBLIC = {
     "Part",
     "Pipeline",
     "RecallHit",
+    "ReplayMismatch",
+    "ReplaySummary",
     "Request",
     "SeamCall",
     "SeamError",
@@ -51,6 +53,7 @@ PUBLIC = {
     "TokenCounter",
     "ToolCall",
     "ToolResult",
+    "TraceError",
     "VectorStore",
     "count_tokens",
     "estimate_tokens",
@@ -64,6 +67,8 @@ PUBLIC = {
     "to_openai",
     "answer_recall",
     "recall_tool",
+    "record_trace",
+    "replay_trace",
 }
 
 PUBLIC_MODULES = {"graph", "integrations", "observability", "seams", "strategies", "testing"}

@@ -49,6 +49,7 @@ __all__ = [
     "plain",
     "rebuilt_error",
     "seam_call",
+    "texts_request",
     "vectors_answer",
 ]
 
@@ -95,6 +96,13 @@ def seam_call(
     if log is None:
         return send()
     return log.call(seam, operation, request, send, answer, rebuild)
+
+
+def texts_request(texts: Sequence[str]) -> dict[str, Any]:
+    """What a trace keeps of an embedder's request: how many texts, and a
+    sha256 of them (the store's call, which it serves, says them)."""
+    data = json.dumps(list(texts), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return {"texts": len(texts), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def vectors_answer(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
@@ -346,10 +354,10 @@ class ReplayingLog(_Log):
         if self.failure is None and self._at < len(self._recorded):
             entry = self._recorded[self._at]
             number = len(self.calls)
-            left = len(self._recorded) - self._at - 1
+            left = len(self._recorded) - self._at
             msg = (
-                f"calls[{number}]: the trace recorded {entry.get('seam')}.{entry.get('operation')} "
-                f"and {left} calls after it, which the run did not make"
+                f"calls[{number}]: the trace recorded {left} more calls, from "
+                f"{entry.get('seam')}.{entry.get('operation')} on, which the run did not make"
             )
             self._fail(msg, path=f"calls[{number}]", recorded=entry, replayed=None)
         return self.failure
