@@ -124,13 +124,13 @@ def _messages(data: Mapping[str, Any], where: str) -> list[Message]:
     if has_messages:
         listed = data["messages"]
         if not isinstance(listed, list):
-            raise _fail(f"{where}.messages", "expected a list")
-        return [_message(m, f"{where}.messages[{i}]", {}) for i, m in enumerate(listed)]
+            raise _fail(f"{where}: messages", "expected a list")
+        return [_message(m, f"{where}: messages[{i}]", {}) for i, m in enumerate(listed)]
     sessions = data["sessions"]
     if not isinstance(sessions, list):
-        raise _fail(f"{where}.sessions", "expected a list")
+        raise _fail(f"{where}: sessions", "expected a list")
     for s, session in enumerate(sessions):
-        at = f"{where}.sessions[{s}]"
+        at = f"{where}: sessions[{s}]"
         if not isinstance(session, Mapping) or not isinstance(session.get("messages"), list):
             raise _fail(at, "a session is an object with a messages list")
         info = {
@@ -175,7 +175,7 @@ def parse_conversation(data: object, where: str) -> EvalConversation:
         raise _fail(where, "a dataset line is a conversation object")
     cid = _string(data.get("id"), f"{where}: id")
     user = _string(data.get("user"), f"{where}: user", optional=True)
-    messages = _messages(data, where + ":")
+    messages = _messages(data, where)
     positions: dict[str, int] = {}
     for i, m in enumerate(messages):
         assert m.id is not None
