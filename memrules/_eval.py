@@ -16,10 +16,10 @@ messages. For each pipeline the figures are:
 - **facts kept**: the share of questions whose answer is still in the
   compacted context: every evidence message is there with its text
   unchanged, or the question's ``answer`` appears in the context's text
-  (a summary that kept it counts);
+  (a summary that kept it counts; a stub or a cleared result does not);
 - **recall@k**, when the config has a store: the share of questions whose
-  evidence messages are all among the ``k`` hits of ``recall(question)``
-  in the conversation, after the request (what ``offload`` stored by then).
+  answer the ``k`` hits of ``recall(question)`` in the conversation hold,
+  in the same sense, after the request (what ``offload`` stored by then).
   Each conversation gets a fresh store of the config's backend, local (a
   Milvus Lite file in a temporary directory, Qdrant in memory), so the
   figures depend on nothing but the dataset and the config;
@@ -58,7 +58,7 @@ from memrules._dataset import (
 )
 from memrules._errors import MemrulesError
 from memrules._logged import StandIn, logged_seams
-from memrules._messages import Conversation, message
+from memrules._messages import Conversation, Message, message
 from memrules._pipeline import Pipeline
 from memrules._progress import Progress
 from memrules._repair import input_problems
@@ -181,10 +181,11 @@ def _normal(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def _kept(question: Question, sent: Conversation, conversation: EvalConversation) -> bool:
-    """Whether the compacted context ``sent`` (without the question) still
-    holds the answer: its evidence intact, or its answer in the text."""
-    by_id = {m.id: m for m in sent if m.id is not None}
+def _holds(question: Question, found: Sequence[Message], conversation: EvalConversation) -> bool:
+    """Whether ``found`` (a compacted context, or what recall found) holds
+    the answer: every evidence message, with its text unchanged (a stub or
+    a cleared result in its place does not count), or the answer's text."""
+    by_id = {m.id: m for m in found if m.id is not None}
     original = {m.id: m for m in conversation.messages if m.id in question.evidence}
     if all(
         e in by_id and by_id[e].countable_text == original[e].countable_text
@@ -193,7 +194,7 @@ def _kept(question: Question, sent: Conversation, conversation: EvalConversation
         return True
     if question.answer is None:
         return False
-    return _normal(question.answer) in _normal("\n".join(m.countable_text for m in sent))
+    return _normal(question.answer) in _normal("\n".join(m.countable_text for m in found))
 
 
 def _requests(conversation: EvalConversation) -> list[tuple[Question | None, Conversation]]:
@@ -328,7 +329,7 @@ class _Worker:
                 seconds=seconds,
             )
             if question is not None:
-                kept = _kept(question, result.messages[:-1], conversation)
+                kept = _holds(question, result.messages[:-1], conversation)
                 recalled = self._recall(index, pipeline, conversation, question, scope, lines)
                 figures = attrs.evolve(figures, kept=kept, recalled=recalled)
             yield figures
@@ -342,8 +343,8 @@ class _Worker:
         scope: dict[str, Any],
         lines: list[dict[str, Any]],
     ) -> bool | None:
-        """Whether ``recall(question)`` finds all its evidence in ``k`` hits
-        (None without a store)."""
+        """Whether the ``k`` hits of ``recall(question)`` hold the answer, as
+        :func:`_holds` says (None without a store)."""
         if pipeline.seams.store is None:
             return None
         k = self.settings.k
@@ -355,8 +356,7 @@ class _Worker:
             )
 
         hits = self._run("recall", index, inputs, recall, lines)
-        found = {h.message.id for h in hits}
-        return all(e in found for e in question.evidence)
+        return _holds(question, [h.message for h in hits], conversation)
 
 
 # --- running: in this process or in N ---------------------------------------------------
