@@ -162,3 +162,46 @@ def test_the_readme_property_test_catches_a_broken_strategy(fault: str) -> None:
         "is not deterministic": "is not deterministic",
     }[fault]
     assert words in str(caught.value)
+
+
+# --- replay and evaluation -----------------------------------------------------------
+
+
+def _commands(title: str) -> list[list[str]]:
+    """The ``memrules`` commands of a section's sh blocks (continuations joined)."""
+    found = []
+    for block in blocks(section(title), "sh"):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.startswith("memrules "):
+                found.append(shlex.split(line.split("#", 1)[0]))
+    return found
+
+
+def test_the_replay_commands_run_as_written(tmp_path: Path) -> None:
+    commands = _commands("Replay")
+    assert [c[1] for c in commands] == ["compact", "replay", "replay"]
+    for command in commands:
+        argv = [str(tmp_path / a) if a == "run.jsonl" else a for a in command[1:]]
+        done = subprocess.run(
+            [sys.executable, "-m", "memrules", *argv],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    assert "1 request replayed, identical" in done.stdout or "rewrote 1 request" in done.stdout
+
+
+def test_the_evaluation_table_is_what_the_command_prints(tmp_path: Path) -> None:
+    (command,) = _commands("Evaluation")
+    done = subprocess.run(
+        [sys.executable, "-m", "memrules", *command[1:]],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    table = re.search(r"```\n(pipeline .*?)```", section("Evaluation"), flags=re.DOTALL)
+    assert table is not None
+    shown = table.group(1)
+
+    def figures(table: str) -> list[list[str]]:
+        return [row.split()[:-2] for row in table.strip().splitlines()]  # timings move
+
+    assert figures(done.stdout) == figures(shown)
