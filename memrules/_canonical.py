@@ -61,14 +61,13 @@ CANONICAL_MARK = "__memrules_canonical__"
 """An attribute a stand-in carries: the canonical value of what it stands in for."""
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@]*:[^\s/@]*@")
+_URL_PASSWORD = re.compile(r"(://[^\s/@:'\"]*:)[^\s/@'\"]*@")
 
 
 def described(value: object) -> str:
     """``repr(value)`` as a trace may hold it: without memory addresses
-    (which change between runs) or URL passwords."""
-    text = _ADDRESS.sub("", repr(value))
-    return _URL_WITH_PASSWORD.sub(lambda m: redact(m.group(0) + "h").removesuffix("h"), text)
+    (which change between runs) or URL passwords (``://user:***@host``)."""
+    return _URL_PASSWORD.sub(r"\1***@", _ADDRESS.sub("", repr(value)))
 
 
 def _code(value: object) -> str:

@@ -174,7 +174,7 @@ def test_the_shipped_dataset_with_three_configs_prints_the_table(
 def test_jobs_change_nothing_but_timings_and_the_trace_replays(tmp_path: Path) -> None:
     subset = tmp_path / "subset.jsonl"
     lines = DATASET.read_text(encoding="utf-8").splitlines(keepends=True)
-    subset.write_text("".join(lines[:2] + lines[-2:]), encoding="utf-8")  # chats and agents
+    subset.write_text("".join(lines[:1] + lines[-2:]), encoding="utf-8")  # a chat, two agents
     configs = ("configs/default.yaml", "benchmarks/eval/configs/summarize.yaml",
                "benchmarks/eval/configs/memory.yaml")  # fmt: skip
     argv = [a for c in configs for a in ("--config", c)]

@@ -82,33 +82,42 @@ def memrules(*args: str, seed: str = "0") -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.fixture(params=FILE_BACKENDS)
-def recorded(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    """A trace of a run against the live seams, all of them gone once it is written."""
+@pytest.fixture(scope="module", params=FILE_BACKENDS)
+def live_trace(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trace of a run against the live seams (once per backend), all of
+    them gone once it is written."""
     backend = request.param
-    trace = tmp_path / "live.jsonl"
-    monkeypatch.setenv("LIVE_KEY", SECRET)
-    with ChatServer(reply=summary) as server:
-        pipeline = load_pipeline(config(server.url, backend, tmp_path))
-        with record_trace(trace, pipeline, name="live") as traced:
-            traced.compress(conversation(), conversation_id="c1", user="ana")
-            traced.apply(conversation(), conversation_id="c2", user="ana")
-            traced.remember(conversation(), conversation_id="c3", user="ana")
-            hits = traced.recall("Where does my sister live now?", k=3, user="ana")
-        assert hits
-        sent = [r.headers.get("Authorization") for r in server.requests]
-        assert sent
-        assert set(sent) == {f"Bearer {SECRET}"}  # the key was used...
-        store = pipeline.seams.store
-        assert store is not None
-        store.close()  # type: ignore[attr-defined]
-    monkeypatch.delenv("LIVE_KEY")
-    for where in ("store", "store.db"):
-        shutil.rmtree(tmp_path / where, ignore_errors=True)  # Milvus Lite's file is a directory
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl"]
+    where = tmp_path_factory.mktemp(f"live-{backend}")
+    trace = where / "live.jsonl"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("LIVE_KEY", SECRET)
+        with ChatServer(reply=summary) as server:
+            pipeline = load_pipeline(config(server.url, backend, where))
+            with record_trace(trace, pipeline, name="live") as traced:
+                traced.compress(conversation(), conversation_id="c1", user="ana")
+                traced.apply(conversation(), conversation_id="c2", user="ana")
+                traced.remember(conversation(), conversation_id="c3", user="ana")
+                hits = traced.recall("Where does my sister live now?", k=3, user="ana")
+            assert hits
+            sent = [r.headers.get("Authorization") for r in server.requests]
+            assert sent
+            assert set(sent) == {f"Bearer {SECRET}"}  # the key was used...
+            store = pipeline.seams.store
+            assert store is not None
+            store.close()  # type: ignore[attr-defined]
+    assert "LIVE_KEY" not in os.environ
+    for name in ("store", "store.db"):
+        shutil.rmtree(where / name, ignore_errors=True)  # Milvus Lite's file is a directory
+    assert sorted(p.name for p in where.iterdir()) == ["live.jsonl"]
     return trace
+
+
+@pytest.fixture
+def recorded(live_trace: Path, tmp_path: Path) -> Path:
+    """This test's copy of the live trace (tests change it)."""
+    copy = tmp_path / "live.jsonl"
+    shutil.copy(live_trace, copy)
+    return copy
 
 
 def test_the_trace_holds_every_call_and_no_key(recorded: Path) -> None:

@@ -540,9 +540,13 @@ def test_traces_and_replays_are_the_same_bytes_under_any_hash_seed(tmp_path: Pat
     assert traces[0] == traces[1]
     assert b"x-vendor" in traces[0]  # the metadata that a hash order would move is there
     record(tmp_path / "lib.jsonl")
-    for seed in ("0", "1"):
-        copy = tmp_path / f"replayed{seed}.jsonl"
-        shutil.copy(tmp_path / "lib.jsonl", copy)
-        done = _memrules(seed, "replay", "--update", str(copy))
-        assert done.returncode == 0, done.stderr
-        assert copy.read_bytes() == (tmp_path / "lib.jsonl").read_bytes()
+    plugin = MemoryPlugin(load_config(PLUGIN_CONFIG), trace=tmp_path / "plugin.jsonl")
+    _talk(plugin)  # the working graph, its state and its rendering too
+    plugin.close()
+    for name in ("lib", "plugin"):
+        for seed in ("0", "1"):
+            copy = tmp_path / f"{name}-{seed}.jsonl"
+            shutil.copy(tmp_path / f"{name}.jsonl", copy)
+            done = _memrules(seed, "replay", "--update", str(copy))
+            assert done.returncode == 0, done.stderr
+            assert copy.read_bytes() == (tmp_path / f"{name}.jsonl").read_bytes()
