@@ -5,9 +5,14 @@ JSON list, or a request object with a ``messages`` list) from INPUT (``-``
 for stdin), compacts them, and prints them in the same shape on stdout; with
 ``--format anthropic`` it reads and writes Anthropic messages (a request's
 ``system`` parameter included) and keeps the first non-system message a user
-message (the config's ``user_first``). ``--report FILE`` writes the report as JSON.
-A config imports no module unless ``--allow-imports MODULE`` lists it, or
-``--trust-config`` allows any.
+message (the config's ``user_first``). ``--report FILE`` writes the report as JSON,
+``--trace FILE`` a trace of the run (:mod:`memrules._trace`). A config imports no
+module unless ``--allow-imports MODULE`` lists it, or ``--trust-config`` allows any.
+
+``memrules replay TRACE`` runs a trace again with its recorded seam answers
+(:mod:`memrules._replay`): exit 0 when identical, 1 with what differs on
+stdout; ``--update`` rewrites it. ``memrules eval --config A [--config B ...]
+DATASET`` scores pipelines on a dataset (:mod:`memrules._eval`).
 
 Every failure is one line on stderr and exit status 2: a bad argument,
 config or input, an output that cannot be written (a full disk, a closed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import doctest
 
 import pytest
 
@@ -174,3 +175,10 @@ def test_a_nested_call_is_not_answered_on_its_own() -> None:
     log = ReplayingLog(calls)
     with log.active(), pytest.raises(ReplayMismatch, match="answered only inside"):
         seam_call("embedder", "embed", lambda: {"texts": []}, list, answer=len)
+
+
+def test_the_diff_module_s_example_runs() -> None:
+    import memrules._jsondiff
+
+    failed, attempted = doctest.testmod(memrules._jsondiff)
+    assert (failed, attempted) == (0, 1)
