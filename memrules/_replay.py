@@ -80,9 +80,10 @@ SHOWN_PER_REQUEST = 5
 @attrs.frozen(kw_only=True, slots=True)
 class ReplaySummary:
     """What a replay found: how many ``requests`` it replayed, how many of
-    them ``differed``, each difference as a line (at most ``limit`` of
-    them), ``notes`` that are no differences (the trace was written by
-    another memrules), and whether the trace was ``updated``."""
+    them ``differed``, each difference as a line (at most ``limit`` of them,
+    then one that says how many more), ``notes`` that are no differences
+    (the trace was written by another memrules), and whether the trace was
+    ``updated``."""
 
     path: str
     requests: int
@@ -407,7 +408,7 @@ def replay_trace(
             f"the trace was written by memrules {header.memrules}, replayed by {_version()}"
         )
     rewrite = _Rewrite(Path(path)) if update else None
-    requests = differed = 0
+    requests = differed = left_out = 0
     unanswerable = False
     try:
         if rewrite is not None:
@@ -421,7 +422,8 @@ def replay_trace(
                 progress.update(f"replay: request {requests:,}")
             if problems:
                 differed += 1
-                found.extend(problems)
+                left_out += max(0, len(problems) - (limit - len(found)))
+                found.extend(problems[: max(0, limit - len(found))])  # memory stays bounded
                 unanswerable = unanswerable or replayed is None
             if rewrite is not None and replayed is not None:
                 rewrite.write(replayed)
@@ -438,11 +440,13 @@ def replay_trace(
         close = getattr(lines, "close", None)
         if callable(close):
             close()
+    if left_out:
+        found.append(f"... and {left_out} more differences ({differed} of {requests} requests)")
     summary = ReplaySummary(
         path=where,
         requests=requests,
         differed=differed,
-        differences=tuple(found[:limit]),
+        differences=tuple(found),
         notes=tuple(notes),
         updated=rewrite is not None and not unanswerable,
     )
@@ -452,7 +456,7 @@ def replay_trace(
             f"{where}: {differed} of {requests} requests differ; first: {first}"
             if differed
             else f"{where}: {first}",
-            differences=tuple(found[:limit]),
+            differences=tuple(found),
         )
     return summary
 

@@ -550,3 +550,16 @@ def test_traces_and_replays_are_the_same_bytes_under_any_hash_seed(tmp_path: Pat
             done = _memrules(seed, "replay", "--update", str(copy))
             assert done.returncode == 0, done.stderr
             assert copy.read_bytes() == (tmp_path / f"{name}.jsonl").read_bytes()
+
+
+def test_a_long_list_of_differences_is_cut_and_counted(tmp_path: Path) -> None:
+    trace = record(tmp_path / "t.jsonl")
+    for line in (1, 2):
+        rewrite(trace, '"tokens_before":', '"tokens_before":1', line=line)
+    with pytest.raises(ReplayMismatch) as caught:
+        replay_trace(trace, limit=1)
+    assert len(caught.value.differences) == 2
+    assert caught.value.differences[0].startswith("request 0 (apply, conversation c1): report: ")
+    assert caught.value.differences[1].startswith("... and ")
+    assert caught.value.differences[1].endswith("more differences (2 of 2 requests)")
+    assert str(caught.value).startswith(f"{trace}: 2 of 2 requests differ; first: request 0")
