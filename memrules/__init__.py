@@ -32,18 +32,22 @@ from memrules._errors import (
     MemrulesError,
     MessageFormatError,
     ObserverError,
+    ReplayMismatch,
     SeamError,
     StateStoreError,
     StoreError,
     StrategyError,
     SummarizerError,
+    TraceError,
 )
 from memrules._framing import count_tokens
 from memrules._messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
 from memrules._pipeline import Pipeline, RecallHit, load_pipeline
 from memrules._plugin import ConversationState, MemoryPlugin, Request
+from memrules._replay import ReplaySummary, replay_trace
 from memrules._report import CompressionAction, CompressionReport, CompressionResult, StopReason
 from memrules._tokens import EstimatingCounter, TiktokenCounter, TokenCounter, estimate_tokens
+from memrules._trace import record_trace
 from memrules._typing import Outcome, Strategy, StrategyContext
 from memrules._usage import ContextUsage, ContextUsageObserver
 from memrules.seams import (
@@ -84,6 +88,8 @@ __all__ = [
     "Part",
     "Pipeline",
     "RecallHit",
+    "ReplayMismatch",
+    "ReplaySummary",
     "Request",
     "SeamCall",
     "SeamError",
@@ -101,6 +107,7 @@ __all__ = [
     "TokenCounter",
     "ToolCall",
     "ToolResult",
+    "TraceError",
     "VectorStore",
     "answer_recall",
     "count_tokens",
@@ -110,6 +117,8 @@ __all__ = [
     "load_config",
     "load_pipeline",
     "recall_tool",
+    "record_trace",
+    "replay_trace",
     "strategy_factory",
     "to_anthropic",
     "to_anthropic_request",

@@ -1,13 +1,18 @@
-"""The ``memrules`` command: ``compact``, ``demo`` and ``bench``, on one parser.
+"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``demo``, ``bench``.
 
 ``memrules compact --config CONFIG INPUT`` reads OpenAI-format messages (a
 JSON list, or a request object with a ``messages`` list) from INPUT (``-``
 for stdin), compacts them, and prints them in the same shape on stdout; with
 ``--format anthropic`` it reads and writes Anthropic messages (a request's
 ``system`` parameter included) and keeps the first non-system message a user
-message (the config's ``user_first``). ``--report FILE`` writes the report as JSON.
-A config imports no module unless ``--allow-imports MODULE`` lists it, or
-``--trust-config`` allows any.
+message (the config's ``user_first``). ``--report FILE`` writes the report as JSON,
+``--trace FILE`` a trace of the run (:mod:`memrules._trace`). A config imports no
+module unless ``--allow-imports MODULE`` lists it, or ``--trust-config`` allows any.
+
+``memrules replay TRACE`` runs a trace again with its recorded seam answers
+(:mod:`memrules._replay`): exit 0 when identical, 1 with what differs on
+stdout; ``--update`` rewrites it. ``memrules eval --config A [--config B ...]
+DATASET`` scores pipelines on a dataset (:mod:`memrules._eval`).
 
 Every failure is one line on stderr and exit status 2: a bad argument,
 config or input, an output that cannot be written (a full disk, a closed
@@ -32,17 +37,20 @@ from typing import Any, NoReturn
 
 import attrs
 
+from memrules import _eval as eval_command
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
 from memrules._adapters.anthropic import to_anthropic_request
 from memrules._bench import command as bench_command
 from memrules._config import load_config
 from memrules._demo import add_arguments as add_demo_arguments
 from memrules._demo import render as render_demo
-from memrules._errors import MemrulesError, MessageFormatError
+from memrules._errors import MemrulesError, MessageFormatError, ReplayMismatch
 from memrules._messages import Conversation
 from memrules._pipeline import Pipeline
 from memrules._progress import Progress, ProgressObserver
-from memrules._report import CompressionReport
+from memrules._replay import replay_trace
+from memrules._report import CompressionReport, CompressionResult
+from memrules._trace import TracedPipeline, TraceWriter
 
 __all__ = ["UsageError", "main"]
 
@@ -275,8 +283,7 @@ def _pipeline(args: argparse.Namespace, progress: Progress | None = None) -> Pip
     say, and ``user_first`` on for the Anthropic format (whose API rejects a
     conversation that starts with an assistant message); shown on
     ``progress`` when that draws."""
-    allow: bool | Sequence[str] = True if args.trust_config else tuple(args.allow_imports)
-    config = load_config(Path(args.config), allow_imports=allow)
+    config = load_config(Path(args.config), allow_imports=_allowed(args))
     if args.format == "anthropic" and not config.user_first:
         config = attrs.evolve(config, user_first=True)
     observers = [ProgressObserver(progress)] if progress is not None and progress.enabled else []
@@ -292,6 +299,9 @@ def _compact(args: argparse.Namespace) -> int:
     report_path = Path(args.report) if args.report else None
     if report_path is not None:
         _writable(report_path, "the report")
+    trace_path = Path(args.trace) if args.trace else None
+    if trace_path is not None:
+        _writable(trace_path, "the trace")
     _stdout()
     with _progress(args) as progress:
         pipeline = _pipeline(args, progress)
@@ -301,17 +311,42 @@ def _compact(args: argparse.Namespace) -> int:
         try:
             progress.update(f"reading {name}: converting")
             conversation, encode = _decode(data, args.format)
-            run = pipeline.compress if args.compress else pipeline.apply
-            result = run(conversation)
-            progress.update("writing")
-            output = _to_json(encode(result.messages), "the output")
-            report = _to_json(result.report.to_dict(), "the report") if report_path else ""
         except (MessageFormatError, UsageError) as exc:
             msg = f"{name}: {exc}"
             raise UsageError(msg) from None
         except RecursionError:
             msg = f"{name}: invalid input: nested too deeply to read"
             raise UsageError(msg) from None
+        if trace_path is None:
+            result = (pipeline.compress if args.compress else pipeline.apply)(conversation)
+            return _finish_compact(args, result, encode, report_path, progress)
+        label = Path(args.config).stem
+        with TraceWriter.for_pipelines(trace_path, [(label, pipeline)], atomic=True) as writer:
+            traced = TracedPipeline(writer, pipeline)
+            result = (traced.compress if args.compress else traced.apply)(conversation)
+            status = _finish_compact(args, result, encode, report_path, progress, writer)
+            if status:
+                writer.discard()
+            return status
+
+
+def _finish_compact(
+    args: argparse.Namespace,
+    result: CompressionResult,
+    encode: Callable[[Conversation], Any],
+    report_path: Path | None,
+    progress: Progress,
+    trace: TraceWriter | None = None,
+) -> int:
+    """Write what ``compact`` made: the report, the trace, then stdout."""
+    progress.update("writing")
+    try:
+        output = _to_json(encode(result.messages), "the output")
+    except (MessageFormatError, RecursionError) as exc:
+        msg = f"{_source_name(args.input)}: cannot write the output: {exc}"
+        raise UsageError(msg) from None
+    report = _to_json(result.report.to_dict(), "the report") if report_path else ""
+    progress.close()
     failures = _failures(result.report)
     if failures and args.strict:
         for name, error in failures:
@@ -319,9 +354,95 @@ def _compact(args: argparse.Namespace) -> int:
         return 1
     if report_path is not None:
         _write_file(report_path, report, "the report")
+    if trace is not None:
+        trace.close()
     _emit(output)
     for name, error in failures:
         _say(f"memrules: warning: strategy {name} failed, the others went on: {error}")
+    return 0
+
+
+def _allowed(args: argparse.Namespace) -> bool | tuple[str, ...]:
+    return True if args.trust_config else tuple(args.allow_imports)
+
+
+def _requests(count: int) -> str:
+    return f"{count:,} request" + ("" if count == 1 else "s")
+
+
+def _replay(args: argparse.Namespace) -> int:
+    _stdout()
+    with _progress(args) as progress:
+        try:
+            summary = replay_trace(
+                args.trace, update=args.update, allow_imports=_allowed(args), progress=progress
+            )
+        except ReplayMismatch as exc:
+            progress.clear()
+            lines = [f"memrules replay: {args.trace}: differs from its replay", *exc.differences]
+            _emit("\n".join(lines) + "\n")
+            return 1
+    lines = [f"memrules replay: note: {note}" for note in summary.notes]
+    if summary.updated:
+        changed = f", {summary.differed} of them changed" if summary.differed else ", unchanged"
+        rewrote = f"rewrote {_requests(summary.requests)}{changed}"
+        lines.append(f"memrules replay: {args.trace}: {rewrote}")
+        lines.extend(summary.differences)
+    else:
+        lines.append(
+            f"memrules replay: {args.trace}: {_requests(summary.requests)} replayed, identical"
+        )
+    _emit("\n".join(lines) + "\n")
+    return 0
+
+
+def _add_trust(command: argparse.ArgumentParser) -> None:
+    trust = command.add_mutually_exclusive_group()
+    trust.add_argument(
+        "--allow-imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="let the config import strategies from MODULE and its submodules "
+        '(type: "MODULE:function"); repeatable',
+    )
+    trust.add_argument(
+        "--trust-config",
+        action="store_true",
+        help="let the config import any module: only for configs you trust as code",
+    )
+
+
+def _eval(args: argparse.Namespace) -> int:
+    for name, value, minimum in (("--jobs", args.jobs, 1), ("-k", args.k, 1)):
+        if value < minimum:
+            msg = f"{name} {value} must be at least {minimum}"
+            raise UsageError(msg)
+    if args.max_tokens is not None and args.max_tokens < 1:
+        msg = f"--max-tokens {args.max_tokens} must be at least 1"
+        raise UsageError(msg)
+    if not args.dataset.is_file():
+        msg = f"cannot read the dataset {args.dataset}: no such file"
+        raise UsageError(msg)
+    if args.trace is not None:
+        _writable(args.trace, "the trace")
+    _stdout()
+    settings = eval_command.EvalSettings(
+        configs=tuple(args.config),
+        dataset=args.dataset,
+        k=args.k,
+        max_tokens=args.max_tokens,
+        jobs=args.jobs,
+        allow_imports=_allowed(args),
+        trace=args.trace,
+    )
+    with _progress(args) as progress:
+        rows = eval_command.evaluate(settings, progress)
+    if args.json:
+        output = _to_json(eval_command.figures_json(rows, settings), "the figures")
+    else:
+        output = eval_command.render_table(rows, k=args.k)
+    _emit(output)
     return 0
 
 
@@ -370,6 +491,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("--report", metavar="FILE", help="write the report as JSON to FILE")
     compact.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write a trace of the run (JSON Lines) to FILE, for memrules replay",
+    )
+    compact.add_argument(
         "--compress",
         action="store_true",
         help="run every strategy once with no budget (Pipeline.compress)",
@@ -384,21 +510,36 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit with status 1, writing nothing, when a strategy fails",
     )
-    trust = compact.add_mutually_exclusive_group()
-    trust.add_argument(
-        "--allow-imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="let the config import strategies from MODULE and its submodules "
-        '(type: "MODULE:function"); repeatable',
-    )
-    trust.add_argument(
-        "--trust-config",
-        action="store_true",
-        help="let the config import any module: only for configs you trust as code",
-    )
+    _add_trust(compact)
     compact.set_defaults(handler=_compact)
+
+    replay = commands.add_parser(
+        "replay",
+        help="run a trace again with its recorded seam answers, and compare",
+        description="Run every request of a trace again, with the seam answers it recorded and "
+        "no model, store or network; exit 1 with what differs (request, message, field).",
+    )
+    replay.add_argument("trace", metavar="FILE", help="a trace (memrules compact --trace, ...)")
+    replay.add_argument(
+        "--update", action="store_true", help="rewrite the trace from the replay, on purpose"
+    )
+    replay.add_argument(
+        "--no-progress", action="store_true", help="no progress line on stderr"
+    )
+    _add_trust(replay)
+    replay.set_defaults(handler=_replay)
+
+    evaluation = commands.add_parser(
+        "eval",
+        help="score pipelines on a dataset: tokens saved, facts kept, recall",
+        description="Run each pipeline over a dataset of conversations with probe questions "
+        "(JSON Lines; see the README) and print one row per pipeline: requests, tokens before "
+        "and after, compression ratio, broken tool pairs, facts kept in the compacted context, "
+        "recall@k (with a store), p50/p95 time per request.",
+    )
+    eval_command.add_arguments(evaluation)
+    _add_trust(evaluation)
+    evaluation.set_defaults(handler=_eval)
 
     demo = commands.add_parser(
         "demo",

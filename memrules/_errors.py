@@ -22,11 +22,13 @@ __all__ = [
     "MessageFormatError",
     "MessageTypeError",
     "ObserverError",
+    "ReplayMismatch",
     "SeamError",
     "StateStoreError",
     "StoreError",
     "StrategyError",
     "SummarizerError",
+    "TraceError",
 ]
 
 
@@ -162,3 +164,42 @@ class EmbedderError(SeamError):
 
 class SummarizerError(SeamError):
     """The summarizer failed: its endpoint failed, or answered no summary."""
+
+
+# --- traces and replay ----------------------------------------------------------
+
+
+class TraceError(MemrulesError, ValueError):
+    """A trace that cannot be written, read or replayed: a file that is not a
+    memrules trace (or of a format version this memrules does not read), a
+    line that is not what its kind needs, a config the trace cannot hold or
+    rebuild. The message names the file and line."""
+
+
+class ReplayMismatch(MemrulesError, AssertionError):  # noqa: N818 - it reports a mismatch
+    """A replay that differs from the run it replays: a seam call the trace
+    has no answer for, a request that is not the recorded one, or an output,
+    report or answer that is not the recorded one.
+
+    ``request`` is the request's number in the trace (None for the header),
+    ``path`` where the first difference is (``output[3].parts[0].text``),
+    ``recorded`` and ``replayed`` the two values there (``MISSING`` when one
+    side has nothing), and ``differences`` every difference found, as lines.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request: int | None = None,
+        path: str = "",
+        recorded: Any = None,
+        replayed: Any = None,
+        differences: Sequence[str] = (),
+    ) -> None:
+        self.request = request
+        self.path = path
+        self.recorded = recorded
+        self.replayed = replayed
+        self.differences = tuple(differences) or (message,)
+        super().__init__(message)

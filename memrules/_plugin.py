@@ -87,6 +87,7 @@ update.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -104,6 +105,7 @@ from memrules._messages import Conversation, Message, message
 from memrules._pipeline import Pipeline, as_conversation
 from memrules._report import CompressionReport, CompressionResult
 from memrules._tokens import TokenCounter
+from memrules._trace import PluginTracer
 from memrules._usage import ContextUsage, ContextUsageObserver
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergePolicy, MergeReport
@@ -470,6 +472,10 @@ class MemoryPlugin:
     conversations). Raises :class:`~memrules._errors.EncodingError` when the
     config's encoder cannot be loaded (the config validated itself when it
     was built).
+
+    ``trace`` (a file path) records every request to a trace that
+    ``memrules replay`` reproduces without any seam (see
+    :mod:`memrules._trace`), each line written as its request completes.
     """
 
     def __init__(
@@ -484,6 +490,7 @@ class MemoryPlugin:
             conversation_id_from_metadata
         ),
         state_store: StateStore | None = None,
+        trace: str | os.PathLike[str] | None = None,
     ) -> None:
         if (
             isinstance(max_conversations, bool)
@@ -506,6 +513,13 @@ class MemoryPlugin:
         )
         self._conversation_id_of = conversation_id_of
         self._last: StepResult | None = None
+        # Tracing (memrules._trace): the seams, the graph extractor, the
+        # resolver and the state store go through the seam log, and each
+        # request writes a trace line.
+        self._tracer: PluginTracer | None = None
+        if trace is not None:
+            self._tracer = PluginTracer(trace, self._pipeline, self._states)
+            self._pipeline, self._states = self._tracer.pipeline, self._tracer.states
         pipeline = self._pipeline
         self._memos = ConversationMemos(lambda: ConversationMemo(pipeline), max_conversations)
 
@@ -577,7 +591,14 @@ class MemoryPlugin:
         """:meth:`on_request`, returning everything the request went through:
         the request to send, the usage, the report, whether it warned, the
         graph step. Unlike :attr:`last_result`, this is the answer for this
-        very request when others run concurrently."""
+        very request when others run concurrently. With ``trace=``, the
+        request's line is written when it completes."""
+        if self._tracer is not None:
+            result: StepResult = self._tracer.handle(request, self._handle)
+            return result
+        return self._handle(request)
+
+    def _handle(self, request: Request) -> StepResult:
         conversation_id = request.conversation_id
         with self._states.lock(conversation_id):
             loaded = self.state(conversation_id)
@@ -720,7 +741,9 @@ class MemoryPlugin:
         return self._pipeline.compress(messages)
 
     def close(self) -> None:
-        """Close the state store's connections, if it has any."""
+        """Close the state store's connections, if it has any, and finish the trace."""
         close = getattr(self._states, "close", None)
         if callable(close):
             close()
+        if self._tracer is not None:
+            self._tracer.close()

@@ -35,6 +35,8 @@ PUBLIC = {
     "Part",
     "Pipeline",
     "RecallHit",
+    "ReplayMismatch",
+    "ReplaySummary",
     "Request",
     "SeamCall",
     "SeamError",
@@ -52,6 +54,7 @@ PUBLIC = {
     "TokenCounter",
     "ToolCall",
     "ToolResult",
+    "TraceError",
     "VectorStore",
     "count_tokens",
     "estimate_tokens",
@@ -65,6 +68,8 @@ PUBLIC = {
     "to_openai",
     "answer_recall",
     "recall_tool",
+    "record_trace",
+    "replay_trace",
 }
 
 PUBLIC_MODULES = {"graph", "integrations", "observability", "seams", "strategies", "testing"}

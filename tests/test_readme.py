@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,106 @@ def test_the_working_graph_section_shows_what_the_demo_prints(
     (turn,) = [b for b in blocks(section("Working graph"), "") if b.startswith("Turn 4:")]
     assert cli_main(["demo", "--graph"]) == 0
     assert turn in capsys.readouterr().out
+
+
+# --- property-testing a custom strategy (the README's "Writing a strategy") --------
+
+
+def subsection(title: str) -> str:
+    """The text of the README subsection with this ``### title``."""
+    start = README.index(f"\n### {title}\n")
+    end = README.find("\n##", start + 1)
+    return README[start : None if end < 0 else end]
+
+
+def _property_test(strategy_code: str) -> Callable[[], None]:
+    """The README's property test, run against ``strategy_code`` (the
+    README's strategy, or a broken one) in a fresh namespace."""
+    (_, test_code) = blocks(subsection("Writing a strategy"), "python")
+    namespace: dict[str, object] = {"__name__": "readme_strategy"}
+    exec(compile(strategy_code + "\n" + test_code, "<README>", "exec"), namespace)
+    test = namespace["test_drop_long_observations_keeps_the_contract"]
+    assert callable(test)
+    return test  # type: ignore[return-value]
+
+
+def test_the_readme_property_test_passes_for_the_readme_strategy() -> None:
+    (strategy_code, _) = blocks(subsection("Writing a strategy"), "python")
+    _property_test(strategy_code)()
+
+
+BROKEN = {
+    # Drops the first system message when it is long: invariant 1. (The
+    # README's strategy once kept index 0 instead, and this test caught it
+    # dropping a first system message that was not first in the list.)
+    "drops the first system message": ("i == first or ", ""),
+    # Returns a new tuple when it changed nothing: `new is old` no longer tells a no-op.
+    "hides its no-ops": (
+        "return conversation if len(keep) == len(conversation) else keep",
+        "return keep",
+    ),
+    # Depends on something other than its input (how often it ran): two runs differ.
+    "is not deterministic": (
+        "count(m) <= max_tokens)",
+        "count(m) <= max_tokens * (len(RUNS) % 2))\n        RUNS.append(1)",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", list(BROKEN))
+def test_the_readme_property_test_catches_a_broken_strategy(fault: str) -> None:
+    (strategy_code, _) = blocks(subsection("Writing a strategy"), "python")
+    old, new = BROKEN[fault]
+    assert old in strategy_code
+    broken = "RUNS = []\n" + strategy_code.replace(old, new)
+    with pytest.raises(AssertionError) as caught:
+        _property_test(broken)()
+    words = {
+        "drops the first system message": "removed or altered the first system message",
+        "hides its no-ops": "changed nothing but returned a new tuple",
+        "is not deterministic": "is not deterministic",
+    }[fault]
+    assert words in str(caught.value)
+
+
+# --- replay and evaluation -----------------------------------------------------------
+
+
+def _commands(title: str) -> list[list[str]]:
+    """The ``memrules`` commands of a section's sh blocks (continuations joined)."""
+    found = []
+    for block in blocks(section(title), "sh"):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.startswith("memrules "):
+                found.append(shlex.split(line.split("#", 1)[0]))
+    return found
+
+
+def test_the_replay_commands_run_as_written(tmp_path: Path) -> None:
+    commands = _commands("Replay")
+    assert [c[1] for c in commands] == ["compact", "replay", "replay"]
+    for command in commands:
+        argv = [str(tmp_path / a) if a == "run.jsonl" else a for a in command[1:]]
+        done = subprocess.run(
+            [sys.executable, "-m", "memrules", *argv],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    assert "1 request replayed, identical" in done.stdout or "rewrote 1 request" in done.stdout
+
+
+def test_the_evaluation_table_is_what_the_command_prints(tmp_path: Path) -> None:
+    (command,) = _commands("Evaluation")
+    done = subprocess.run(
+        [sys.executable, "-m", "memrules", *command[1:]],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    table = re.search(r"```\n(pipeline .*?)```", section("Evaluation"), flags=re.DOTALL)
+    assert table is not None
+    shown = table.group(1)
+
+    def figures(table: str) -> list[list[str]]:
+        return [row.split()[:-2] for row in table.strip().splitlines()]  # timings move
+
+    assert figures(done.stdout) == figures(shown)

@@ -40,6 +40,7 @@ __all__ = [
     "decode_message",
     "encode_message",
     "index_text",
+    "message_json",
 ]
 
 MAX_SCOPE_CHARS = 256
@@ -76,6 +77,18 @@ class Scope:
 # --- the lossless JSON form of a message ---------------------------------------------
 
 
+def _key_order(item: tuple[Any, Any]) -> tuple[str, str]:
+    return type(item[0]).__name__, str(item[0])
+
+
+def _sorted_thaw(value: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A persistent map (metadata, extra) as a dict with its keys sorted: it
+    iterates in hash order, which PYTHONHASHSEED moves, so equal messages
+    would otherwise be written as different bytes. Nested maps keep their
+    order (provider fields are written back in it)."""
+    return thaw(dict(sorted(value.items(), key=_key_order)))  # type: ignore[no-any-return]
+
+
 def _part_json(part: Part) -> dict[str, Any]:
     if isinstance(part, Text):
         out: dict[str, Any] = {"type": "text", "text": part.text}
@@ -92,8 +105,9 @@ def _part_json(part: Part) -> dict[str, Any]:
     else:
         return {"type": "opaque", "kind": part.kind, "payload": thaw(part.payload)}
     if part.extra:
-        out["extra"] = thaw(part.extra)
+        out["extra"] = _sorted_thaw(part.extra)
     return out
+
 
 
 def _message_json(message: Message) -> dict[str, Any]:
@@ -103,8 +117,14 @@ def _message_json(message: Message) -> dict[str, Any]:
     if message.name is not None:
         out["name"] = message.name
     if message.metadata:
-        out["metadata"] = thaw(message.metadata)
+        out["metadata"] = _sorted_thaw(message.metadata)
     return out
+
+
+message_json = _message_json
+"""``message`` as the JSON value :func:`encode_message` writes (not checked
+to read back: for records of runs, where a message that JSON cannot carry is
+written as well as it can be)."""
 
 
 def _part_from(raw: Mapping[str, Any]) -> Part:

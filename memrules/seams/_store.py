@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from memrules._errors import ConfigError, EmbedderError, StoreError
 from memrules.seams._fusion import reciprocal_rank_fusion
+from memrules.seams._log import seam_call, texts_request, vectors_answer
 from memrules.seams._protocols import SEARCH_MODES, Embedder
 from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite
 
@@ -207,7 +208,13 @@ class MessageStore:
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         try:
-            vectors = self.embedder.embed(texts)
+            vectors = seam_call(
+                "embedder",
+                "embed",
+                lambda: texts_request(texts),
+                lambda: self.embedder.embed(texts),
+                answer=vectors_answer,
+            )
         except EmbedderError:
             raise
         except Exception as exc:

@@ -1,0 +1,650 @@
+"""Traces: what a run asked, what its seams answered, and what came out, as
+JSON Lines that a replay reproduces byte for byte.
+
+The first line is the header::
+
+    {"format": "memrules.trace", "version": 1, "memrules": "0.1.0",
+     "pipelines": [{"name": "default", "config": {...}, "config_sha256": "...",
+                    "max_passes": 4, "encoder": "cl100k_base", "vocabulary_sha256": "...",
+                    "seams": {"summarizer": {...} | null, "store": "..." | null,
+                              "graph_extractor": "..." | null,
+                              "context_window_resolver": "..." | null}}]}
+
+``config`` is the pipeline's canonical config (:mod:`memrules._canonical`),
+``max_passes`` the interpreter's pass limit, ``vocabulary_sha256`` the hash
+of its encoder's vocabulary, ``seams`` what each seam was (its ``repr``,
+which names no key). Then one line per request, written as each one
+completes::
+
+    {"request": 0, "kind": "apply", "pipeline": 0, "conversation_id": "c1",
+     "user": null, "tenant": null, "budget": null, "messages": [...],
+     "calls": [...], "output": [...], "report": {...}}
+
+``kind`` is ``apply`` or ``compress`` (a pipeline run), ``remember`` or
+``recall`` (the pipeline's store), or ``request`` (one request through
+:class:`~memrules.MemoryPlugin`). Each line holds the request's input in
+full, every seam call it made with the answer (see :mod:`memrules._logged`),
+and what came out, so each line replays on its own: a reader holds one line
+at a time, and a trace of a million requests replays in the memory of one.
+Messages are written in memrules' lossless JSON form; nothing in a line
+depends on the clock, randomness or ``PYTHONHASHSEED``, and nothing in it is
+a secret (seams record requests without their API keys, and URLs lose their
+passwords).
+
+A request that raises writes no line: it returned nothing to reproduce.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import attrs
+
+from memrules._budget import Budget
+from memrules._canonical import canonical_config, config_sha256, described, encoder_fingerprint
+from memrules._errors import TraceError
+from memrules._logged import (
+    LoggedExtractor,
+    LoggedResolver,
+    LoggedStateStore,
+    LoggedSummarizer,
+    hit_json,
+    logged_seams,
+    state_json,
+)
+from memrules._messages import Conversation, Message
+from memrules._pipeline import Pipeline
+from memrules._report import CompressionResult
+from memrules.graph.state import StateStore
+from memrules.seams import RecallHit, StoreWrite
+from memrules.seams._log import RecordingLog, ReplayingLog
+from memrules.seams._protocols import JSONRequests
+from memrules.seams._records import decode_message, message_json
+
+__all__ = [
+    "TRACE_FORMAT",
+    "TRACE_VERSION",
+    "PluginTracer",
+    "TraceHeader",
+    "TraceLine",
+    "TraceWriter",
+    "TracedPipeline",
+    "budget_from",
+    "dump_line",
+    "messages_from",
+    "messages_json",
+    "pipeline_header",
+    "read_trace",
+    "record_trace",
+    "request_line",
+    "run_line",
+]
+
+TRACE_FORMAT = "memrules.trace"
+TRACE_VERSION = 1
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("memrules")
+    except importlib.metadata.PackageNotFoundError:  # a checkout that was never installed
+        return "0+unknown"
+
+
+# --- encoding ------------------------------------------------------------------------
+
+
+def messages_json(messages: Conversation) -> list[Any]:
+    """``messages`` in memrules' lossless JSON form."""
+    return [message_json(m) for m in messages]
+
+
+def messages_from(data: Any, where: str) -> Conversation:
+    """The messages :func:`messages_json` wrote; :class:`TraceError` naming
+    ``where`` for anything else."""
+    if not isinstance(data, list):
+        msg = f"{where}: expected a list of messages, got {type(data).__name__}"
+        raise TraceError(msg)
+    out: list[Message] = []
+    for i, item in enumerate(data):
+        try:
+            out.append(decode_message(json.dumps(item)))
+        except Exception as exc:
+            msg = f"{where}[{i}]: not a message: {type(exc).__name__}: {exc}"
+            raise TraceError(msg) from None
+    return tuple(out)
+
+
+def budget_from(data: Any) -> Budget | None:
+    """The budget ``Budget.to_dict`` wrote (None for null)."""
+    if data is None:
+        return None
+    kind, limit = data.get("kind"), data.get("limit")
+    if kind == "unlimited":
+        return Budget.UNLIMITED
+    if kind == "messages":
+        return Budget.messages(int(limit))
+    if kind == "tokens":
+        return Budget.tokens(int(limit))
+    msg = f"unknown budget kind {kind!r}"
+    raise TraceError(msg)
+
+
+def dump_line(value: Any) -> bytes:
+    """One line of a trace: compact JSON, keys in the order given, UTF-8 (a
+    lone surrogate as its JSON escape), ending in a newline."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        msg = f"cannot write a trace line: {exc} (NaN or Infinity is not JSON)"
+        raise TraceError(msg) from None
+    return (text + "\n").encode("utf-8", "backslashreplace")
+
+
+# --- the header ----------------------------------------------------------------------
+
+
+def _seams_header(
+    pipeline: Pipeline, *, extractor: object = None, resolver: object = None
+) -> dict[str, Any]:
+    summarizer = pipeline.seams.summarizer
+    inner = summarizer.inner if isinstance(summarizer, LoggedSummarizer) else summarizer
+    store = pipeline.seams.store
+    return {
+        "summarizer": None
+        if inner is None
+        else {"repr": described(inner), "json_requests": isinstance(inner, JSONRequests)},
+        "store": None if store is None else described(store),
+        "graph_extractor": None if extractor is None else described(extractor),
+        "context_window_resolver": None if resolver is None else described(resolver),
+    }
+
+
+def pipeline_header(name: str, pipeline: Pipeline, *, plugin: bool = False) -> dict[str, Any]:
+    """What a trace's header says of one pipeline (see the module docs)."""
+    canonical = canonical_config(pipeline.config)
+    config = pipeline.config
+    return {
+        "name": name,
+        "config": canonical,
+        "config_sha256": config_sha256(canonical),
+        "max_passes": pipeline.max_passes,
+        **encoder_fingerprint(pipeline.counter),
+        "seams": _seams_header(
+            pipeline,
+            extractor=config.graph_extractor if plugin else None,
+            resolver=config.context_window_resolver if plugin else None,
+        ),
+    }
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class TraceHeader:
+    """A trace's first line, read: the format version, the memrules that
+    wrote it, and each pipeline's entry (as :func:`pipeline_header` wrote it)."""
+
+    version: int
+    memrules: str
+    pipelines: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": TRACE_FORMAT,
+            "version": self.version,
+            "memrules": self.memrules,
+            "pipelines": list(self.pipelines),
+        }
+
+
+def _header(entries: Sequence[dict[str, Any]]) -> TraceHeader:
+    return TraceHeader(version=TRACE_VERSION, memrules=_version(), pipelines=tuple(entries))
+
+
+# --- writing -------------------------------------------------------------------------
+
+
+class TraceWriter:
+    """Writes a trace to ``path``: the header at once, then each line as
+    :meth:`write` gets it, flushed, so a long-running process's trace is on
+    disk as it goes (``atomic=False``); or into a temporary file beside
+    ``path`` that :meth:`close` renames into place, so the trace is there
+    whole or not at all (``atomic=True``, what the command line does).
+    Thread-safe: each line is written whole, and numbered (``request``) in
+    the order written."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], header: TraceHeader, *, atomic: bool = False
+    ) -> None:
+        self.path = Path(path)
+        self.header = header
+        self.atomic = atomic
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._temporary: str | None = None
+        try:
+            if atomic:
+                fd, self._temporary = tempfile.mkstemp(
+                    prefix=f".{self.path.name}.", dir=self.path.parent or "."
+                )
+                self._file: IO[bytes] = os.fdopen(fd, "wb")
+            else:
+                self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        except OSError as exc:
+            msg = f"cannot write the trace {self.path}: {exc.strerror or exc}"
+            raise TraceError(msg) from None
+        self._put(dump_line(header.to_dict()))
+
+    @classmethod
+    def for_pipelines(
+        cls,
+        path: str | os.PathLike[str],
+        pipelines: Sequence[tuple[str, Pipeline]],
+        *,
+        atomic: bool = False,
+        plugin: bool = False,
+    ) -> TraceWriter:
+        """A writer whose header describes ``pipelines`` (name, pipeline)."""
+        entries = [pipeline_header(name, p, plugin=plugin) for name, p in pipelines]
+        return cls(path, _header(entries), atomic=atomic)
+
+    def _put(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+            self._file.flush()
+        except OSError as exc:
+            msg = f"cannot write the trace {self.path}: {exc.strerror or exc}"
+            raise TraceError(msg) from None
+
+    def write(self, line: dict[str, Any]) -> int:
+        """Write one request's line (numbered here); returns its number."""
+        with self._lock:
+            number = self.requests
+            self._put(dump_line({"request": number, **line}))
+            self.requests += 1
+            return number
+
+    def close(self) -> None:
+        """Finish the trace (an atomic one is renamed into place)."""
+        with self._lock:
+            if self._file.closed:
+                return
+            try:
+                self._file.close()
+                if self._temporary is not None:
+                    mode = self.path.stat().st_mode & 0o777 if self.path.exists() else None
+                    if mode is not None:
+                        os.chmod(self._temporary, mode)
+                    else:
+                        umask = os.umask(0)
+                        os.umask(umask)
+                        os.chmod(self._temporary, 0o666 & ~umask)
+                    os.replace(self._temporary, self.path)
+                    self._temporary = None
+            except OSError as exc:
+                msg = f"cannot write the trace {self.path}: {exc.strerror or exc}"
+                raise TraceError(msg) from None
+
+    def discard(self) -> None:
+        """Drop an atomic trace that will not be finished (nothing is renamed)."""
+        with self._lock:
+            self._file.close()
+            if self._temporary is not None:
+                Path(self._temporary).unlink(missing_ok=True)
+                self._temporary = None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None and self.atomic:
+            self.discard()
+        else:
+            self.close()
+
+
+# --- recording a pipeline's runs ---------------------------------------------------
+
+
+def _scope_fields(
+    conversation_id: str | None, user: str | None, tenant: str | None
+) -> dict[str, Any]:
+    return {"conversation_id": conversation_id, "user": user, "tenant": tenant}
+
+
+INPUTS: dict[str, tuple[str, ...]] = {
+    "apply": ("conversation_id", "user", "tenant", "budget", "messages"),
+    "compress": ("conversation_id", "user", "tenant", "messages"),
+    "remember": ("conversation_id", "user", "tenant", "messages"),
+    "recall": ("query", "k", "conversation_id", "user", "tenant", "mode"),
+}
+"""What a line of each kind of pipeline run says went in, in this order."""
+
+
+def run_line(
+    kind: str,
+    index: int,
+    inputs: dict[str, Any],
+    run: Callable[[], Any],
+    log: RecordingLog | ReplayingLog | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """``run()`` (an ``apply``, ``compress``, ``remember`` or ``recall`` of a
+    pipeline whose seams log) under ``log`` (a new recording one by
+    default); its result, and its trace line (without a number)."""
+    log = RecordingLog() if log is None else log
+    with log.active():
+        result = run()
+    line: dict[str, Any] = {"kind": kind, "pipeline": index}
+    line.update((key, inputs[key]) for key in INPUTS[kind])
+    line["calls"] = log.calls
+    line.update(outputs(kind, result))
+    return result, line
+
+
+def outputs(kind: str, result: Any) -> dict[str, Any]:
+    """What a line says came out of a run of ``kind``."""
+    if kind in ("apply", "compress"):
+        assert isinstance(result, CompressionResult)
+        return {"output": messages_json(result.messages), "report": result.report.to_dict()}
+    if kind == "remember":
+        return {"write": result.to_dict() if isinstance(result, StoreWrite) else None}
+    if kind == "recall":
+        return {"hits": [hit_json(h) for h in result]}
+    msg = f"unknown kind {kind!r}"
+    raise TraceError(msg)
+
+
+class TracedPipeline:
+    """A pipeline whose runs are written to a trace, one line each: its
+    ``apply``, ``compress``, ``remember`` and ``recall`` are the pipeline's
+    (same arguments, same results), each run under a recording log."""
+
+    def __init__(self, writer: TraceWriter, pipeline: Pipeline, index: int = 0) -> None:
+        self.writer = writer
+        self.index = index
+        seams = logged_seams(pipeline.seams)
+        self.pipeline = pipeline if seams is pipeline.seams else attrs.evolve(pipeline, seams=seams)
+
+    def _run(self, kind: str, run: Callable[[], Any], inputs: dict[str, Any]) -> Any:
+        result, line = run_line(kind, self.index, inputs, run)
+        self.writer.write(line)
+        return result
+
+    def apply(
+        self,
+        messages: Sequence[Message],
+        *,
+        budget: Budget | None = None,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> CompressionResult:
+        conversation = tuple(messages)
+        inputs = {
+            **_scope_fields(conversation_id, user, tenant),
+            "budget": None if budget is None else budget.to_dict(),
+            "messages": messages_json(conversation),
+        }
+        result: CompressionResult = self._run(
+            "apply",
+            lambda: self.pipeline.apply(
+                conversation,
+                budget=budget,
+                conversation_id=conversation_id,
+                user=user,
+                tenant=tenant,
+            ),
+            inputs,
+        )
+        return result
+
+    def compress(
+        self,
+        messages: Sequence[Message],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> CompressionResult:
+        conversation = tuple(messages)
+        inputs = {
+            **_scope_fields(conversation_id, user, tenant),
+            "messages": messages_json(conversation),
+        }
+        result: CompressionResult = self._run(
+            "compress",
+            lambda: self.pipeline.compress(
+                conversation, conversation_id=conversation_id, user=user, tenant=tenant
+            ),
+            inputs,
+        )
+        return result
+
+    def remember(
+        self,
+        messages: Sequence[Message],
+        *,
+        conversation_id: str,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> StoreWrite:
+        conversation = tuple(messages)
+        inputs = {
+            **_scope_fields(conversation_id, user, tenant),
+            "messages": messages_json(conversation),
+        }
+        write: StoreWrite = self._run(
+            "remember",
+            lambda: self.pipeline.remember(
+                conversation, conversation_id=conversation_id, user=user, tenant=tenant
+            ),
+            inputs,
+        )
+        return write
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+        mode: str | None = None,
+    ) -> tuple[RecallHit, ...]:
+        inputs = {"query": query, "k": k, "mode": mode}
+        inputs.update(_scope_fields(conversation_id, user, tenant))
+        hits: tuple[RecallHit, ...] = self._run(
+            "recall",
+            lambda: self.pipeline.recall(
+                query, k=k, conversation_id=conversation_id, user=user, tenant=tenant, mode=mode
+            ),
+            inputs,
+        )
+        return hits
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def __enter__(self) -> TracedPipeline:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.writer.__exit__(exc_type, exc, tb)
+
+
+def record_trace(
+    path: str | os.PathLike[str], pipeline: Pipeline, *, name: str = "pipeline"
+) -> TracedPipeline:
+    """Record ``pipeline``'s runs to a trace at ``path``::
+
+        with memrules.record_trace("run.jsonl", pipeline) as traced:
+            result = traced.apply(messages, conversation_id="c1")
+
+    ``traced`` has the pipeline's ``apply``, ``compress``, ``remember`` and
+    ``recall``; each call writes one line as it returns. ``memrules replay
+    run.jsonl`` (or :func:`~memrules.replay_trace`) runs them again with the
+    recorded answers and no seam. Raises :class:`~memrules.TraceError` when
+    the file cannot be written."""
+    writer = TraceWriter.for_pipelines(path, [(name, pipeline)])
+    return TracedPipeline(writer, pipeline)
+
+
+# --- recording a plugin's requests ----------------------------------------------------
+
+
+def request_line(index: int, request: Any, result: Any, calls: list[Any]) -> dict[str, Any]:
+    """The line of one plugin request (a :class:`~memrules._plugin.Request`)
+    and what it went through (its :class:`~memrules._plugin.StepResult`)."""
+    return {
+        "kind": "request",
+        "pipeline": index,
+        "conversation_id": request.conversation_id,
+        "model": request.model,
+        "messages": messages_json(request.messages),
+        "calls": calls,
+        "output": messages_json(result.request.messages),
+        "report": result.report.to_dict(),
+        "usage": attrs.asdict(result.usage),
+        "warned": result.warned,
+        "graph_tokens": result.graph_tokens,
+        "graph_error": result.graph_error,
+        "state": state_json(result.state),
+    }
+
+
+class PluginTracer:
+    """What :class:`~memrules.MemoryPlugin` does with ``trace=``: its seams,
+    graph extractor, context window resolver and state store go through the
+    seam log, and each request it handles writes one line (``kind:
+    request``) when it completes."""
+
+    def __init__(
+        self,
+        trace: str | os.PathLike[str],
+        pipeline: Pipeline,
+        states: StateStore,
+        *,
+        name: str = "plugin",
+    ) -> None:
+        config = pipeline.config
+        self.writer = TraceWriter.for_pipelines(trace, [(name, pipeline)], plugin=True)
+        self.index = 0
+        changes: dict[str, Any] = {}
+        if config.graph_extractor is not None:
+            changes["graph_extractor"] = LoggedExtractor(config.graph_extractor)
+        if config.context_window_resolver is not None:
+            changes["context_window_resolver"] = LoggedResolver(config.context_window_resolver)
+        traced = attrs.evolve(config, **changes) if changes else config
+        seams = logged_seams(pipeline.seams)
+        self.pipeline = attrs.evolve(pipeline, config=traced, seams=seams)
+        self.states: StateStore = LoggedStateStore(states, limits=config.graph_limits)
+
+    def handle(self, request: Any, run: Callable[[Any], Any]) -> Any:
+        """``run(request)`` (the plugin's request handling) under a recording
+        log, and its line written."""
+        log = RecordingLog()
+        with log.active():
+            result = run(request)
+        self.writer.write(request_line(self.index, request, result, log.calls))
+        return result
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+# --- reading -------------------------------------------------------------------------
+
+
+def _parse(raw: bytes, where: str) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        msg = f"{where}: not UTF-8 text: {exc.reason} at byte {exc.start}"
+        raise TraceError(msg) from None
+    except ValueError as exc:
+        msg = f"{where}: not JSON: {exc}"
+        raise TraceError(msg) from None
+
+
+def _read_header(data: Any, where: str) -> TraceHeader:
+    if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT:
+        msg = f"{where}: not a memrules trace (its first line has no format {TRACE_FORMAT!r})"
+        raise TraceError(msg)
+    version = data.get("version")
+    if version != TRACE_VERSION:
+        msg = (
+            f"{where}: a trace of format version {version!r}; this memrules reads version "
+            f"{TRACE_VERSION}"
+        )
+        raise TraceError(msg)
+    pipelines = data.get("pipelines")
+    if not isinstance(pipelines, list) or not all(isinstance(p, dict) for p in pipelines):
+        msg = f"{where}: the header's pipelines are not a list of objects"
+        raise TraceError(msg)
+    return TraceHeader(
+        version=version, memrules=str(data.get("memrules", "?")), pipelines=tuple(pipelines)
+    )
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class TraceLine:
+    """One request line of a trace: where it is (``line``, 1-based), its
+    bytes as written, and the parsed value."""
+
+    line: int
+    raw: bytes
+    data: dict[str, Any]
+
+
+def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[TraceLine]]:
+    """The trace at ``path``: its header, and its request lines one at a
+    time (the file stays open until the iterator is exhausted or closed).
+    Raises :class:`~memrules._errors.TraceError` naming the file and line of
+    anything that is not a trace."""
+    name = str(path)
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed by the iterator
+    except OSError as exc:
+        msg = f"cannot read the trace {name}: {exc.strerror or exc}"
+        raise TraceError(msg) from None
+    first = file.readline()
+    if not first:
+        file.close()
+        msg = f"{name}: empty, not a memrules trace"
+        raise TraceError(msg)
+    try:
+        header = _read_header(_parse(first, f"{name}:1"), f"{name}:1")
+    except TraceError:
+        file.close()
+        raise
+
+    def lines() -> Iterator[TraceLine]:
+        with file:
+            for number, raw in enumerate(file, start=2):
+                if not raw.strip():
+                    continue
+                data = _parse(raw, f"{name}:{number}")
+                if not isinstance(data, dict) or "kind" not in data:
+                    msg = f"{name}:{number}: not a trace line (an object with a kind)"
+                    raise TraceError(msg)
+                yield TraceLine(line=number, raw=raw, data=data)
+
+    return header, lines()
