@@ -62,10 +62,12 @@ def bound_collection(collection: str, embedder: Embedder) -> str:
     """The physical collection for ``collection`` and ``embedder``: the name
     with its identity digest, or ``collection`` itself for a remote one.
 
-    >>> class Model:
+    >>> class Local:
     ...     identity = {"model": "m", "dimension": 3}
-    >>> bound_collection("memories", Model())  # doctest: +SKIP
-    'memories__...'
+    >>> class Remote:
+    ...     identity = {"base_url": "http://127.0.0.1:8080/v1", "model": "m"}
+    >>> bound_collection("memories", Local()), bound_collection("memories", Remote())
+    ('memories__da9716932cfc0b40', 'memories')
     """
     identity = embedder.identity
     if is_remote(identity):
@@ -87,11 +89,14 @@ def generations(collection: str, names: Iterable[str]) -> tuple[str, ...]:
     )
 
 
-def open_store(settings: MemoryStoreConfig) -> MessageStore:
+def open_store(settings: MemoryStoreConfig, *, embedder: Embedder | None = None) -> MessageStore:
     """The store ``settings`` describe, in the collection bound to its
-    embedder (see the module docs). No I/O: it connects on first use. With
-    a remote embedder, logs the warning of the module docs."""
-    embedder = settings.embedder()
+    embedder (``embedder``, when given, instead of the one ``settings``
+    describe: a model already loaded). No I/O: it connects on first use.
+    With a remote embedder, logs the warning of the module docs. Each call
+    makes a new store; :meth:`MemoryStoreConfig.open` makes one per
+    config."""
+    embedder = settings.embedder() if embedder is None else embedder
     physical = bound_collection(settings.collection, embedder)
     if physical == settings.collection:
         log.warning(
