@@ -343,6 +343,20 @@ def _memory_problems(config: MemoryConfig) -> list[ConfigProblem]:
         wrong = check_threshold(memory.threshold, store.search, "threshold")
         if wrong is not None:
             problems.append(ConfigProblem(message=wrong, yaml_path="memory.threshold"))
+    if isinstance(memory, RouteMemory) and isinstance(store, MemoryStoreConfig):
+        others = {"warning_marker": config.warning_marker}
+        if isinstance(config.graph_context, GraphContext):
+            others["graph_context.marker"] = config.graph_context.marker
+        for key, other in others.items():
+            if isinstance(other, str) and (
+                other.startswith(store.marker) or store.marker.startswith(other)
+            ):
+                message = (
+                    f"stores.memory.marker={store.marker!r} and {key}={other!r}: one starts with "
+                    "the other, so the plugin would take one message for the other; make them "
+                    "differ"
+                )
+                problems.append(ConfigProblem(message=message, yaml_path="stores.memory.marker"))
     directory = _local_qdrant(config.store)
     if directory is not None and directory == _local_qdrant(store):
         message = (

@@ -281,6 +281,13 @@ BAD = [
         "at least 1",
     ),
     (
+        "stores:\n  memory: {backend: qdrant, path: ':memory:', marker: 'memrules graph'}\n"
+        "memory: {}\ngraph_context: {}\n",
+        "stores.memory.marker",
+        2,
+        "one starts with the other",
+    ),
+    (
         "store: {backend: qdrant, path: here}\nstores:\n  memory: {backend: qdrant, path: here}\n"
         "memory: {}\n",
         "store.path",

@@ -71,7 +71,7 @@ FACTS = st.sampled_from(
 )
 
 ATTACK_SETTINGS = settings(
-    max_examples=25,
+    max_examples=15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -136,7 +136,7 @@ def test_memory_through_the_plugin_never_crosses_users_or_tenants(
     plugin = make(settings=store_settings(backend, tmp_path, threshold=-1.0))  # every hit counts
     held: dict[tuple[str, str], set[str]] = {}
 
-    @settings(ATTACK_SETTINGS, max_examples=15)
+    @settings(ATTACK_SETTINGS, max_examples=10)
     @given(
         writes=st.lists(st.tuples(SCOPES, FACTS), min_size=1, max_size=4),
         reads=st.lists(st.tuples(SCOPES, FACTS), min_size=1, max_size=3),

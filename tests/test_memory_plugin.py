@@ -36,8 +36,15 @@ needs_prometheus = pytest.mark.skipif(
 MARKER = "memrules memory:"
 
 
+@pytest.fixture
+def make(tmp_path: Path, local_embedder: Embedder) -> Iterator[Plugins]:
+    """Plugins with memory over Qdrant in memory (the isolation and binding
+    tests, and the tests marked so here, run against every backend)."""
+    yield from plugins("qdrant", tmp_path, local_embedder)
+
+
 @pytest.fixture(params=CLIENT_BACKENDS)
-def make(
+def make_each(
     request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
 ) -> Iterator[Plugins]:
     """Plugins with memory over each backend (Milvus Lite, Qdrant in memory)."""
@@ -62,9 +69,9 @@ def memory_messages(request: Request) -> list[str]:
     return [m.text for m in request.messages if is_memory_message(m, MARKER)]
 
 
-def test_a_turn_kept_in_one_conversation_is_recalled_in_another(make: Plugins) -> None:
+def test_a_turn_kept_in_one_conversation_is_recalled_in_another(make_each: Plugins) -> None:
     events = Events()
-    plugin = make(memory_observers=[events])
+    plugin = make_each(memory_observers=[events])
     remember(plugin, "My sister Priya moved to Porto last spring.", "Porto is lovely. Noted!")
     remember(plugin, "We deploy with Terraform 1.7.", "Terraform 1.7 it is.")
     result = plugin.handle(
@@ -187,8 +194,8 @@ def test_routes_without_auto_store_or_memory_keep_nothing(make: Plugins) -> None
         plain.forget("ana", "acme")
 
 
-def test_forget_removes_one_user_and_tenant_only(make: Plugins) -> None:
-    plugin = make()
+def test_forget_removes_one_user_and_tenant_only(make_each: Plugins) -> None:
+    plugin = make_each()
     remember(plugin, "I live in Porto.", "Noted.")
     remember(plugin, "My cat is called Miso.", "Lovely name.", now=T0 + 1)
     remember(plugin, "I live in Lyon.", "Noted.", user="bob")
@@ -207,8 +214,8 @@ def test_forget_removes_one_user_and_tenant_only(make: Plugins) -> None:
         plugin.forget("", "acme")
 
 
-def test_older_memories_decay_as_of_the_time_given(make: Plugins) -> None:
-    plugin = make()
+def test_older_memories_decay_as_of_the_time_given(make_each: Plugins) -> None:
+    plugin = make_each()
     remember(plugin, "Our budget for the trip is 10,000 dollars.", "Noted.", now=T0)
     remember(plugin, "Update: the trip budget is now 12,000 dollars.", "Noted.", now=T0 + 90 * DAY)
     question = ask("What is our budget for the trip?")

@@ -522,9 +522,9 @@ class Shortened(Counting):
 
 
 def test_a_collection_of_another_dimension_is_refused_before_any_comparison(
-    make: StoreMaker,
+    make_client: StoreMaker,
 ) -> None:
-    first = make()
+    first = make_client()
     first.add(build_records(FACTS, scope=SCOPE))
     assert first.check(probe=True) is True
 
@@ -547,16 +547,16 @@ def test_a_collection_of_another_dimension_is_refused_before_any_comparison(
     assert len(first.scan(SCOPE)) == len(FACTS)  # nothing was written
 
 
-def test_a_missing_collection_checks_as_absent(make: StoreMaker) -> None:
-    store = make()
+def test_a_missing_collection_checks_as_absent(make_client: StoreMaker) -> None:
+    store = make_client()
     assert store.check(probe=True) is False
     assert store.collections() == ()
     assert store.scan(SCOPE) == ()
     assert store.delete_scope(SCOPE) == 0
 
 
-def test_scan_and_delete_scope_touch_one_user_and_tenant_only(make: StoreMaker) -> None:
-    store = make()
+def test_scan_and_delete_scope_touch_one_user_and_tenant_only(make_client: StoreMaker) -> None:
+    store = make_client()
     mine = build_records(FACTS[:4], scope=Scope(conversation_id="c1", user="u1", tenant="t1"))
     also_mine = build_records(FACTS[4:6], scope=Scope(conversation_id="c2", user="u1", tenant="t1"))
     theirs = build_records(FACTS[6:], scope=Scope(conversation_id="c1", user="u2", tenant="t1"))

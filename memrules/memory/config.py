@@ -20,7 +20,7 @@ whether it uses it::
           max_inject_tokens: 2048
           recency_decay_days: 30
           dedup_threshold: 0.9
-          block_patterns: ['(?i)\\bwire the money\\b']
+          block_patterns: ['\\bwire the money\\b']
     memory:
       enabled: true
       retrieval_limit: 5
@@ -99,14 +99,15 @@ DEFAULT_BLOCK_PATTERNS: tuple[str, ...] = (
     r"\b(reveal|print|show|repeat|leak)\b.{0,30}\b(system|developer|hidden)\s+(prompt|instructions?"
     r"|message)\b",
     r"\byou\s+are\s+now\s+(in\s+)?(dan|developer\s+mode|jailbroken|unrestricted|unfiltered)\b",
-    r"<\|?\s*(im_start|im_end|endoftext|eot_id|start_header_id)\s*\|?>",
-    r"^\s*(system|developer)\s*:",
+    r"<\|\s*(im_start|im_end|endoftext|eot_id|start_header_id|system|assistant)\s*\|>|\[/?INST\]",
 )
 """Memory-poisoning defences the gate applies unless
 ``default_block_patterns: false``: a stored turn that tells the model to
-drop its instructions, reveal its prompt or change persona, that carries a
-chat template's control tokens, or that poses as a system line. Matched
-case-insensitively, anywhere (``re.search``; ``^`` at any line)."""
+drop its instructions, reveal its prompt or change persona, or that carries
+a chat template's control tokens (a forged turn). Matched
+case-insensitively, anywhere (``re.search``; ``^`` at any line). Narrow on
+purpose: a pattern that also matches what users really say (``System:
+Ubuntu 22.04``) drops their memories silently."""
 
 MEMORY_KEYS = ("embedding", "threshold", "reflection", "max_memory_chars", "marker")
 """The keys of ``stores.memory`` that are not the backend's."""
