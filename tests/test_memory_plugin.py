@@ -423,3 +423,58 @@ def test_a_memory_message_counts_outside_the_budget(make: Plugins) -> None:
     assert result.usage.messages == 2  # measured before the memory message went in
     assert len(result.request.messages) == 3
     assert attrs.evolve(result.report).compacted is False
+
+
+def test_memory_and_the_working_graph_take_their_places_together(
+    tmp_path: Path, local_embedder: Embedder
+) -> None:
+    from memrules.graph import GraphContext, offline_extractor
+    from memrules.graph.render import is_graph_message
+
+    make = Plugins("qdrant", tmp_path, local_embedder)
+    settings = store_settings("qdrant", tmp_path)
+    config = MemoryConfig(
+        memory=RouteMemory(auto_store=True),
+        memory_store=settings,
+        graph_context=GraphContext(),
+        graph_extractor=offline_extractor(),
+    )
+    plugin = MemoryPlugin(config, memory_store=make.store(settings))
+    try:
+        remember(plugin, "My sister Priya moved to Porto last spring.", "Noted.")
+        first = plugin.on_request(
+            ask("The vault is in Lisbon. Where does my sister live now?", conversation_id="g")
+        )
+        kinds = [
+            "memory"
+            if is_memory_message(m, MARKER)
+            else "graph"
+            if is_graph_message(m, "memrules graph memory:")
+            else m.role
+            for m in first.messages
+        ]
+        assert kinds == ["system", "memory", "graph", "user"]
+        # The client sends both back, with a new question: each is replaced once, in place.
+        again = Request(
+            messages=(
+                *first.messages,
+                message("assistant", "In Porto."),
+                message("user", "And where does my sister Priya live?"),
+            ),
+            user="ana",
+            tenant="acme",
+            conversation_id="g",
+        )
+        sent = plugin.on_request(again).messages
+        kinds = [
+            "memory"
+            if is_memory_message(m, MARKER)
+            else "graph"
+            if is_graph_message(m, "memrules graph memory:")
+            else m.role
+            for m in sent
+        ]
+        assert kinds == ["system", "memory", "graph", "user", "assistant", "user"]
+        assert sent[0] is SYSTEM
+    finally:
+        make.close()
