@@ -187,17 +187,18 @@ def _tenant(value: object) -> str | None:
 def scope_from_metadata(body: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The default way to find whose request an OpenAI body is: the strings
     ``metadata.user_id`` and ``metadata.tenant_id`` (None for either that
-    is absent or not a string). Whoever can write the body can name any
-    user: pass ``user=`` and ``tenant=`` from your authentication instead
-    when clients are not trusted."""
+    is absent, not a string, or longer than 256 characters: such a request
+    gets no memory, and is not refused for it). Whoever can write the body
+    can name any user: pass ``user=`` and ``tenant=`` from your
+    authentication instead when clients are not trusted."""
     metadata = body.get("metadata")
     if not isinstance(metadata, Mapping):
         return None, None
-    user, tenant = metadata.get("user_id"), metadata.get("tenant_id")
-    return (
-        user if isinstance(user, str) else None,
-        tenant if isinstance(tenant, str) else None,
-    )
+
+    def usable(value: object) -> str | None:
+        return value if isinstance(value, str) and len(value) <= MAX_SCOPE_CHARS else None
+
+    return usable(metadata.get("user_id")), usable(metadata.get("tenant_id"))
 
 
 def conversation_id_from_metadata(body: Mapping[str, Any]) -> str | None:

@@ -478,3 +478,16 @@ def test_memory_and_the_working_graph_take_their_places_together(
         assert sent[0] is SYSTEM
     finally:
         make.close()
+
+
+def test_metadata_that_cannot_scope_memory_costs_memory_not_the_request() -> None:
+    body = {
+        "messages": [{"role": "user", "content": "hi"}],
+        "metadata": {"user_id": "x" * 300, "tenant_id": 7},
+    }
+    request = Request.from_openai(body)
+    assert (request.user, request.tenant) == (None, None)
+    assert Request.from_openai(body, user="ana", tenant="acme").user == "ana"
+    assert Request(messages=(), user="").user is None
+    with pytest.raises(memrules.MessageFormatError, match="user="):
+        Request(messages=(), user="x" * 300)  # the caller's own value is checked
