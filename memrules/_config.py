@@ -50,7 +50,7 @@ from memrules._schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._tokens import load_encoding
 from memrules._typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
 from memrules._usage import ContextUsageObserver
-from memrules._yaml import MAX_CONFIG_BYTES, Node, parse_yaml
+from memrules._yaml import MAX_CONFIG_BYTES, Node, locate, parse_yaml
 from memrules.graph.extract import GraphExtractor, extractor_from_config
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
@@ -738,29 +738,10 @@ def load_config(
     return config
 
 
-def _locate(node: Node, yaml_path: str) -> int | None:
-    """The line of ``yaml_path`` (``a.b[2].c``) within ``node``: of the
-    deepest key or item it reaches."""
-    line: int | None = node.line
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", yaml_path):
-        if part.startswith("["):
-            index = int(part[1:-1])
-            if not node.is_sequence or index >= len(node.value):
-                break
-            node = node.value[index]
-            line = node.line
-        else:
-            if not node.is_mapping or part not in node.value:
-                break
-            line = node.key_lines.get(part, line)
-            node = node.value[part]
-    return line
-
-
 def _placed(problem: ConfigProblem, node: Node, prefix: str) -> ConfigProblem:
     """``problem`` (at a path within ``node``) with ``prefix`` before its
     path, and its line when it has none."""
-    line = problem.line if problem.line is not None else _locate(node, problem.yaml_path)
+    line = problem.line if problem.line is not None else locate(node, problem.yaml_path)
     return attrs.evolve(problem, yaml_path=prefix + problem.yaml_path, line=line)
 
 

@@ -53,7 +53,7 @@ import attrs
 
 from memrules._errors import ConfigError, ConfigProblem
 from memrules._tokens import estimate_tokens
-from memrules._yaml import Node
+from memrules._yaml import Node, locate
 from memrules.memory.text import DEFAULT_MEMORY_MARKER, header, memory_line
 from memrules.seams._fusion import RRF_K
 from memrules.seams._protocols import Embedder
@@ -459,23 +459,9 @@ def _problem(message: str, yaml_path: str, line: int | None) -> ConfigProblem:
     return ConfigProblem(message=message, yaml_path=yaml_path, line=line)
 
 
-def _line_of(path: str, top: Node, nested: Mapping[str, Node]) -> int | None:
-    """The line of ``stores.memory...`` ``path``: of the key it names in
-    ``top`` or in one of the ``nested`` mapping nodes (by key)."""
-    rest = path.removeprefix("stores.memory").lstrip(".")
-    if not rest:
-        return top.line
-    key, _, field = rest.partition(".")
-    node = nested.get(key)
-    if field and node is not None and node.is_mapping:
-        name, _, _ = field.partition("[")
-        value = node.value.get(name)
-        index = re.search(r"\[(\d+)\]", field)
-        if value is not None and value.is_sequence and index and int(index[1]) < len(value.value):
-            return int(value.value[int(index[1])].line)
-        return node.key_lines.get(name, node.line)
-    key = key.partition("[")[0]
-    return top.key_lines.get(key, top.line) if top.is_mapping else top.line
+def _line_of(path: str, node: Node) -> int | None:
+    """The line of ``stores.memory...`` ``path`` within ``stores.memory``'s ``node``."""
+    return locate(node, path.removeprefix("stores.memory").lstrip("."))
 
 
 def _memory_store(node: Node) -> MemoryStoreConfig | list[ConfigProblem]:
@@ -498,7 +484,6 @@ def _memory_store(node: Node) -> MemoryStoreConfig | list[ConfigProblem]:
         for key in raw
         if known and key not in known
     ]
-    nested = {k: v for k, v in node.value.items() if k in ("embedding", "reflection")}
     fields: dict[str, Any] = {}
     store = {k: v for k, v in raw.items() if k not in MEMORY_KEYS and (not known or k in known)}
     for name, build, value in (
@@ -512,7 +497,7 @@ def _memory_store(node: Node) -> MemoryStoreConfig | list[ConfigProblem]:
             fields[name] = build(value)
         except ConfigError as exc:
             problems.extend(
-                attrs.evolve(p, line=_line_of(p.yaml_path, node, nested)) for p in exc.problems
+                attrs.evolve(p, line=_line_of(p.yaml_path, node)) for p in exc.problems
             )
     for key in ("threshold", "max_memory_chars", "marker"):
         if key in raw:
@@ -524,7 +509,7 @@ def _memory_store(node: Node) -> MemoryStoreConfig | list[ConfigProblem]:
     except ConfigError as exc:
         seen = {p.yaml_path for p in problems}
         problems.extend(
-            attrs.evolve(p, line=_line_of(p.yaml_path, node, nested))
+            attrs.evolve(p, line=_line_of(p.yaml_path, node))
             for p in exc.problems
             if p.yaml_path not in seen
         )
