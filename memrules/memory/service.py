@@ -265,9 +265,12 @@ class MemoryService:
     # --- the right to be forgotten -----------------------------------------------------
 
     def _scope(self, user: object, tenant: object) -> Scope:
-        problem = scope_problem(user, tenant)
-        if problem is not None:
-            raise ConfigError.single(problem.replace("the request names", "got"), yaml_path="user")
+        if scope_problem(user, tenant) is not None:
+            msg = (
+                f"user={user!r:.60} and tenant={tenant!r:.60} must both be non-empty strings of "
+                "at most 256 characters: memories belong to a user of a tenant"
+            )
+            raise ConfigError.single(msg, yaml_path="user")
         return Scope(user=str(user), tenant=str(tenant))
 
     def _collections(self, doing: str) -> tuple[Any, tuple[str, ...]]:
