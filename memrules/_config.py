@@ -36,11 +36,12 @@ import re
 import types
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 import tiktoken
 import tiktoken.model
+from pyrsistent import PMap, pmap
 
 from memrules._budget import ContextWindowResolver, Trigger
 from memrules._errors import ConfigError, ConfigProblem, EncodingError
@@ -50,17 +51,28 @@ from memrules._schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._tokens import load_encoding
 from memrules._typing import DEFAULT_WARNING_MARKER, Strategy, StrategyFactory
 from memrules._usage import ContextUsageObserver
-from memrules._yaml import MAX_CONFIG_BYTES, Node, parse_yaml
+from memrules._yaml import MAX_CONFIG_BYTES, Node, locate, parse_yaml
 from memrules.graph.extract import GraphExtractor, extractor_from_config
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
 from memrules.graph.state import StateStoreConfig
+from memrules.memory.config import (
+    MemoryStoreConfig,
+    RouteMemory,
+    check_threshold,
+    memory_section,
+    stores_section,
+)
 from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
 from memrules.seams._settings import SeamSettings, section_problems
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
 from memrules.strategies.registry import checked_factory, near_miss, show, strategy_factory
 
+if TYPE_CHECKING:
+    from memrules._plugin import MemoryPlugin
+
 __all__ = [
+    "DEFAULT_ROUTE",
     "ENTRY_POINT_GROUP",
     "ESTIMATE",
     "SECTIONS",
@@ -72,6 +84,11 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "memrules.strategies"
+
+DEFAULT_ROUTE = "default"
+"""The name of the route a file's top level describes."""
+
+_ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 ESTIMATE = "estimate"
 """The ``encoder_name`` that selects the script-aware estimator instead of tiktoken."""
@@ -250,6 +267,8 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         "state_store": _state_store_section,
         # The seams: store:, embedder:, summarizer: (memrules.seams._settings).
         **SEAM_SECTIONS,
+        # The route's retrieval memory entry (memrules.memory.config).
+        "memory": memory_section,
     }
 )
 """The mapping-valued keys, each with the function that reads its YAML node:
@@ -261,9 +280,14 @@ _SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "graph_limits": ((GraphLimits,), "a GraphLimits"),
     "graph_context": ((GraphContext, type(None)), "a GraphContext or None"),
     "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
+    "memory": ((RouteMemory, type(None)), "a RouteMemory or None"),
+    "memory_store": ((MemoryStoreConfig, type(None)), "a MemoryStoreConfig or None"),
 }
 
-KNOWN_KEYS = (*SETTINGS, *SECTIONS, "strategies")
+FILE_KEYS = ("stores", "routes")
+"""Keys of a file's top level only: what every route shares, and the routes."""
+
+KNOWN_KEYS = (*SETTINGS, *SECTIONS, "strategies", *FILE_KEYS)
 
 # Seed names that are no top-level key here, and where they went.
 _MOVED = {
@@ -298,6 +322,92 @@ def _problems(values: Mapping[str, object]) -> list[ConfigProblem]:
         )
         problems.append(ConfigProblem(message=message, yaml_path="max_fraction"))
     return problems
+
+
+_NO_MEMORY_STORE = "memory is enabled but there is no stores.memory"
+
+
+def _local_qdrant(settings: object) -> str | None:
+    """The directory of a Qdrant store in local mode on disk, if it is one."""
+    if not isinstance(settings, (SeamSettings, MemoryStoreConfig)):
+        return None
+    store = settings.store if isinstance(settings, MemoryStoreConfig) else settings
+    params = dict(store.params)
+    if store.kind != "qdrant" or params.get("url") is not None:
+        return None
+    path = params.get("path", "memrules_qdrant")
+    return None if path == ":memory:" else os.path.abspath(str(path))
+
+
+def _memory_problems(config: MemoryConfig) -> list[ConfigProblem]:
+    """What is wrong with a config's retrieval memory and routes."""
+    problems = []
+    memory, store = config.memory, config.memory_store
+    if isinstance(memory, RouteMemory) and memory.enabled and store is None:
+        message = (
+            f"{_NO_MEMORY_STORE}: add stores.memory (the store every route shares) at the top "
+            "of the file, or memory_store=MemoryStoreConfig(...) in Python"
+        )
+        problems.append(ConfigProblem(message=message, yaml_path="memory"))
+    if (
+        isinstance(memory, RouteMemory)
+        and isinstance(store, MemoryStoreConfig)
+        and memory.threshold is not None
+    ):
+        wrong = check_threshold(memory.threshold, store.search, "threshold")
+        if wrong is not None:
+            problems.append(ConfigProblem(message=wrong, yaml_path="memory.threshold"))
+    if isinstance(memory, RouteMemory) and isinstance(store, MemoryStoreConfig):
+        others = {"warning_marker": config.warning_marker}
+        if isinstance(config.graph_context, GraphContext):
+            others["graph_context.marker"] = config.graph_context.marker
+        for key, other in others.items():
+            if isinstance(other, str) and (
+                other.startswith(store.marker) or store.marker.startswith(other)
+            ):
+                message = (
+                    f"stores.memory.marker={store.marker!r} and {key}={other!r}: one starts with "
+                    "the other, so the plugin would take one message for the other; make them "
+                    "differ"
+                )
+                problems.append(ConfigProblem(message=message, yaml_path="stores.memory.marker"))
+    directory = _local_qdrant(config.store)
+    if directory is not None and directory == _local_qdrant(store):
+        message = (
+            f"the store: section and stores.memory are both Qdrant's local mode in {directory!r}, "
+            "and a directory can be open once per process: give one of them another path"
+        )
+        problems.append(ConfigProblem(message=message, yaml_path="store.path"))
+    for name, route in config.routes.items():
+        where = f"routes.{name}"
+        if not isinstance(name, str) or not _ROUTE_NAME.fullmatch(name):
+            message = (
+                f"route name {name!r} must be 1 to 64 letters, digits, '_', '.' or '-', "
+                "starting with a letter or digit"
+            )
+            problems.append(ConfigProblem(message=message, yaml_path=where))
+        elif name == DEFAULT_ROUTE:
+            message = (
+                f"a route may not be named {DEFAULT_ROUTE!r}: the top level of the file is the "
+                "default route; put its settings there"
+            )
+            problems.append(ConfigProblem(message=message, yaml_path=where))
+        elif not isinstance(route, MemoryConfig):
+            message = f"routes[{name!r}]={route!r} must be a MemoryConfig"
+            problems.append(ConfigProblem(message=message, yaml_path=where))
+        elif route.routes:
+            message = "a route has no routes of its own: routes sit at the top of the file"
+            problems.append(ConfigProblem(message=message, yaml_path=f"{where}.routes"))
+    return problems
+
+
+def _routes(value: Mapping[str, MemoryConfig] | None) -> PMap[str, MemoryConfig]:
+    if value is None:
+        return pmap()
+    if not isinstance(value, Mapping):
+        msg = f"routes={value!r} must be a mapping of route names to MemoryConfig"
+        raise ConfigError.single(msg, yaml_path="routes")
+    return value if isinstance(value, PMap) else pmap(dict(value))
 
 
 # --- MemoryConfig ----------------------------------------------------------------
@@ -383,6 +493,9 @@ class MemoryConfig:
     warning_marker: str = DEFAULT_WARNING_MARKER
     repair: bool = False
     user_first: bool = False
+    memory: RouteMemory | None = None
+    memory_store: MemoryStoreConfig | None = None
+    routes: PMap[str, MemoryConfig] = attrs.field(factory=pmap, converter=_routes)
     strategies: tuple[NamedStrategy, ...] = attrs.field(
         factory=default_strategies, converter=_strategies
     )
@@ -401,8 +514,54 @@ class MemoryConfig:
         keys = (*SETTINGS, *_SECTION_TYPES, "graph_extractor")
         problems = _problems({key: getattr(self, key) for key in keys})
         problems += section_problems(self.store, self.embedder, self.summarizer)
+        if not problems:
+            problems += _memory_problems(self)
         if problems:
             raise ConfigError(problems, path=self.source)
+
+    # --- routes ---------------------------------------------------------------------
+
+    @property
+    def route_names(self) -> tuple[str, ...]:
+        """The routes this config holds: ``default`` (itself), then the
+        named ones, sorted."""
+        return (DEFAULT_ROUTE, *sorted(self.routes))
+
+    def route_config(self, name: str = DEFAULT_ROUTE) -> MemoryConfig:
+        """The config of route ``name`` (``default``: this one). An unknown
+        name raises :class:`ConfigError` listing the known ones."""
+        if name == DEFAULT_ROUTE:
+            return self
+        found = self.routes.get(name) if isinstance(name, str) else None
+        if found is None:
+            msg = (
+                f"route={name!r} is not a route of this config{near_miss(str(name), self.routes)}; "
+                f"known routes: {', '.join(self.route_names)}"
+            )
+            raise ConfigError.single(msg, path=self.source, yaml_path="routes")
+        return found
+
+    def route(self, name: str = DEFAULT_ROUTE, **options: Any) -> MemoryPlugin:
+        """A ready :class:`~memrules.MemoryPlugin` for route ``name``
+        (``default``: the file's top level), with its own pipeline and
+        memory. Every plugin made from one config shares its
+        ``stores.memory`` store (one client); each call makes a new plugin
+        with its own conversation state, so make one per route at start-up.
+        ``options`` go to :class:`~memrules.MemoryPlugin` (``memory_observers``,
+        ``state_store``, ``clock``, ...). Raises :class:`ConfigError` for an
+        unknown route, or a memory collection its embedder cannot use."""
+        from memrules._plugin import MemoryPlugin
+
+        return MemoryPlugin(self.route_config(name), **options)
+
+    def close(self) -> None:
+        """Release the ``stores.memory`` store this config's plugins share,
+        if one was opened (a plugin made later opens it again)."""
+        if self.memory_store is not None:
+            self.memory_store.close()
+        for route in self.routes.values():
+            if route.memory_store is not None and route.memory_store is not self.memory_store:
+                route.memory_store.close()
 
     @property
     def trigger(self) -> Trigger:
@@ -540,50 +699,143 @@ def load_config(
         allowed = (allow_imports,)
     else:
         allowed = tuple(allow_imports)
+    if root is None:
+        return MemoryConfig(source=path)
+    if not root.is_mapping:
+        msg = f"a config is a mapping of settings, got {_type_name(root.value)}"
+        raise ConfigError.single(msg, path=label, line=root.line)
     problems: list[ConfigProblem] = []
-    fields: dict[str, Any] = {}
-    if root is not None:
-        if not root.is_mapping:
-            msg = f"a config is a mapping of settings, got {_type_name(root.value)}"
-            raise ConfigError.single(msg, path=label, line=root.line)
-        for key, node in root.value.items():
-            if key == "strategies":
-                built = _build_from_yaml(node, registry, allowed)
+    memory_store: MemoryStoreConfig | None = None
+    stores_failed = False
+    if "stores" in root.value:
+        value = stores_section(root.value["stores"])
+        if isinstance(value, list):
+            problems.extend(_placed(p, root, "") for p in value)
+            stores_failed = True
+        else:
+            memory_store = value
+    routes: dict[str, MemoryConfig] = {}
+    routes_node = root.value.get("routes")
+    if routes_node is not None and routes_node.value is not None:
+        if not routes_node.is_mapping:
+            message = (
+                "routes is a mapping of route names to their settings, got "
+                f"{_type_name(routes_node.plain())}"
+            )
+            problems.append(
+                ConfigProblem(message=message, yaml_path="routes", line=routes_node.line)
+            )
+        else:
+            for name, node in routes_node.value.items():
+                built = _route_from_yaml(
+                    node, f"routes.{name}.", registry, allowed, memory_store, path
+                )
                 if isinstance(built, list):
                     problems.extend(built)
                 else:
-                    fields["strategies"] = built
-            elif key in SETTINGS:
-                fields[key] = node.value
-            elif key in SECTIONS:
-                value = SECTIONS[key](node)
-                if isinstance(value, list):
-                    # A problem with the section as a whole is at its key's line.
-                    at_key = {"line": root.key_lines[key]}
-                    problems.extend(
-                        attrs.evolve(p, **at_key) if p.yaml_path == key else p for p in value
-                    )
-                else:
-                    fields[key] = value
-            else:
-                message = _unknown_key(key, registry)
-                problems.append(
-                    ConfigProblem(message=message, yaml_path=key, line=root.key_lines[key])
-                )
+                    routes[name] = built
+    fields, found = _fields_from_yaml(root, "", registry, allowed)
+    problems.extend(found)
     config: MemoryConfig | None = None
     try:
-        config = MemoryConfig(**fields, source=path)
+        config = MemoryConfig(**fields, memory_store=memory_store, routes=routes, source=path)
     except ConfigError as exc:
-        assert root is not None  # the defaults are valid
         for p in exc.problems:
             if p.yaml_path == "embedder" and "store" in root.value:
                 continue  # the store: section failed, and is reported already
-            node = root.value.get(p.yaml_path)
-            line = root.key_lines.get(p.yaml_path, None if node is None else node.line)
-            problems.append(attrs.evolve(p, line=line))
+            problems.append(_placed(p, root, ""))
+    if not problems and config is not None and memory_store is not None and not any(
+        c.memory is not None for c in (config, *config.routes.values())
+    ):
+        message = (
+            "stores.memory is set but no route has a memory: entry; add memory: {enabled: true} "
+            "to the routes that should use it, or remove stores.memory"
+        )
+        unused = ConfigProblem(message=message, yaml_path="stores.memory")
+        problems.append(_placed(unused, root, ""))
+    if stores_failed:
+        problems = [p for p in problems if _NO_MEMORY_STORE not in p.message]
     if problems or config is None:
         raise ConfigError(sorted(problems, key=lambda p: p.line or 0), path=label)
     return config
+
+
+def _placed(problem: ConfigProblem, node: Node, prefix: str) -> ConfigProblem:
+    """``problem`` (at a path within ``node``) with ``prefix`` before its
+    path, and its line when it has none."""
+    line = problem.line if problem.line is not None else locate(node, problem.yaml_path)
+    return attrs.evolve(problem, yaml_path=prefix + problem.yaml_path, line=line)
+
+
+def _fields_from_yaml(
+    node: Node,
+    prefix: str,
+    registry: Mapping[str, StrategyFactory],
+    allowed: bool | tuple[str, ...],
+) -> tuple[dict[str, Any], list[ConfigProblem]]:
+    """The settings of one route's mapping ``node`` (the file's top level,
+    or an entry of ``routes``), and every problem found, at ``prefix`` +
+    the key's path."""
+    problems: list[ConfigProblem] = []
+    fields: dict[str, Any] = {}
+    for key, child in node.value.items():
+        line = node.key_lines[key]
+        if key == "strategies":
+            built = _build_from_yaml(child, registry, allowed)
+            if isinstance(built, list):
+                problems.extend(_placed(p, node, prefix) for p in built)
+            else:
+                fields["strategies"] = built
+        elif key in SETTINGS:
+            fields[key] = child.value
+        elif key in SECTIONS:
+            value = SECTIONS[key](child)
+            if isinstance(value, list):
+                # A problem with the section as a whole is at its key's line.
+                problems.extend(
+                    _placed(attrs.evolve(p, line=line) if p.yaml_path == key else p, node, prefix)
+                    for p in value
+                )
+            else:
+                fields[key] = value
+        elif key in FILE_KEYS:
+            if prefix:
+                message = f"{key} belongs at the top of the file, which every route shares"
+                problems.append(
+                    ConfigProblem(message=message, yaml_path=f"{prefix}{key}", line=line)
+                )
+        else:
+            message = _unknown_key(key, registry)
+            problems.append(ConfigProblem(message=message, yaml_path=prefix + key, line=line))
+    return fields, problems
+
+
+def _route_from_yaml(
+    node: Node,
+    prefix: str,
+    registry: Mapping[str, StrategyFactory],
+    allowed: bool | tuple[str, ...],
+    memory_store: MemoryStoreConfig | None,
+    path: str | None,
+) -> MemoryConfig | list[ConfigProblem]:
+    """One entry of ``routes``: a mapping of the same settings as a file's
+    top level (null: every default), with the file's ``stores.memory``."""
+    if node.value is None:
+        return MemoryConfig(memory_store=memory_store, source=path)
+    if not node.is_mapping:
+        message = f"a route is a mapping of pipeline settings, got {_type_name(node.plain())}"
+        return [ConfigProblem(message=message, yaml_path=prefix.rstrip("."), line=node.line)]
+    fields, problems = _fields_from_yaml(node, prefix, registry, allowed)
+    try:
+        config = MemoryConfig(**fields, memory_store=memory_store, source=path)
+    except ConfigError as exc:
+        problems.extend(
+            _placed(p, node, prefix)
+            for p in exc.problems
+            if not (p.yaml_path == "embedder" and "store" in node.value)
+        )
+        return problems
+    return problems or config
 
 
 def _build_from_yaml(

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "CollectionError",
     "ConfigError",
     "ConfigProblem",
     "EmbedderError",
@@ -154,6 +155,14 @@ class StoreError(SeamError):
     """The vector store failed: it could not be opened, written or searched,
     or its collection was made for another embedder. A failed write leaves
     the conversation as it was (see ``offload``)."""
+
+
+class CollectionError(StoreError):
+    """A vector store's collection cannot be used with this embedder: it was
+    made for another embedder, or holds vectors of another dimension. Raised
+    before anything is written or compared, never as near-zero scores later;
+    the fix is another collection, or the embedder the collection was made
+    for."""
 
 
 class EmbedderError(SeamError):

@@ -25,6 +25,20 @@ Every request goes through the seed's four steps, in order:
    the error is in :attr:`StepResult.graph_error` and the graph is left as
    it was, as a failing strategy is recorded and skipped.
 
+5. **Retrieval memory.** On a route whose config has ``memory`` enabled
+   (see :mod:`memrules.memory`), the shell asks the shared store with the
+   latest user message, within the request's ``user`` and ``tenant`` (a
+   request without both gets no memory; :attr:`StepResult.memory` says
+   why), before the steps run; :func:`step` passes what it found through
+   the reflection gate, as of ``now``, and puts one system message right
+   after the first system message, after compaction (like the graph's,
+   its tokens, :attr:`StepResult.memory_tokens`, are not in the budget of
+   the request). A memory message the request already holds is stale and
+   is taken out before step 1. A store that fails costs the request its
+   memory, never the request. After the model answers,
+   :meth:`MemoryPlugin.on_response` keeps the completed turn
+   (``auto_store``).
+
 The warning is appended before compaction, so the pipeline sees it and its
 tokens count toward the trigger: the budget is about what is sent, and the
 warning is sent (in the seed's example it is one of the nine messages the
@@ -88,6 +102,7 @@ update.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -123,7 +138,20 @@ from memrules.graph.state import (
     StateStore,
     open_state_store,
 )
+from memrules.memory.autostore import StoreOutcome
+from memrules.memory.config import MemoryStoreConfig
+from memrules.memory.gate import reflect
+from memrules.memory.metrics import MemoryObserver
+from memrules.memory.retrieve import (
+    MemoryReport,
+    Retrieval,
+    insert_memory_message,
+    is_memory_message,
+    strip_memory_messages,
+)
+from memrules.memory.service import MemoryService, StoredMemory
 from memrules.seams import Seams, Summarizer, VectorStore
+from memrules.seams._records import MAX_SCOPE_CHARS
 
 __all__ = [
     "DEFAULT_MAX_CONVERSATIONS",
@@ -134,6 +162,7 @@ __all__ = [
     "conversation_id_from_metadata",
     "has_warning",
     "measure",
+    "scope_from_metadata",
     "step",
     "warning_message",
 ]
@@ -144,6 +173,45 @@ def _conversation_id(value: object) -> str | None:
         msg = f"conversation_id={value!r} must be a string or None"
         raise MessageFormatError(msg, field="conversation_id")
     return value
+
+
+def _scope_id(field: str, value: object) -> str | None:
+    """A user or tenant id: a string of at most 256 characters; an empty
+    one is none."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > MAX_SCOPE_CHARS:
+        msg = (
+            f"{field}={value!r:.60} must be a string of at most {MAX_SCOPE_CHARS} "
+            "characters, or None"
+        )
+        raise MessageFormatError(msg, field=field)
+    return value
+
+
+def _user(value: object) -> str | None:
+    return _scope_id("user", value)
+
+
+def _tenant(value: object) -> str | None:
+    return _scope_id("tenant", value)
+
+
+def scope_from_metadata(body: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The default way to find whose request an OpenAI body is: the strings
+    ``metadata.user_id`` and ``metadata.tenant_id`` (None for either that
+    is absent, not a string, or longer than 256 characters: such a request
+    gets no memory, and is not refused for it). Whoever can write the body
+    can name any user: pass ``user=`` and ``tenant=`` from your
+    authentication instead when clients are not trusted."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None, None
+
+    def usable(value: object) -> str | None:
+        return value if isinstance(value, str) and len(value) <= MAX_SCOPE_CHARS else None
+
+    return usable(metadata.get("user_id")), usable(metadata.get("tenant_id"))
 
 
 def conversation_id_from_metadata(body: Mapping[str, Any]) -> str | None:
@@ -160,13 +228,16 @@ def conversation_id_from_metadata(body: Mapping[str, Any]) -> str | None:
 class Request:
     """A chat request as the hook sees it: the messages, the model they go
     to (which the :class:`~memrules._budget.ContextWindowResolver` is asked
-    about) and the conversation they belong to (None: the plugin's default
-    conversation). Building one checks that every message is a
-    :class:`~memrules._messages.Message`."""
+    about), the conversation they belong to (None: the plugin's default
+    conversation), and whose it is: the ``user`` and ``tenant`` retrieval
+    memory is scoped by (both needed for memory). Building one checks that
+    every message is a :class:`~memrules._messages.Message`."""
 
     messages: Conversation = attrs.field(converter=as_conversation)
     model: str | None = None
     conversation_id: str | None = attrs.field(default=None, converter=_conversation_id)
+    user: str | None = attrs.field(default=None, converter=_user)
+    tenant: str | None = attrs.field(default=None, converter=_tenant)
 
     @classmethod
     def from_openai(
@@ -178,11 +249,15 @@ class Request:
             conversation_id_from_metadata
         ),
         memo: ConversionMemo | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
     ) -> Request:
         """The request in an OpenAI chat-completions body (parsed JSON): its
         ``messages`` and ``model``, and the conversation ``conversation_id``
         names, else the one ``conversation_id_of(body)`` finds (by default
-        ``metadata.conversation_id``). ``memo`` is the conversation's
+        ``metadata.conversation_id``); the ``user`` and ``tenant`` given,
+        else ``metadata.user_id`` and ``metadata.tenant_id`` (see
+        :func:`scope_from_metadata`). ``memo`` is the conversation's
         :class:`~memrules._adapters._memo.ConversionMemo` (see
         :func:`~memrules.from_openai`). Raises
         :class:`~memrules._errors.MessageFormatError` for malformed input."""
@@ -196,8 +271,13 @@ class Request:
         messages: Any = body.get("messages")  # from_openai names what is wrong with it
         if conversation_id is None:
             conversation_id = conversation_id_of(body)
+        found_user, found_tenant = scope_from_metadata(body)
         return cls(
-            messages=from_openai(messages, memo=memo), model=model, conversation_id=conversation_id
+            messages=from_openai(messages, memo=memo),
+            model=model,
+            conversation_id=conversation_id,
+            user=found_user if user is None else user,
+            tenant=found_tenant if tenant is None else tenant,
         )
 
     def to_openai(self) -> list[dict[str, Any]]:
@@ -219,6 +299,10 @@ class StepResult:
     merging it did, ``rendered`` the graph message's rendering (None when
     nothing was rendered) and ``graph_tokens`` its token cost (0 without
     one), which the budget of this request did not include.
+
+    Retrieval memory: ``memory`` is what retrieval found and the gate made
+    of it (None on a route without memory), and ``memory_tokens`` the
+    memory message's token cost (0 without one), outside the budget too.
     """
 
     state: ConversationState
@@ -231,6 +315,8 @@ class StepResult:
     rendered: RenderedGraph | None = None
     graph_tokens: int = 0
     graph_error: str | None = None
+    memory: MemoryReport | None = None
+    memory_tokens: int = 0
 
     @property
     def compacted(self) -> bool:
@@ -344,6 +430,13 @@ def _extract(
     return state, delta, report, None
 
 
+def _memory_settings(config: MemoryConfig) -> MemoryStoreConfig | None:
+    """The shared memory store's settings, on a route with memory enabled."""
+    if config.memory is None or not config.memory.enabled:
+        return None
+    return config.memory_store
+
+
 def step(
     state: ConversationState,
     request: Request,
@@ -352,6 +445,8 @@ def step(
     observers: Iterable[ContextUsageObserver],
     resolver: ContextWindowResolver | None,
     memo: Measure | None = None,
+    retrieval: Retrieval | None = None,
+    now: float | None = None,
 ) -> StepResult:
     """Run one request of a conversation in ``state`` through the steps (see
     the module docs); pure but for what the observers, the pipeline's seams
@@ -359,16 +454,32 @@ def step(
     (:meth:`Pipeline.memo`): it changes what the request costs, never what
     it does.
 
+    ``retrieval`` is what retrieval memory found for the request (the
+    shell asks the store; None: nothing was asked), and ``now`` the time
+    (seconds since the epoch) the gate decays memories by (None: no decay):
+    given both, a replay injects the same bytes.
+
     Changes nothing: the new state and request are in the result. An
     observer error raises :class:`~memrules._errors.ObserverError`, chained to
     the cause, before anything else has run.
     """
     config = pipeline.config
     context = config.graph_context
+    memory_settings = _memory_settings(config)
     received = request.messages
     messages, stale_at = _without_graph_messages(
         received, None if context is None else context.marker
     )
+    stale_graph = None if stale_at is None else received[stale_at]
+    stale_memory = None
+    if memory_settings is not None:
+        marker = memory_settings.marker
+        kept = strip_memory_messages(messages, marker)
+        if kept is not messages:
+            stale_memory = next(m for m in messages if is_memory_message(m, marker))
+            if stale_at is not None:
+                stale_at -= sum(1 for m in messages[:stale_at] if is_memory_message(m, marker))
+            messages = kept
     usage = measure(
         request if messages is received else attrs.evolve(request, messages=messages),
         pipeline=pipeline,
@@ -394,6 +505,8 @@ def step(
         budget=pipeline.budget(usage.window),
         memo=memo,
         conversation_id=request.conversation_id,
+        user=request.user,
+        tenant=request.tenant,
     )
     sent = compaction.messages
 
@@ -403,13 +516,33 @@ def step(
     if context is not None:
         rendered = render_graph(state.graph, context)
         if rendered is not None:
-            old = None if stale_at is None else received[stale_at]
+            old = stale_graph
             graph_message = (
                 old if old is not None and old.text == rendered.text else rendered.message()
             )
             graph_tokens = pipeline.counter.count(graph_message)  # the message, not a request
             at = _where(stale_at, messages, sent, compaction.report.origin)
             sent = insert_graph_message(sent, graph_message, at)
+
+    memory = None
+    memory_tokens = 0
+    if memory_settings is not None and retrieval is not None:
+        gate = reflect(
+            retrieval.memories,
+            memory_settings.reflection,
+            now=now,
+            marker=memory_settings.marker,
+        )
+        if gate.text is not None:
+            memory_message = (
+                stale_memory
+                if stale_memory is not None and stale_memory.text == gate.text
+                else gate.message()
+            )
+            assert memory_message is not None
+            memory_tokens = pipeline.count((memory_message,))
+            sent = insert_memory_message(sent, memory_message)
+        memory = MemoryReport(retrieval=retrieval, gate=gate, now=now)
 
     if len(sent) != len(received) or any(a is not b for a, b in zip(sent, received, strict=True)):
         request = attrs.evolve(request, messages=sent)
@@ -424,6 +557,8 @@ def step(
         rendered=rendered,
         graph_tokens=graph_tokens,
         graph_error=graph_error,
+        memory=memory,
+        memory_tokens=memory_tokens,
     )
 
 
@@ -476,6 +611,15 @@ class MemoryPlugin:
     ``trace`` (a file path) records every request to a trace that
     ``memrules replay`` reproduces without any seam (see
     :mod:`memrules._trace`), each line written as its request completes.
+
+    On a route with retrieval memory (``memory`` enabled; see
+    :mod:`memrules.memory`), ``memory_store`` replaces the store
+    ``stores.memory`` opens (shared by every plugin of the config),
+    ``memory_observers`` get its events (metrics), and ``clock`` gives the
+    time memories are stamped and decayed by. The memory collection is
+    checked here: one its embedder cannot use raises
+    :class:`~memrules._errors.ConfigError`; a store that is down is logged,
+    and requests go on without memory until it is back.
     """
 
     def __init__(
@@ -491,6 +635,9 @@ class MemoryPlugin:
         ),
         state_store: StateStore | None = None,
         trace: str | os.PathLike[str] | None = None,
+        memory_store: VectorStore | None = None,
+        memory_observers: Iterable[MemoryObserver] = (),
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if (
             isinstance(max_conversations, bool)
@@ -522,6 +669,20 @@ class MemoryPlugin:
             self._pipeline, self._states = self._tracer.pipeline, self._tracer.states
         pipeline = self._pipeline
         self._memos = ConversationMemos(lambda: ConversationMemo(pipeline), max_conversations)
+        self._clock = clock
+        self._memory: MemoryService | None = None
+        settings = _memory_settings(config)
+        if settings is not None:
+            assert config.memory is not None
+            self._memory = MemoryService(
+                settings,
+                config.memory,
+                store=memory_store,
+                observers=memory_observers,
+                clock=clock,
+                source=config.source,
+            )
+            self._memory.start()
 
     @classmethod
     def with_extensions(
@@ -587,19 +748,27 @@ class MemoryPlugin:
         and :attr:`last_result` are as they were."""
         return self.handle(request).request
 
-    def handle(self, request: Request) -> StepResult:
+    def handle(self, request: Request, *, now: float | None = None) -> StepResult:
         """:meth:`on_request`, returning everything the request went through:
         the request to send, the usage, the report, whether it warned, the
-        graph step. Unlike :attr:`last_result`, this is the answer for this
-        very request when others run concurrently. With ``trace=``, the
-        request's line is written when it completes."""
+        graph step, what memory found. Unlike :attr:`last_result`, this is
+        the answer for this very request when others run concurrently.
+        ``now`` (seconds since the epoch) is the time memories are decayed
+        by; the plugin's clock by default. With ``trace=``, the request's
+        line is written when it completes."""
         if self._tracer is not None:
-            result: StepResult = self._tracer.handle(request, self._handle)
+            result: StepResult = self._tracer.handle(request, lambda r: self._handle(r, now))
             return result
-        return self._handle(request)
+        return self._handle(request, now)
 
-    def _handle(self, request: Request) -> StepResult:
+    def _handle(self, request: Request, now: float | None) -> StepResult:
         conversation_id = request.conversation_id
+        retrieval = None
+        if self._memory is not None:
+            retrieval = self._memory.retrieve(
+                request.messages, user=request.user, tenant=request.tenant
+            )
+        when = self._clock() if now is None else now
         with self._states.lock(conversation_id):
             loaded = self.state(conversation_id)
             result = step(
@@ -609,6 +778,8 @@ class MemoryPlugin:
                 observers=self.config.observers,
                 resolver=self.config.context_window_resolver,
                 memo=self._memos.get(conversation_id).measure,
+                retrieval=retrieval,
+                now=when,
             )
             commit = _commit(loaded, result)
             self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
@@ -616,32 +787,137 @@ class MemoryPlugin:
         return result
 
     def on_openai_request(
-        self, body: Mapping[str, Any], *, conversation_id: str | None = None
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
     ) -> dict[str, Any]:
         """:meth:`on_request` for an OpenAI chat-completions body: returns a
         new body with the new ``messages`` and every other key as it was.
         The conversation is ``conversation_id``, else the one the plugin's
-        ``conversation_id_of`` finds in the body.
+        ``conversation_id_of`` finds in the body; the user and tenant are
+        ``user`` and ``tenant``, else the body's ``metadata.user_id`` and
+        ``metadata.tenant_id`` (give them from your authentication when the
+        body comes from an untrusted client).
 
         Converting costs what the conversation added since its last request
         (its messages are remembered, see
         :class:`~memrules._adapters._memo.ConversionMemo`), and so does
         converting back: the messages the request keeps are sent as the
         body's own message objects (equal to what converting would give),
-        and only new or changed ones (the warning, the graph) are converted."""
+        and only new or changed ones (the warning, the graph, memories) are
+        converted."""
         memo = None
         if isinstance(body, Mapping):  # else from_openai says what is wrong
             if conversation_id is None:
                 conversation_id = self._conversation_id_of(body)
             memo = self._memos.get(conversation_id).conversion
         request = Request.from_openai(
-            body, conversation_id=conversation_id, conversation_id_of=_no_id, memo=memo
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=_no_id,
+            memo=memo,
+            user=user,
+            tenant=tenant,
         )
         result = self.handle(request)
         sent = write_back(
             result.request.messages, request.messages, body["messages"], result.report.origin
         )
         return {**body, "messages": sent}
+
+    def _openai_request(
+        self,
+        body: Mapping[str, Any],
+        conversation_id: str | None,
+        user: str | None,
+        tenant: str | None,
+    ) -> Request:
+        return Request.from_openai(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=self._conversation_id_of,
+            user=user,
+            tenant=tenant,
+        )
+
+    # --- retrieval memory ---------------------------------------------------------
+
+    @property
+    def memory(self) -> MemoryService | None:
+        """The route's retrieval memory (None when it has none)."""
+        return self._memory
+
+    def _require_memory(self, doing: str) -> MemoryService:
+        if self._memory is None:
+            msg = (
+                f"cannot {doing}: this route has no retrieval memory (give it a memory: entry "
+                "with enabled: true, and the file a stores.memory)"
+            )
+            raise ConfigError.single(msg, path=self.config.source, yaml_path="memory")
+        return self._memory
+
+    def on_response(
+        self, request: Request, reply: Message | str, *, now: float | None = None
+    ) -> StoreOutcome:
+        """After the model answered ``request`` (as it arrived, or as sent)
+        with ``reply``: keep the completed turn as one memory for the
+        request's user and tenant, stamped ``now`` (the plugin's clock by
+        default), when the route auto-stores (see
+        :mod:`memrules.memory.autostore`). Never raises: the outcome says
+        what happened (``stored``, ``duplicate``, ``skipped`` and why,
+        ``error``, ``disabled``)."""
+        if self._memory is None:
+            return StoreOutcome(status="disabled", reason="this route has no retrieval memory")
+        return self._memory.store_turn(
+            request.messages,
+            reply,
+            user=request.user,
+            tenant=request.tenant,
+            conversation_id=request.conversation_id,
+            now=now,
+        )
+
+    def on_openai_response(
+        self,
+        body: Mapping[str, Any],
+        response: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+        now: float | None = None,
+    ) -> StoreOutcome:
+        """:meth:`on_response` for an OpenAI chat-completions request
+        ``body`` and the ``response`` it got (its first choice's message).
+        Raises :class:`~memrules._errors.MessageFormatError` for a response
+        without one."""
+        request = self._openai_request(body, conversation_id, user, tenant)
+        choices = response.get("choices") if isinstance(response, Mapping) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        reply = first.get("message") if isinstance(first, Mapping) else None
+        if not isinstance(reply, Mapping):
+            msg = "expected a chat completion with choices[0].message"
+            raise MessageFormatError(msg, field="response")
+        (answer,) = from_openai([reply])
+        return self.on_response(request, answer, now=now)
+
+    def forget(self, user: str, tenant: str) -> int:
+        """Delete every memory of ``user`` and ``tenant`` from the route's
+        store, in every generation of its collection (one per embedding
+        model it was used with): the right to be forgotten. Returns how many
+        there were. Raises :class:`~memrules._errors.StoreError` when the
+        store fails (call again to finish)."""
+        return self._require_memory("forget").forget(user=user, tenant=tenant)
+
+    def list_memories(self, user: str, tenant: str) -> tuple[StoredMemory, ...]:
+        """Every memory of ``user`` and ``tenant``, oldest first, in every
+        generation of the collection (each says which, and whether it is the
+        current embedder's). Raises :class:`~memrules._errors.StoreError` on
+        failure."""
+        return self._require_memory("list memories").memories(user=user, tenant=tenant)
 
     def reset(self, conversation_id: str | None = None) -> None:
         """Forget a conversation: its next request starts afresh (the

@@ -280,7 +280,7 @@ class _Replayer:
             conversation_id=data.get("conversation_id"),
         )
         with log.active():
-            result = plugin._handle(request)
+            result = plugin._handle(request, None)
         return request_line(self.index, request, result, log.calls)
 
 

@@ -20,6 +20,7 @@ naming the line, at the first of:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
@@ -28,7 +29,7 @@ from pyrsistent import PMap, pmap
 
 from memrules._errors import ConfigError, ConfigProblem
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_DEPTH", "MAX_NODES", "Node", "parse_yaml"]
+__all__ = ["MAX_CONFIG_BYTES", "MAX_DEPTH", "MAX_NODES", "Node", "locate", "parse_yaml"]
 
 MAX_CONFIG_BYTES = 64 * 1024
 """The largest config read, in bytes of UTF-8 (the shipped ones are under 1 KiB)."""
@@ -70,6 +71,25 @@ class Node:
         if isinstance(self.value, tuple):
             return tuple(v.plain() for v in self.value)
         return self.value
+
+
+def locate(node: Node, yaml_path: str) -> int | None:
+    """The line of ``yaml_path`` (``a.b[2].c``, relative to ``node``): of
+    the deepest key or item of it that ``node`` holds."""
+    line: int | None = node.line
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", yaml_path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            if not node.is_sequence or index >= len(node.value):
+                break
+            node = node.value[index]
+            line = node.line
+        else:
+            if not node.is_mapping or part not in node.value:
+                break
+            line = node.key_lines.get(part, line)
+            node = node.value[part]
+    return line
 
 
 class _RefusedError(Exception):

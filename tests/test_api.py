@@ -72,7 +72,15 @@ PUBLIC = {
     "replay_trace",
 }
 
-PUBLIC_MODULES = {"graph", "integrations", "observability", "seams", "strategies", "testing"}
+PUBLIC_MODULES = {
+    "graph",
+    "integrations",
+    "memory",
+    "observability",
+    "seams",
+    "strategies",
+    "testing",
+}
 
 
 def test_exported_names_are_the_documented_list() -> None:
@@ -165,3 +173,47 @@ def test_the_graph_needs_no_valkey_to_import() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'memrules[valkey]'" in done.stdout
+
+
+MEMORY_PUBLIC = {
+    "CUT_MARKER",
+    "DEFAULT_BLOCK_PATTERNS",
+    "DEFAULT_MEMORY_MARKER",
+    "DEFAULT_THRESHOLDS",
+    "GateResult",
+    "Memory",
+    "MemoryObserver",
+    "MemoryReport",
+    "MemoryService",
+    "MemoryStoreConfig",
+    "ReflectionConfig",
+    "Retrieval",
+    "RetrievalEvent",
+    "RouteMemory",
+    "StoreEvent",
+    "StoreOutcome",
+    "StoredMemory",
+    "bound_collection",
+    "reflect",
+}
+
+
+def test_the_memory_package_exports_the_documented_list() -> None:
+    import memrules.memory
+
+    assert set(memrules.memory.__all__) == MEMORY_PUBLIC
+    for name in MEMORY_PUBLIC:
+        assert getattr(memrules.memory, name) is not None
+
+
+def test_memory_imports_no_store_client() -> None:
+    """Retrieval memory imports pymilvus and qdrant-client only when a store is made."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, memrules, memrules.memory, memrules.memory.service\n"
+        "print(sorted(m for m in ('pymilvus', 'qdrant_client', 'onnxruntime') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

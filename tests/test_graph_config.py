@@ -19,6 +19,7 @@ def test_the_sections_are_the_documented_list() -> None:
         "store",  # the seams' sections (tests/test_seam_config.py)
         "embedder",
         "summarizer",
+        "memory",  # a route's retrieval memory (tests/test_memory_config.py)
     }
 
 

@@ -207,3 +207,48 @@ def test_the_evaluation_table_is_what_the_command_prints(tmp_path: Path) -> None
         return [row.split()[:-2] for row in table.strip().splitlines()]  # timings move
 
     assert figures(done.stdout) == figures(shown)
+
+
+def _retrieval_extras_missing() -> list[str]:
+    import importlib.util
+
+    from memrules.seams.embedders import local_embedder_missing
+
+    missing = list(local_embedder_missing())
+    if importlib.util.find_spec("qdrant_client") is None:
+        missing.append("qdrant-client")
+    return missing
+
+
+@pytest.mark.skipif(
+    bool(_retrieval_extras_missing()),
+    reason="needs the local-embed and qdrant extras: pip install -e '.[local-embed,qdrant]'",
+)
+def test_the_retrieval_memory_example_runs_verbatim(tmp_path: Path) -> None:
+    (code,) = blocks(section("Retrieval memory"), "python")
+    script = tmp_path / "retrieval_example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["hit 1", "memrules memory:", "1"]  # as its comments say
+
+
+def test_the_retrieval_memory_section_shows_the_shipped_config() -> None:
+    """The YAML the section shows is a config that loads, and its estimator
+    table holds the estimator's own figures."""
+    from memrules import estimate_tokens, load_config
+
+    (yaml_block,) = blocks(section("Retrieval memory"), "yaml")
+    config = load_config(yaml_block)
+    assert config.route_names == ("default", "code", "support")
+    rows = [
+        line.split("|")
+        for line in section("Retrieval memory").splitlines()
+        if line.startswith("| `")
+    ]
+    assert len(rows) == 6
+    for row in rows:
+        text, estimate = row[1].strip().strip("`"), int(row[3])
+        assert estimate_tokens(text) == estimate, text

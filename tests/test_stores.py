@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memrules import MemoryConfig, Pipeline, load_pipeline
-from memrules._errors import EmbedderError, StoreError
+from memrules._errors import CollectionError, EmbedderError, StoreError
 from memrules._messages import Conversation, Message, Opaque, Text, ToolCall, ToolResult, message
 from memrules.seams import (
     Embedder,
@@ -502,3 +502,110 @@ def test_the_request_hook_files_offloaded_messages_under_the_conversation(
     hits = plugin.pipeline.recall("config/database.yaml", k=2, conversation_id="thread-7")
     assert {h.conversation_id for h in hits} == {"thread-7"}
     assert plugin.pipeline.recall("config/database.yaml", k=2, conversation_id="thread-8") == ()
+
+
+class Shortened(Counting):
+    """The same identity, but vectors of 128 floats and a dimension it does
+    not know beforehand: a remote model swapped behind its endpoint."""
+
+    @property
+    def dimension(self) -> int:
+        return 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for vector in self.embedder.embed(texts):
+            head = vector[:128]
+            norm = sum(x * x for x in head) ** 0.5
+            out.append([x / norm for x in head])
+        return out
+
+
+def test_a_collection_of_another_dimension_is_refused_before_any_comparison(
+    make_client: StoreMaker,
+) -> None:
+    first = make_client()
+    first.add(build_records(FACTS, scope=SCOPE))
+    assert first.check(probe=True) is True
+
+    def swapped() -> MessageStore:
+        return MessageStore(
+            backend=first._backend,  # type: ignore[attr-defined]
+            embedder=Shortened(first.embedder),
+            description="the same collection, vectors of another length",
+        )
+
+    with pytest.raises(CollectionError, match=r"holds vectors of 384 floats.*makes vectors of 128"):
+        swapped().check(probe=True)
+    # Without the probe, the first vector it makes is refused before it is compared.
+    unprobed = swapped()
+    assert unprobed.check() is True
+    with pytest.raises(CollectionError, match="holds vectors of 384 floats"):
+        unprobed.search("Terraform", k=1, scope=SCOPE, mode="dense")
+    with pytest.raises(CollectionError, match="holds vectors of 384 floats"):
+        swapped().add(build_records(chat("something new"), scope=SCOPE))
+    assert len(first.scan(SCOPE)) == len(FACTS)  # nothing was written
+
+
+def test_a_missing_collection_checks_as_absent(make_client: StoreMaker) -> None:
+    store = make_client()
+    assert store.check(probe=True) is False
+    assert store.collections() == ()
+    assert store.scan(SCOPE) == ()
+    assert store.delete_scope(SCOPE) == 0
+
+
+def test_scan_and_delete_scope_touch_one_user_and_tenant_only(make_client: StoreMaker) -> None:
+    store = make_client()
+    mine = build_records(FACTS[:4], scope=Scope(conversation_id="c1", user="u1", tenant="t1"))
+    also_mine = build_records(FACTS[4:6], scope=Scope(conversation_id="c2", user="u1", tenant="t1"))
+    theirs = build_records(FACTS[6:], scope=Scope(conversation_id="c1", user="u2", tenant="t1"))
+    elsewhere = build_records(FACTS[:2], scope=Scope(conversation_id="c1", user="u1", tenant="t2"))
+    store.add([*mine, *also_mine, *theirs, *elsewhere])
+    assert store.collections() == (store.collection,)
+    everything = Scope(user="u1", tenant="t1")
+    assert [h.id for h in store.scan(everything)] == sorted(r.id for r in (*mine, *also_mine))
+    assert {h.message for h in store.scan(everything)} == set(FACTS[:6])
+    assert [h.id for h in store.scan(SCOPE)] == sorted(r.id for r in mine)
+    assert store.delete_scope(everything) == 6
+    assert store.scan(everything) == ()
+    assert [h.id for h in store.scan(Scope(user="u2", tenant="t1"))] == sorted(
+        r.id for r in theirs
+    )
+    assert [h.id for h in store.scan(Scope(user="u1", tenant="t2"))] == sorted(
+        r.id for r in elsewhere
+    )
+    assert store.search("Terraform", k=5, scope=everything) == ()
+
+
+def test_scan_and_delete_reach_another_collection_of_the_engine(make_client: StoreMaker) -> None:
+    store = make_client("kept")
+    store.add(build_records(FACTS, scope=SCOPE))
+    other = MessageStore(
+        backend=_beside(store, "other_model"),
+        embedder=Renamed(store.embedder),
+        description="another collection, another embedder",
+    )
+    other.add(build_records(chat("Priya likes chess."), scope=SCOPE))
+    assert store.collections() == ("kept", "other_model")
+    assert [h.text for h in store.scan(SCOPE, collection="other_model")] == [
+        "user: Priya likes chess."
+    ]
+    assert store.delete_scope(SCOPE, collection="other_model") == 1
+    assert other.scan(SCOPE) == ()
+    assert len(store.scan(SCOPE)) == len(FACTS)
+
+
+def _beside(store: MessageStore, collection: str) -> Any:
+    """A backend for another collection where ``store`` is, on its client
+    (a Qdrant directory, or memory, is one client's)."""
+    backend: Any = store._backend  # type: ignore[attr-defined]
+    backend._open()
+    if backend.engine == "milvus":
+        other: Any = type(backend)(backend.uri, collection, None)
+    else:
+        other = type(backend)(
+            url=backend.url, path=backend.path, collection=collection, api_key_env=None
+        )
+    other._client = backend._client
+    return other

@@ -9,14 +9,38 @@
 ``memrules_apply_duration_seconds``        how long a run took (histogram), by ``operation``
 =========================================  =================================================
 
+Retrieval memory (:class:`PrometheusMemoryObserver`, a
+:class:`~memrules.memory.MemoryObserver`), named as the reference router
+names them:
+
+===========================================  ===============================================
+``llm_memory_retrieval_total``               retrievals, by ``backend`` and ``status``
+                                             (``hit``, ``miss``, ``error``: a store or
+                                             embedder that failed; the request went on)
+``llm_memory_retrieval_latency_seconds``     how long the store and embedder took
+                                             (histogram), by ``backend``
+``llm_memory_retrieval_results``             memories kept per retrieval (histogram), by
+                                             ``backend``
+``llm_memory_retrieval_skipped_total``       requests memory was not asked for, by
+                                             ``reason`` (``no_scope``: no user or tenant,
+                                             ``no_question``, ``small_talk``)
+``llm_memory_store_operations_total``        writes, forgets and listings, by ``backend``,
+                                             ``operation`` (store, forget, list) and
+                                             ``status`` (stored, duplicate, skipped, done,
+                                             error)
+===========================================  ===============================================
+
 No user, tenant or conversation label, ever: such labels make a series per
 conversation, which no Prometheus survives. ``namespace`` replaces the
-``memrules`` prefix::
+``memrules`` prefix of the compaction metrics::
 
     from prometheus_client import start_http_server
-    from memrules.integrations.prometheus import PrometheusObserver
+    from memrules.integrations.prometheus import PrometheusMemoryObserver, PrometheusObserver
 
     pipeline = load_pipeline("memrules.yaml", observers=[PrometheusObserver()])
+    support = load_config("routes.yaml").route(
+        "support", memory_observers=[PrometheusMemoryObserver()]
+    )
 """
 
 from __future__ import annotations
@@ -29,8 +53,16 @@ from memrules._errors import ConfigError
 from memrules._observe import RunInfo, StepInfo
 from memrules._report import CompressionAction, CompressionResult
 from memrules.integrations._extras import require
+from memrules.memory.metrics import RetrievalEvent, StoreEvent
 
-__all__ = ["DURATION_BUCKETS", "PrometheusObserver", "outcome"]
+__all__ = [
+    "DURATION_BUCKETS",
+    "RESULT_BUCKETS",
+    "RETRIEVAL_BUCKETS",
+    "PrometheusMemoryObserver",
+    "PrometheusObserver",
+    "outcome",
+]
 
 _prometheus: Any = require("prometheus_client", "prometheus")
 
@@ -120,3 +152,85 @@ class PrometheusObserver:
 
     def __repr__(self) -> str:
         return "PrometheusObserver()"
+
+
+RETRIEVAL_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+"""Seconds: a Milvus or Qdrant server answers in milliseconds; an embedded
+engine over a large store, or a remote embedder, in hundreds."""
+
+RESULT_BUCKETS = (0, 1, 2, 3, 5, 10, 20, 50, 100)
+"""Memories kept per retrieval (``retrieval_limit`` is at most 100)."""
+
+
+class PrometheusMemoryObserver:
+    """A :class:`~memrules.memory.MemoryObserver` that counts retrieval
+    memory's events as the module docs list (no user label). ``registry``
+    is prometheus_client's default one unless given. Make one per registry
+    and share it between routes: registering the same metric twice is a
+    :class:`~memrules.ConfigError`."""
+
+    __slots__ = ("latency", "results", "retrievals", "skipped", "store_operations")
+
+    def __init__(
+        self,
+        registry: Any = None,
+        *,
+        buckets: Sequence[float] = RETRIEVAL_BUCKETS,
+        result_buckets: Sequence[float] = RESULT_BUCKETS,
+    ) -> None:
+        registry = _prometheus.REGISTRY if registry is None else registry
+        try:
+            self.retrievals = _prometheus.Counter(
+                "llm_memory_retrieval_total",
+                "Memory retrievals, by backend and status (hit, miss, error).",
+                ["backend", "status"],
+                registry=registry,
+            )
+            self.latency = _prometheus.Histogram(
+                "llm_memory_retrieval_latency_seconds",
+                "How long a memory retrieval took (embedding and search), by backend.",
+                ["backend"],
+                registry=registry,
+                buckets=tuple(buckets),
+            )
+            self.results = _prometheus.Histogram(
+                "llm_memory_retrieval_results",
+                "Memories kept per retrieval, by backend.",
+                ["backend"],
+                registry=registry,
+                buckets=tuple(result_buckets),
+            )
+            self.skipped = _prometheus.Counter(
+                "llm_memory_retrieval_skipped_total",
+                "Requests memory was not asked for, by reason (no_scope, no_question, "
+                "small_talk).",
+                ["reason"],
+                registry=registry,
+            )
+            self.store_operations = _prometheus.Counter(
+                "llm_memory_store_operations_total",
+                "Memory writes, forgets and listings, by backend, operation and status.",
+                ["backend", "operation", "status"],
+                registry=registry,
+            )
+        except ValueError as exc:  # prometheus_client: "Duplicated timeseries"
+            msg = (
+                f"cannot register memrules memory metrics: {exc}; make one "
+                "PrometheusMemoryObserver per registry and share it"
+            )
+            raise ConfigError.single(msg) from None
+
+    def on_retrieval(self, event: RetrievalEvent) -> None:
+        if event.status == "skipped":
+            self.skipped.labels(event.skipped or "other").inc()
+            return
+        self.retrievals.labels(event.backend, event.status).inc()
+        self.latency.labels(event.backend).observe(event.seconds)
+        if event.status != "error":
+            self.results.labels(event.backend).observe(event.results)
+
+    def on_store(self, event: StoreEvent) -> None:
+        self.store_operations.labels(event.backend, event.operation, event.status).inc()
+
+    def __repr__(self) -> str:
+        return "PrometheusMemoryObserver()"

@@ -46,6 +46,7 @@ __all__ = [
     "build_seams",
     "embedder_section",
     "seam_settings",
+    "section_keys",
     "store_section",
     "summarizer_section",
 ]
@@ -66,6 +67,14 @@ _KINDS: dict[str, tuple[str, str, dict[str, _Factory]]] = {
 
 def _parameters(factory: _Factory) -> tuple[str, ...]:
     return tuple(p for p in inspect.signature(factory).parameters if p != "embedder")
+
+
+def section_keys(section: str, kind: str) -> tuple[str, ...]:
+    """The keys a ``section`` of type ``kind`` takes: the key naming the
+    type, then the type's parameters (none for an unknown type)."""
+    type_key, _, kinds = _KINDS[section]
+    factory = kinds.get(kind)
+    return (type_key, *(_parameters(factory) if factory is not None else ()))
 
 
 @attrs.frozen(kw_only=True, slots=True, repr=False)

@@ -15,7 +15,18 @@
   caller's user and tenant.
 
 A collection is bound to its embedder's identity: the store records it when
-it makes the collection, and refuses to write or search with another.
+it makes the collection, and refuses to write or search with another; and to
+its vector dimension: an existing collection whose vectors are of another
+length than the embedder's is refused as well (:class:`CollectionError`,
+before any vector is compared). :meth:`MessageStore.check` does both checks
+at once, so an application can fail at start-up rather than at its first
+request.
+
+For the right to be forgotten, a store also lists the records of one user
+and tenant (:meth:`MessageStore.scan`) and deletes them
+(:meth:`MessageStore.delete_scope`), in its own collection or in another one
+of the same engine (:meth:`MessageStore.collections` names them), whatever
+embedder made it.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from memrules._errors import ConfigError, EmbedderError, StoreError
+from memrules._errors import CollectionError, ConfigError, EmbedderError, StoreError
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
 from memrules.seams._protocols import SEARCH_MODES, Embedder
@@ -42,10 +53,14 @@ class Backend(Protocol):
     on failure; the store turns it into :class:`StoreError`."""
 
     engine: str
+    collection: str
 
     def identity(self) -> dict[str, Any] | None:
         """The embedder identity the collection was made for; None when the
         collection does not exist yet."""
+
+    def dimension(self) -> int | None:
+        """The length of the collection's vectors; None when it does not exist."""
 
     def create(self, dimension: int, identity: dict[str, Any]) -> None:
         """Make the collection for vectors of ``dimension`` floats."""
@@ -64,6 +79,16 @@ class Backend(Protocol):
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
         """The ``k`` best records for ``query`` by BM25, best first."""
+
+    def collections(self) -> list[str]:
+        """The names of every collection the engine holds where this store is."""
+
+    def scan(self, scope: Scope, *, collection: str) -> list[RecallHit]:
+        """Every record of ``scope`` in ``collection`` (which exists), any order, score 0."""
+
+    def delete_where(self, scope: Scope, *, collection: str) -> int:
+        """Delete every record of ``scope`` in ``collection`` (which exists);
+        how many there were."""
 
     def close(self) -> None:
         """Release the client."""
@@ -128,10 +153,16 @@ class MessageStore:
         self._description = description
         self._lock = threading.RLock()
         self._checked = False
+        self._dimension: int | None = None
 
     @property
     def engine(self) -> str:
         return self._backend.engine
+
+    @property
+    def collection(self) -> str:
+        """The name of the collection this store writes and searches."""
+        return self._backend.collection
 
     def __repr__(self) -> str:
         return self._description
@@ -154,28 +185,61 @@ class MessageStore:
         return StoreError(msg)
 
     def _exists(self) -> bool:
-        """Whether the collection exists; checks its identity the first time
-        (and asks no more once it has: a collection is not unmade under a
-        store that uses it)."""
+        """Whether the collection exists; checks its identity and dimension
+        the first time (and asks no more once it has: a collection is not
+        unmade under a store that uses it)."""
         if self._checked:
             return True
         try:
             stored = self._backend.identity()
+            dimension = None if stored is None else self._backend.dimension()
+        except CollectionError:
+            raise
         except Exception as exc:
             raise self._fail("to open its collection", exc) from exc
         if stored is None:
             return False
-        if not self._checked:
-            mine = self.embedder.identity
-            if _comparable(stored) != _comparable(mine):
-                msg = (
-                    f"{self._description}: the collection was made for embedder "
-                    f"{_comparable(stored)}, not {_comparable(mine)}; vectors of two models "
-                    "cannot be compared: use another collection, or the embedder it was made for"
-                )
-                raise StoreError(msg)
-            self._checked = True
+        mine = self.embedder.identity
+        if _comparable(stored) != _comparable(mine):
+            msg = (
+                f"{self._description}: the collection was made for embedder "
+                f"{_comparable(stored)}, not {_comparable(mine)}; vectors of two models "
+                "cannot be compared: use another collection, or the embedder it was made for"
+            )
+            raise CollectionError(msg)
+        self._dimension = dimension
+        self._check_dimension(self.embedder.dimension)
+        self._checked = True
         return True
+
+    def _check_dimension(self, length: int) -> None:
+        """Refuse vectors of ``length`` floats (0: not known yet) for a
+        collection whose vectors have another length."""
+        held = self._dimension
+        if held is not None and length and length != held:
+            msg = (
+                f"{self._description}: the collection holds vectors of {held} floats, and "
+                f"embedder {self.embedder!r} makes vectors of {length}; they cannot be "
+                "compared: use another collection, or the embedder it was made for"
+            )
+            raise CollectionError(msg)
+
+    def check(self, *, probe: bool = False) -> bool:
+        """Open the collection now and check it against the embedder: whether
+        it exists (False: it is made on the first write). Raises
+        :class:`~memrules._errors.CollectionError` when it was made for
+        another embedder or holds vectors of another dimension, and
+        :class:`~memrules._errors.StoreError` when the store cannot be
+        reached. With ``probe``, an embedder that does not know its
+        dimension yet (a remote model without ``dimensions``) embeds one
+        short text to learn it (an
+        :class:`~memrules._errors.EmbedderError` when it fails)."""
+        with self._lock:
+            exists = self._exists()
+            if exists and probe and not self.embedder.dimension:
+                (vector,) = self._embed(["dimension probe"])
+                self._check_dimension(len(vector))
+            return exists
 
     # --- add ------------------------------------------------------------------------------
 
@@ -197,11 +261,13 @@ class MessageStore:
             if not new:
                 return StoreWrite(existing=existing)
             vectors = self._embed([r.text for r in new])
+            self._check_dimension(len(vectors[0]))
             if not exists:
                 try:
                     self._backend.create(len(vectors[0]), self.embedder.identity)
                 except Exception as exc:
                     raise self._fail("to create its collection", exc) from exc
+                self._dimension = len(vectors[0])
                 self._checked = True
             self._write(list(zip(new, vectors, strict=True)))
         return StoreWrite(added=tuple(r.id for r in new), existing=existing)
@@ -295,6 +361,7 @@ class MessageStore:
 
     def _dense(self, query: str, k: int, scope: Scope) -> list[RecallHit]:
         (vector,) = self._embed([query])
+        self._check_dimension(len(vector))
         try:
             return self._backend.dense(vector, k=k, scope=scope)
         except Exception as exc:
@@ -305,6 +372,53 @@ class MessageStore:
             return self._backend.lexical(query, k=k, scope=scope)
         except Exception as exc:
             raise self._fail("to search by BM25", exc) from exc
+
+
+    # --- listing and forgetting, by scope --------------------------------------------------
+
+    def collections(self) -> tuple[str, ...]:
+        """The names of every collection the engine holds where this store
+        is (its Milvus database, its Qdrant directory or server), sorted."""
+        with self._lock:
+            try:
+                return tuple(sorted(self._backend.collections()))
+            except Exception as exc:
+                raise self._fail("to list its collections", exc) from exc
+
+    def _target(self, collection: str | None) -> str | None:
+        """The collection to scan or delete in (this store's by default), or
+        None when it does not exist."""
+        name = self.collection if collection is None else check_collection(collection)
+        return name if name in self.collections() else None
+
+    def scan(self, scope: Scope, *, collection: str | None = None) -> tuple[RecallHit, ...]:
+        """Every record of ``scope`` (its user and tenant exactly, and its
+        conversation unless None) in ``collection`` (this store's by
+        default; any collection of the engine, whatever embedder made it),
+        sorted by id, each with score 0. Raises
+        :class:`~memrules._errors.StoreError` on failure."""
+        with self._lock:
+            name = self._target(collection)
+            if name is None:
+                return ()
+            try:
+                hits = self._backend.scan(scope, collection=name)
+            except Exception as exc:
+                raise self._fail(f"to list the records of {name!r}", exc) from exc
+        return tuple(sorted(hits, key=lambda h: h.id))
+
+    def delete_scope(self, scope: Scope, *, collection: str | None = None) -> int:
+        """Delete every record of ``scope`` (as :meth:`scan` finds them) from
+        ``collection`` (this store's by default): how many there were.
+        Raises :class:`~memrules._errors.StoreError` on failure."""
+        with self._lock:
+            name = self._target(collection)
+            if name is None:
+                return 0
+            try:
+                return self._backend.delete_where(scope, collection=name)
+            except Exception as exc:
+                raise self._fail(f"to delete records from {name!r}", exc) from exc
 
 
 def _with_score(hit: RecallHit, score: float) -> RecallHit:

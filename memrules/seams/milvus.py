@@ -34,6 +34,7 @@ _PIECES = 256
 MAX_TEXT_BYTES = _PIECE_BYTES
 MAX_MESSAGE_BYTES = _PIECE_BYTES * _PIECES
 _IDENTITY = "memrules.embedder"
+_QUERY_WINDOW = 16_384  # the most rows one Milvus query returns
 _FIELDS = ["id", "text", "conversation_id", "user", "tenant", "turn", "exchange", "message"]
 
 
@@ -105,6 +106,15 @@ class _Milvus:
             raise StoreError(msg)
         identity: dict[str, Any] = json.loads(raw)
         return identity
+
+    def dimension(self) -> int | None:
+        client = self._open()
+        if not client.has_collection(self.collection):
+            return None
+        for field in client.describe_collection(self.collection).get("fields", ()):
+            if field.get("name") == "dense":
+                return int(field["params"]["dim"])
+        return None
 
     def create(self, dimension: int, identity: dict[str, Any]) -> None:
         from pymilvus import DataType, Function, FunctionType
@@ -183,21 +193,8 @@ class _Milvus:
     def _hits(self, result: Any, *, absolute: bool) -> list[RecallHit]:
         hits = []
         for found in result[0] if result else ():
-            row = found["entity"]
             score = float(found["distance"])
-            hits.append(
-                RecallHit(
-                    message=decode_message("".join(row["message"])),
-                    score=abs(score) if absolute else score,
-                    conversation_id=row["conversation_id"] or None,
-                    user=row["user"] or None,
-                    tenant=row["tenant"] or None,
-                    turn=row["turn"],
-                    exchange=row["exchange"],
-                    text=row["text"],
-                    id=found["id"],
-                )
-            )
+            hits.append(_hit(found["entity"], found["id"], abs(score) if absolute else score))
         return hits
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
@@ -225,10 +222,52 @@ class _Milvus:
         # BM25 is never negative; Milvus Lite reports it negated.
         return self._hits(result, absolute=True)
 
+    def collections(self) -> list[str]:
+        return list(self._open().list_collections())
+
+    def scan(self, scope: Scope, *, collection: str) -> list[RecallHit]:
+        client = self._open()
+        rows = client.query(
+            collection, filter=_filter(scope), output_fields=_FIELDS, limit=_QUERY_WINDOW
+        )
+        if len(rows) < _QUERY_WINDOW:
+            return [_hit(row, row["id"], 0.0) for row in rows]
+        # More than one query may return: page through all of them.
+        iterator = client.query_iterator(
+            collection, filter=_filter(scope), output_fields=_FIELDS, batch_size=1000
+        )
+        hits: list[RecallHit] = []
+        try:
+            while rows := iterator.next():
+                hits.extend(_hit(row, row["id"], 0.0) for row in rows)
+        finally:
+            iterator.close()
+        return hits
+
+    def delete_where(self, scope: Scope, *, collection: str) -> int:
+        ids = [hit.id for hit in self.scan(scope, collection=collection)]
+        if ids:
+            self._open().delete(collection, filter=_filter(scope))
+        return len(ids)
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _hit(row: Any, record_id: str, score: float) -> RecallHit:
+    return RecallHit(
+        message=decode_message("".join(row["message"])),
+        score=score,
+        conversation_id=row["conversation_id"] or None,
+        user=row["user"] or None,
+        tenant=row["tenant"] or None,
+        turn=row["turn"],
+        exchange=row["exchange"],
+        text=row["text"],
+        id=record_id,
+    )
 
 
 def milvus_missing() -> bool:

@@ -87,6 +87,14 @@ class _Qdrant:
             raise StoreError(msg)
         return identity
 
+    def dimension(self) -> int | None:
+        client = self._open()
+        if not client.collection_exists(self.collection):
+            return None
+        vectors = client.get_collection(self.collection).config.params.vectors
+        dense = vectors.get("dense") if isinstance(vectors, dict) else None
+        return None if dense is None else int(dense.size)
+
     def create(self, dimension: int, identity: dict[str, Any]) -> None:
         from qdrant_client import models
 
@@ -183,23 +191,7 @@ class _Qdrant:
             with_payload=True,
             with_vectors=False,
         )
-        hits = []
-        for point in result.points:
-            p = point.payload or {}
-            hits.append(
-                RecallHit(
-                    message=decode_message(p["message"]),
-                    score=float(point.score),
-                    conversation_id=p["conversation_id"] or None,
-                    user=p["user"] or None,
-                    tenant=p["tenant"] or None,
-                    turn=p["turn"],
-                    exchange=p["exchange"],
-                    text=p["text"],
-                    id=_record_id(point.id),
-                )
-            )
-        return hits
+        return [_hit(point, float(point.score)) for point in result.points]
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
         return self._search(vector, "dense", k, scope)
@@ -214,10 +206,57 @@ class _Qdrant:
             models.SparseVector(indices=indices, values=values), "lexical", k, scope
         )
 
+    def collections(self) -> list[str]:
+        return [c.name for c in self._open().get_collections().collections]
+
+    def scan(self, scope: Scope, *, collection: str) -> list[RecallHit]:
+        client = self._open()
+        hits: list[RecallHit] = []
+        offset: Any = None
+        while True:
+            points, offset = client.scroll(
+                collection,
+                scroll_filter=self._filter(scope),
+                limit=256,
+                offset=offset,
+                with_payload=True,
+                with_vectors=False,
+            )
+            hits.extend(_hit(point, 0.0) for point in points)
+            if offset is None:
+                return hits
+
+    def delete_where(self, scope: Scope, *, collection: str) -> int:
+        from qdrant_client import models
+
+        client = self._open()
+        selected = self._filter(scope)
+        count = int(client.count(collection, count_filter=selected, exact=True).count)
+        if count:
+            client.delete(
+                collection, points_selector=models.FilterSelector(filter=selected), wait=True
+            )
+        return count
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _hit(point: Any, score: float) -> RecallHit:
+    p = point.payload or {}
+    return RecallHit(
+        message=decode_message(p["message"]),
+        score=score,
+        conversation_id=p["conversation_id"] or None,
+        user=p["user"] or None,
+        tenant=p["tenant"] or None,
+        turn=p["turn"],
+        exchange=p["exchange"],
+        text=p["text"],
+        id=_record_id(point.id),
+    )
 
 
 def qdrant_missing() -> bool:

@@ -1,0 +1,73 @@
+"""Route-local retrieval memory: what a user said in earlier conversations,
+found again and put in front of the model when it is relevant.
+
+A config file shares one store, ``stores.memory``, between its routes, and
+each route says whether it uses it (``memory: {enabled, retrieval_limit,
+auto_store, threshold}``); ``memrules.load_config(path).route(name)`` gives
+the route's ready :class:`~memrules.MemoryPlugin`. On each request of a
+route with memory, the plugin:
+
+1. asks the store with the latest user message, within the request's user
+   *and* tenant only (a request without both gets no memory, and its report
+   says so), keeping hits at or above the threshold, at most
+   ``retrieval_limit`` (:mod:`~memrules.memory.retrieve`);
+2. passes them through the reflection gate: block patterns, recency decay,
+   near-duplicates, score order, and the ``max_inject_tokens`` budget by
+   the script-aware estimator (:mod:`~memrules.memory.gate`);
+3. injects them as one system message right after the first system
+   message, after compaction;
+
+and, after the model answers, ``on_response(request, reply)`` keeps the
+completed turn as one memory (``auto_store``; :mod:`~memrules.memory.autostore`).
+``forget(user, tenant)`` and ``list_memories(user, tenant)`` serve the
+right to be forgotten. Collections are bound to the embedding model's
+identity (:mod:`~memrules.memory.binding`). A store that is down costs a
+request its memory, never the request (:mod:`~memrules.memory.service`);
+the metrics are in :mod:`~memrules.memory.metrics`.
+
+The modules: :mod:`~memrules.memory.config` (the settings),
+:mod:`~memrules.memory.retrieve`, :mod:`~memrules.memory.gate`,
+:mod:`~memrules.memory.autostore` and :mod:`~memrules.memory.classify`
+(pure values and functions), :mod:`~memrules.memory.binding`,
+:mod:`~memrules.memory.service` and :mod:`~memrules.memory.metrics` (the
+shell).
+"""
+
+from __future__ import annotations
+
+from memrules.memory.autostore import StoreOutcome
+from memrules.memory.binding import bound_collection
+from memrules.memory.config import (
+    DEFAULT_BLOCK_PATTERNS,
+    DEFAULT_THRESHOLDS,
+    MemoryStoreConfig,
+    ReflectionConfig,
+    RouteMemory,
+)
+from memrules.memory.gate import GateResult, Memory, reflect
+from memrules.memory.metrics import MemoryObserver, RetrievalEvent, StoreEvent
+from memrules.memory.retrieve import MemoryReport, Retrieval
+from memrules.memory.service import MemoryService, StoredMemory
+from memrules.memory.text import CUT_MARKER, DEFAULT_MEMORY_MARKER
+
+__all__ = [
+    "CUT_MARKER",
+    "DEFAULT_BLOCK_PATTERNS",
+    "DEFAULT_MEMORY_MARKER",
+    "DEFAULT_THRESHOLDS",
+    "GateResult",
+    "Memory",
+    "MemoryObserver",
+    "MemoryReport",
+    "MemoryService",
+    "MemoryStoreConfig",
+    "ReflectionConfig",
+    "Retrieval",
+    "RetrievalEvent",
+    "RouteMemory",
+    "StoreEvent",
+    "StoreOutcome",
+    "StoredMemory",
+    "bound_collection",
+    "reflect",
+]

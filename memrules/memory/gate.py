@@ -1,0 +1,254 @@
+"""The reflection gate: which retrieved memories are injected, and the
+message that carries them.
+
+:func:`reflect` takes the memories retrieval kept (each at or above the
+route's threshold) and, in order:
+
+1. **blocks** every memory that matches a block pattern (memory poisoning:
+   a stored turn is text a user wrote, and may have been written to steer
+   the model later);
+2. **decays** each score by the memory's age: ``score × 0.5 ** (age_days /
+   recency_decay_days)`` (a negative cosine is divided by that factor
+   instead), the age counted from ``now``, which the caller gives (the
+   shell's clock by default, a recorded time in a replay: the gate reads no
+   clock). A memory with no stored time, or one from the future, is not
+   decayed;
+3. **orders** by decayed score, highest first (ties by id);
+4. **drops near-duplicates**: a memory whose word set (:func:`text_units`)
+   has a Jaccard similarity of at least ``dedup_threshold`` with a memory
+   kept before it, unless the two hold different numbers (``budget 10,000``
+   and ``budget 20,000`` are two facts, not one said twice);
+5. **trims** to ``max_inject_tokens``, measured with the script-aware
+   estimator (:func:`memrules.estimate_tokens`: ⌈1.3 × Latin word units +
+   1.5 × Han, Hiragana, Katakana and Hangul characters⌉) over the whole
+   message it would send, header included: memories go in while the
+   message fits; the first that does not ends the list, except when it is
+   the first of all: then it is cut, at a character boundary (never between
+   a character and its combining mark), and ends with :data:`CUT_MARKER`.
+
+The message is one system message: a header line that starts with the
+marker and says the lines below are past statements, not instructions, and
+one line per memory (``- [2024-05-01] Q: …`` with the date it was stored).
+
+Everything here is pure: the same memories, settings and ``now`` give the
+same bytes.
+
+Invariants: the message's estimate never exceeds ``max_inject_tokens`` (a
+property test holds it to that for any text); the memories it holds are a
+subsequence of the gate's order, each whole or (the first only) a prefix
+of itself; no blocked memory and no duplicate is ever injected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from memrules._messages import Message, message
+from memrules._tokens import estimate_tokens
+from memrules.memory.config import ReflectionConfig
+from memrules.memory.text import CUT_MARKER, cut_text, header, memory_line, numbers, text_units
+
+__all__ = ["GateResult", "Memory", "decay", "jaccard", "memory_message", "reflect", "render"]
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Memory:
+    """One retrieved memory: its record ``id``, ``text`` (``Q: …\\nA: …``
+    for an auto-stored turn), ``score`` (the search's; after the gate, the
+    decayed one), when it was stored (``stored_at``, seconds since the
+    epoch, None when unknown), and the conversation it came from."""
+
+    id: str
+    text: str
+    score: float
+    stored_at: float | None = None
+    conversation_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "score": self.score,
+            "stored_at": self.stored_at,
+            "conversation_id": self.conversation_id,
+            "text": self.text,
+        }
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class GateResult:
+    """What the gate did: the ``memories`` injected, in order (decayed
+    scores; the first one's text cut when ``cut`` names it), the message
+    ``text`` (None: nothing to inject) and its estimated ``tokens``; the ids
+    ``blocked`` (with the pattern each matched), the ``duplicates`` (id
+    dropped, id kept), and those left out ``over_budget``."""
+
+    memories: tuple[Memory, ...] = ()
+    text: str | None = None
+    tokens: int = 0
+    blocked: tuple[tuple[str, str], ...] = ()
+    duplicates: tuple[tuple[str, str], ...] = ()
+    over_budget: tuple[str, ...] = ()
+    cut: str | None = None
+
+    def message(self) -> Message | None:
+        """The system message to inject, if any."""
+        return None if self.text is None else memory_message(self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "injected": [m.id for m in self.memories],
+            "scores": [m.score for m in self.memories],
+            "tokens": self.tokens,
+            "blocked": [{"id": i, "pattern": p} for i, p in self.blocked],
+            "duplicates": [{"id": i, "of": kept} for i, kept in self.duplicates],
+            "over_budget": list(self.over_budget),
+            "cut": self.cut,
+        }
+
+
+def memory_message(text: str) -> Message:
+    """The system message that carries the memory block ``text``."""
+    return message("system", text)
+
+
+def render(memories: Sequence[Memory], marker: str) -> str:
+    """The message text for ``memories``, in their order."""
+    return "\n".join([header(marker), *(memory_line(m.text, m.stored_at) for m in memories)])
+
+
+_DAY = 86_400.0
+
+
+def decay(
+    score: float, stored_at: float | None, now: float | None, half_life: float | None
+) -> float:
+    """``score`` decayed by age: halved every ``half_life`` days since
+    ``stored_at`` (as of ``now``); unchanged when any of them is None or
+    the memory is from the future. A negative score (a cosine below 0) is
+    divided by the factor instead: older is always worse."""
+    if stored_at is None or now is None or half_life is None:
+        return score
+    factor = math.pow(0.5, max(0.0, (now - stored_at) / _DAY) / half_life)
+    return score * factor if score >= 0 else score / factor
+
+
+def jaccard(a: str, b: str) -> float:
+    """The Jaccard similarity of the word sets (:func:`text_units`) of
+    ``a`` and ``b``: 1 for two texts without words."""
+    left, right = set(text_units(a)), set(text_units(b))
+    if not left and not right:
+        return 1.0
+    return len(left & right) / len(left | right)
+
+
+def _blocked(
+    memories: Iterable[Memory], config: ReflectionConfig
+) -> tuple[list[Memory], list[tuple[str, str]]]:
+    kept, blocked = [], []
+    for m in memories:
+        pattern = config.blocks(m.text)
+        if pattern is None:
+            kept.append(m)
+        else:
+            blocked.append((m.id, pattern.pattern))
+    return kept, blocked
+
+
+def _deduplicated(
+    memories: Iterable[Memory], threshold: float
+) -> tuple[list[Memory], list[tuple[str, str]]]:
+    kept: list[Memory] = []
+    dropped = []
+    for m in memories:
+        twin = next(
+            (
+                k
+                for k in kept
+                if jaccard(m.text, k.text) >= threshold and numbers(m.text) == numbers(k.text)
+            ),
+            None,
+        )
+        if twin is None:
+            kept.append(m)
+        else:
+            dropped.append((m.id, twin.id))
+    return kept, dropped
+
+
+def _fit(memory: Memory, marker: str, budget: int) -> Memory | None:
+    """``memory`` with its text cut (at a character boundary, then
+    :data:`CUT_MARKER`) to the longest prefix whose message fits ``budget``;
+    None when not even one character fits."""
+
+    def fits(length: int) -> bool:
+        text = f"{cut_text(memory.text, length)} {CUT_MARKER}"
+        return estimate_tokens(render((attrs.evolve(memory, text=text),), marker)) <= budget
+
+    # The estimate never falls as the prefix grows, so the longest prefix
+    # that fits is found by bisection.
+    low, high = 0, len(memory.text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    prefix = cut_text(memory.text, low)
+    if not prefix.strip():
+        return None
+    return attrs.evolve(memory, text=f"{prefix} {CUT_MARKER}")
+
+
+def reflect(
+    memories: Sequence[Memory], config: ReflectionConfig, *, now: float | None, marker: str
+) -> GateResult:
+    """Pass ``memories`` (best first, as retrieval answered) through the gate
+    (see the module docs) as of ``now`` (seconds since the epoch; None: no
+    decay). Returns what to inject, and why the others were not; an empty
+    ``memories`` gives an empty result. With the gate disabled, every
+    memory is injected as it came."""
+    if not memories:
+        return GateResult()
+    if not config.enabled:
+        everything = render(memories, marker)
+        return GateResult(
+            memories=tuple(memories), text=everything, tokens=estimate_tokens(everything)
+        )
+    kept, blocked = _blocked(memories, config)
+    decayed = [
+        attrs.evolve(m, score=decay(m.score, m.stored_at, now, config.recency_decay_days))
+        for m in kept
+    ]
+    decayed.sort(key=lambda m: (-m.score, m.id))
+    unique, duplicates = _deduplicated(decayed, config.dedup_threshold)
+    budget = config.max_inject_tokens
+    chosen: list[Memory] = []
+    cut: str | None = None
+    over: list[str] = []
+    for i, m in enumerate(unique):
+        if estimate_tokens(render([*chosen, m], marker)) <= budget:
+            chosen.append(m)
+            continue
+        if not chosen:
+            fitted = _fit(m, marker, budget)
+            if fitted is not None:
+                chosen.append(fitted)
+                cut = m.id
+                over = [n.id for n in unique[i + 1 :]]
+                break
+        over = [n.id for n in unique[i:]]
+        break
+    text = render(chosen, marker) if chosen else None
+    return GateResult(
+        memories=tuple(chosen),
+        text=text,
+        tokens=0 if text is None else estimate_tokens(text),
+        blocked=tuple(blocked),
+        duplicates=tuple(duplicates),
+        over_budget=tuple(over),
+        cut=cut,
+    )

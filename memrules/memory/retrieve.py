@@ -1,0 +1,230 @@
+"""Retrieval, as values: what a request asks memory, what memory answered,
+and where the answer goes in the request.
+
+The I/O (embedding the question, searching the store) is the shell's
+(:mod:`memrules.memory.service`); everything here is pure:
+
+- :func:`question` is the text the store is asked with: the latest user
+  message that says something (not one that only carries tool results);
+- :func:`plan` decides whether to ask at all: not without a user *and* a
+  tenant (memory is scoped by both, so a request without them gets none,
+  and its :class:`Retrieval` says why), not without a question, not for
+  small talk;
+- :func:`select` turns the store's hits into :class:`~memrules.memory.gate.Memory`
+  values: those of the caller's user and tenant only (the store matches
+  them already; this is a second lock on the same door), at or above the
+  threshold, at most ``retrieval_limit``;
+- :func:`strip_memory_messages` and :func:`insert_memory_message` place the
+  message: one system message right after the first system message (first
+  when there is none). A memory message the request already holds (the
+  plugin's own, from an earlier request the client kept) is taken out
+  before the request is measured, and the new one takes its place.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import attrs
+
+from memrules._conversation import is_turn_start
+from memrules._messages import Conversation, Message
+from memrules.memory.classify import is_small_talk
+from memrules.memory.gate import GateResult, Memory
+from memrules.seams._records import MAX_SCOPE_CHARS, RecallHit
+
+__all__ = [
+    "MEMORY_METADATA",
+    "MemoryReport",
+    "Retrieval",
+    "RetrievalStatus",
+    "SkipReason",
+    "insert_memory_message",
+    "is_memory_message",
+    "plan",
+    "question",
+    "scope_problem",
+    "select",
+    "stored_at",
+    "strip_memory_messages",
+]
+
+RetrievalStatus = Literal["hit", "miss", "error", "skipped"]
+"""``hit``: memories at or above the threshold were found; ``miss``: none
+were; ``error``: the store or embedder failed (the request went on without
+memory); ``skipped``: memory was not asked (no user or tenant, no
+question, small talk)."""
+
+SkipReason = Literal["no_scope", "no_question", "small_talk"]
+"""Why retrieval was skipped, as a short code (a metric label)."""
+
+MEMORY_METADATA = "memrules_memory"
+"""The metadata key of a stored memory's message: ``{"stored_at": seconds}``."""
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Retrieval:
+    """What retrieval did for one request: its ``status`` (see
+    :data:`RetrievalStatus`), why it was skipped (``reason``, and as a code
+    ``skipped``) or what failed
+    (``error``), the ``question`` asked, for whom (``user``, ``tenant``),
+    on which ``backend``, and the ``memories`` kept (best first, at or
+    above ``threshold``, at most the route's limit). No timing: the same
+    request and store answers give the same value."""
+
+    status: RetrievalStatus
+    reason: str | None = None
+    skipped: SkipReason | None = None
+    error: str | None = None
+    question: str | None = None
+    user: str | None = None
+    tenant: str | None = None
+    backend: str = ""
+    threshold: float | None = None
+    memories: tuple[Memory, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "skipped": self.skipped,
+            "error": self.error,
+            "question": self.question,
+            "user": self.user,
+            "tenant": self.tenant,
+            "backend": self.backend,
+            "threshold": self.threshold,
+            "memories": [m.to_dict() for m in self.memories],
+        }
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class MemoryReport:
+    """What memory did for one request: the ``retrieval``, what the
+    ``gate`` made of it, and the ``now`` (seconds since the epoch) the gate
+    decayed scores by: with these a replay injects the same bytes."""
+
+    retrieval: Retrieval
+    gate: GateResult
+    now: float | None = None
+
+    @property
+    def injected(self) -> bool:
+        """Whether a memory message went into the request."""
+        return self.gate.text is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"retrieval": self.retrieval.to_dict(), "gate": self.gate.to_dict(), "now": self.now}
+
+
+def question(messages: Conversation) -> str | None:
+    """The latest user message's text, when one says something (a user
+    message that only carries tool results does not); None otherwise."""
+    for m in reversed(messages):
+        if is_turn_start(m):
+            text = m.text.strip()
+            if text:
+                return text
+    return None
+
+
+def scope_problem(user: object, tenant: object) -> str | None:
+    """Why ``user`` and ``tenant`` cannot scope memory, if they cannot:
+    each must be a non-empty string of at most 256 characters."""
+    problems = []
+    for name, value, key in (("user", user, "user_id"), ("tenant", tenant, "tenant_id")):
+        if value is None:
+            problems.append(f"the request names no {name} (metadata.{key})")
+        elif not isinstance(value, str) or not value or len(value) > MAX_SCOPE_CHARS:
+            problems.append(
+                f"{name}={value!r:.60} is not a non-empty string of at most "
+                f"{MAX_SCOPE_CHARS} characters"
+            )
+    if not problems:
+        return None
+    return "no memory without a user and a tenant: " + "; ".join(problems)
+
+
+def plan(messages: Conversation, *, user: str | None, tenant: str | None) -> str | Retrieval:
+    """The question to ask memory for a request, or the skipped
+    :class:`Retrieval` that says why none is asked (see the module docs)."""
+    problem = scope_problem(user, tenant)
+    if problem is not None:
+        return Retrieval(status="skipped", reason=problem, skipped="no_scope")
+    asked = question(messages)
+    if asked is None:
+        return Retrieval(
+            status="skipped",
+            reason="no user message with text to ask",
+            skipped="no_question",
+            user=user,
+            tenant=tenant,
+        )
+    if is_small_talk(asked):
+        return Retrieval(
+            status="skipped",
+            reason="the question is small talk (a greeting or an acknowledgement)",
+            skipped="small_talk",
+            question=asked,
+            user=user,
+            tenant=tenant,
+        )
+    return asked
+
+
+def stored_at(message: Message) -> float | None:
+    """When a memory's message was stored (its ``memrules_memory`` metadata),
+    if it says so with a finite number."""
+    found = message.metadata.get(MEMORY_METADATA)
+    value = found.get("stored_at") if isinstance(found, Mapping) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def select(
+    hits: Iterable[RecallHit],
+    *,
+    user: str,
+    tenant: str,
+    threshold: float,
+    limit: int,
+) -> tuple[Memory, ...]:
+    """The memories of ``hits`` (best first) that belong to ``user`` and
+    ``tenant`` and score at least ``threshold``, at most ``limit``, in
+    their order."""
+    kept = [
+        Memory(
+            id=hit.id,
+            text=hit.message.text,
+            score=hit.score,
+            stored_at=stored_at(hit.message),
+            conversation_id=hit.conversation_id,
+        )
+        for hit in hits
+        if hit.user == user and hit.tenant == tenant and hit.score >= threshold
+    ]
+    return tuple(kept[:limit])
+
+
+def is_memory_message(candidate: Message, marker: str) -> bool:
+    """Whether ``candidate`` is a memory message: a system message whose
+    text starts with ``marker``."""
+    return candidate.role == "system" and candidate.text.startswith(marker)
+
+
+def strip_memory_messages(messages: Conversation, marker: str) -> Conversation:
+    """``messages`` without memory messages (the same tuple when there are none)."""
+    if not any(is_memory_message(m, marker) for m in messages):
+        return messages
+    return tuple(m for m in messages if not is_memory_message(m, marker))
+
+
+def insert_memory_message(messages: Conversation, memory: Message) -> Conversation:
+    """``messages`` with ``memory`` right after the first system message, or
+    first when there is none."""
+    first = next((i for i, m in enumerate(messages) if m.role == "system"), None)
+    at = 0 if first is None else first + 1
+    return (*messages[:at], memory, *messages[at:])
