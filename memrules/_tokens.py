@@ -280,7 +280,9 @@ class TiktokenCounter:
         return f"TiktokenCounter({self.name!r}, cache_size={self.cache_size})"
 
 
-_CJK = (
+# The scripts written without spaces, counted a character at a time (one
+# table, used by the estimator here and by retrieval memory's gate).
+CJK_RANGES = (
     "\u1100-\u11ff"  # Hangul Jamo
     "\u3040-\u309f"  # Hiragana
     "\u30a0-\u30ff"  # Katakana
@@ -293,8 +295,8 @@ _CJK = (
     "\uff66-\uff9f"  # half-width Katakana
     "\U00020000-\U0003134f"  # Han extensions B–G
 )
-_CJK_CHAR = re.compile(f"[{_CJK}]")
-_WORD_UNIT = re.compile(f"[^\\s{_CJK}]+")
+_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
+_WORD_UNIT = re.compile(f"[^\\s{CJK_RANGES}]+")
 
 
 def estimate_tokens(text: str) -> int:

@@ -11,6 +11,8 @@ import datetime
 import re
 import unicodedata
 
+from memrules._tokens import CJK_RANGES
+
 __all__ = [
     "CUT_MARKER",
     "DEFAULT_MEMORY_MARKER",
@@ -28,22 +30,9 @@ DEFAULT_MEMORY_MARKER = "memrules memory:"
 CUT_MARKER = "[… cut to fit the memory budget]"
 """What ends a memory that was cut to fit ``max_inject_tokens``."""
 
-_CJK = (
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u3040-\u309f"  # Hiragana
-    "\u30a0-\u30ff"  # Katakana
-    "\u3130-\u318f"  # Hangul compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # Han extension A
-    "\u4e00-\u9fff"  # Han
-    "\uac00-\ud7af"  # Hangul syllables
-    "\uf900-\ufaff"  # Han compatibility
-    "\uff66-\uff9f"  # half-width Katakana
-    "\U00020000-\U0003134f"  # Han extensions B–G
-)
 # A unit is one Han, Hiragana, Katakana or Hangul character, or a run of
 # other letters and digits; punctuation and spaces separate units.
-_UNIT = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
+_UNIT = re.compile(f"[{CJK_RANGES}]|[^\\W_{CJK_RANGES}]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
