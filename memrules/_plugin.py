@@ -612,7 +612,9 @@ class MemoryPlugin:
 
     ``trace`` (a file path) records every request to a trace that
     ``memrules replay`` reproduces without any seam (see
-    :mod:`memrules._trace`), each line written as its request completes.
+    :mod:`memrules._trace`), each line written as its request completes;
+    on a route with memory, also what retrieval answered, the clock's
+    time, and each :meth:`on_response` (its store write and outcome).
 
     On a route with retrieval memory (``memory`` enabled; see
     :mod:`memrules.memory`), ``memory_store`` replaces the store
