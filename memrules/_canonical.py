@@ -2,7 +2,10 @@
 
 :func:`canonical_config` turns a :class:`~memrules.MemoryConfig` into plain
 JSON, in the shape of its YAML: every scalar setting (absent ones as null),
-``strategies`` as ``{type, parameters...}`` and every section that is set.
+``strategies`` as ``{type, parameters...}``, every section that is set, and,
+on a route with a ``memory`` entry, the retrieval-memory store it uses as
+``stores.memory`` (backend, collection, search, embedding, threshold and
+the reflection gate's settings: what a replay gates by).
 Two configs that compact alike have equal canonical forms, whatever the key
 order of the YAML they came from, so :func:`config_sha256` (the sha256 of
 the form with sorted keys) names a config across machines. Nothing secret
@@ -46,6 +49,7 @@ from memrules._tokens import TokenCounter
 from memrules._typing import StrategyFactory
 from memrules.graph.extract import _OfflineExtractor
 from memrules.graph.state import redact
+from memrules.memory.config import MemoryStoreConfig
 from memrules.seams._settings import SeamSettings
 
 __all__ = [
@@ -129,6 +133,18 @@ def _section(key: str, value: object) -> Any:
     return {"code": _code(value)}
 
 
+def _memory_store(settings: MemoryStoreConfig) -> dict[str, Any]:
+    """``stores.memory`` as its YAML says it: the backend's settings on it
+    directly, the embedder's under ``embedding`` (keys by variable name)."""
+    out: dict[str, Any] = _plain(settings.store.to_dict())
+    out["embedding"] = None if settings.embedding is None else _plain(settings.embedding.to_dict())
+    out["threshold"] = settings.threshold
+    out["reflection"] = _fields(settings.reflection, skip_none=False)
+    out["max_memory_chars"] = settings.max_memory_chars
+    out["marker"] = settings.marker
+    return out
+
+
 def canonical_config(config: MemoryConfig) -> dict[str, Any]:
     """``config`` as plain JSON in the shape of its YAML (see the module docs)."""
     out: dict[str, Any] = {key: _plain(getattr(config, key)) for key in SETTINGS}
@@ -137,6 +153,8 @@ def canonical_config(config: MemoryConfig) -> dict[str, Any]:
         value = getattr(config, key, None)
         if value is not None:
             out[key] = _section(key, value)
+    if config.memory is not None and config.memory_store is not None:
+        out["stores"] = {"memory": _memory_store(config.memory_store)}
     return out
 
 

@@ -22,6 +22,11 @@ answered from the trace and the seam is never called. What each call records
 - ``state_store.update``: the conversation id; the version written, and the
   state the change was applied to when it is not the one this request loaded.
 - ``context_window_resolver.resolve``: the model; the window.
+- ``memory.retrieve`` (a route with retrieval memory): the user, tenant and
+  question; the :class:`~memrules.memory.Retrieval`, with its memories whole
+  (the store's search and the embedder inside it are nested in it).
+- ``clock.now`` (the time a route with memory decays and stamps memories
+  by, when the caller gives none): nothing; the time read.
 
 A replay answers the store's calls whole (the embedder calls inside them
 are copied from the trace, not made), so no embedder, store, model or
@@ -46,6 +51,7 @@ from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.snapshot import GraphSnapshot
 from memrules.graph.state import ConversationState, StateRecord, StateStore
+from memrules.memory.retrieve import question
 from memrules.seams import Seams
 from memrules.seams._log import ReplayingLog, active_log, seam_call
 from memrules.seams._protocols import JSONRequests, Summarizer, VectorStore
@@ -60,6 +66,7 @@ from memrules.seams._records import (
 )
 
 __all__ = [
+    "LoggedClock",
     "LoggedExtractor",
     "LoggedResolver",
     "LoggedStateStore",
@@ -73,6 +80,7 @@ __all__ = [
     "hit_from",
     "hit_json",
     "logged_seams",
+    "retrieval_request",
     "state_json",
     "summarizer_request",
 ]
@@ -327,6 +335,43 @@ class LoggedResolver:
             ),
         )
         return window
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+
+def retrieval_request(
+    messages: Conversation, *, user: str | None, tenant: str | None
+) -> dict[str, Any]:
+    """What a trace keeps of a ``memory.retrieve`` request: whose it is and
+    the question it asks (what the store is searched with)."""
+    return {"user": user, "tenant": tenant, "question": question(messages)}
+
+
+def _reading(value: object) -> Any:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"now": value}
+    return _unexpected(value)
+
+
+class LoggedClock:
+    """A clock (seconds since the epoch) whose readings go through the seam
+    log (``clock.now``): a traced run keeps the time it read, and a replay
+    reads that time, not its own."""
+
+    def __init__(self, inner: Callable[[], float]) -> None:
+        self.inner = inner
+
+    def __call__(self) -> float:
+        now: float = seam_call(
+            "clock",
+            "now",
+            lambda: None,
+            self.inner,
+            answer=_reading,
+            rebuild=lambda data: _unexpected_from(data) if "unexpected" in data else data["now"],
+        )
+        return now
 
     def __repr__(self) -> str:
         return repr(self.inner)

@@ -114,6 +114,7 @@ from memrules._adapters.openai import write_back
 from memrules._budget import ContextWindowResolver
 from memrules._config import MemoryConfig
 from memrules._errors import ConfigError, GraphError, MessageFormatError, ObserverError
+from memrules._logged import LoggedClock, retrieval_request
 from memrules._measure import Measure
 from memrules._memo import ConversationMemo, ConversationMemos
 from memrules._messages import Conversation, Message, message
@@ -151,6 +152,7 @@ from memrules.memory.retrieve import (
 )
 from memrules.memory.service import MemoryService, StoredMemory
 from memrules.seams import Seams, Summarizer, VectorStore
+from memrules.seams._log import seam_call
 from memrules.seams._records import MAX_SCOPE_CHARS
 
 __all__ = [
@@ -610,7 +612,9 @@ class MemoryPlugin:
 
     ``trace`` (a file path) records every request to a trace that
     ``memrules replay`` reproduces without any seam (see
-    :mod:`memrules._trace`), each line written as its request completes.
+    :mod:`memrules._trace`), each line written as its request completes;
+    on a route with memory, also what retrieval answered, the clock's
+    time, and each :meth:`on_response` (its store write and outcome).
 
     On a route with retrieval memory (``memory`` enabled; see
     :mod:`memrules.memory`), ``memory_store`` replaces the store
@@ -674,12 +678,14 @@ class MemoryPlugin:
         settings = _memory_settings(config)
         if settings is not None:
             assert config.memory is not None
+            if self._tracer is not None:
+                memory_store = self._tracer.memory_store(settings, memory_store)
             self._memory = MemoryService(
                 settings,
                 config.memory,
                 store=memory_store,
                 observers=memory_observers,
-                clock=clock,
+                clock=LoggedClock(clock),
                 source=config.source,
             )
             self._memory.start()
@@ -757,17 +763,27 @@ class MemoryPlugin:
         by; the plugin's clock by default. With ``trace=``, the request's
         line is written when it completes."""
         if self._tracer is not None:
-            result: StepResult = self._tracer.handle(request, lambda r: self._handle(r, now))
+            result: StepResult = self._tracer.handle(
+                request, lambda r: self._handle(r, now), now=now
+            )
             return result
         return self._handle(request, now)
 
     def _handle(self, request: Request, now: float | None) -> StepResult:
         conversation_id = request.conversation_id
         retrieval = None
-        if self._memory is not None:
-            retrieval = self._memory.retrieve(
-                request.messages, user=request.user, tenant=request.tenant
+        if self._memory is not None:  # the store and the clock, through the seam log
+            memory, messages = self._memory, request.messages
+            retrieval = seam_call(
+                "memory",
+                "retrieve",
+                lambda: retrieval_request(messages, user=request.user, tenant=request.tenant),
+                lambda: memory.retrieve(messages, user=request.user, tenant=request.tenant),
+                answer=Retrieval.to_dict,
+                rebuild=Retrieval.from_dict,
             )
+            if now is None:
+                now = memory.clock()
         when = self._clock() if now is None else now
         with self._states.lock(conversation_id):
             loaded = self.state(conversation_id)
@@ -871,14 +887,22 @@ class MemoryPlugin:
         ``error``, ``disabled``)."""
         if self._memory is None:
             return StoreOutcome(status="disabled", reason="this route has no retrieval memory")
-        return self._memory.store_turn(
-            request.messages,
-            reply,
-            user=request.user,
-            tenant=request.tenant,
-            conversation_id=request.conversation_id,
-            now=now,
-        )
+        memory = self._memory
+
+        def store() -> StoreOutcome:
+            return memory.store_turn(
+                request.messages,
+                reply,
+                user=request.user,
+                tenant=request.tenant,
+                conversation_id=request.conversation_id,
+                now=now,
+            )
+
+        if self._tracer is not None:
+            outcome: StoreOutcome = self._tracer.respond(request, reply, store, now=now)
+            return outcome
+        return store()
 
     def on_openai_response(
         self,

@@ -46,6 +46,7 @@ from memrules._logged import (
     LoggedExtractor,
     LoggedResolver,
     LoggedStateStore,
+    LoggedStore,
     RecordedRequests,
     ReplayStateStore,
     StandIn,
@@ -65,6 +66,7 @@ from memrules._trace import (
     messages_json,
     read_trace,
     request_line,
+    response_line,
     run_line,
 )
 from memrules._typing import StrategyFactory
@@ -226,12 +228,23 @@ class _Replayer:
             )
             config = attrs.evolve(self.config, **changes)
             states = LoggedStateStore(ReplayStateStore(), limits=config.graph_limits)
+            memory: dict[str, Any] = {}
+            settings = config.memory_store
+            if config.memory is not None and config.memory.enabled and settings is not None:
+                # Retrieval and the clock are answered from the trace: no
+                # store is opened, no embedder loaded, no clock read.
+                store = StandIn("memory store", f"stores.memory {settings.store!r}")
+                memory = {
+                    "memory_store": LoggedStore(store),
+                    "clock": StandIn("clock", "the recorded clock"),
+                }
             self._plugin = MemoryPlugin(
                 config,
                 summarizer=self.seams.summarizer,
                 store=self.seams.store,
                 counter=self.pipeline.counter,
                 state_store=states,
+                **memory,
             )
         return self._plugin
 
@@ -240,6 +253,8 @@ class _Replayer:
         kind = data.get("kind")
         if kind == "request":
             return self._request(data, log, where)
+        if kind == "response":
+            return self._response(data, log, where)
         if kind not in INPUTS:
             msg = f"{where}: unknown kind {kind!r}"
             raise TraceError(msg)
@@ -278,10 +293,28 @@ class _Replayer:
             messages=messages_from(data.get("messages"), f"{where}: messages"),
             model=data.get("model"),
             conversation_id=data.get("conversation_id"),
+            user=data.get("user"),
+            tenant=data.get("tenant"),
         )
+        now = data.get("now")
         with log.active():
-            result = plugin._handle(request, None)
-        return request_line(self.index, request, result, log.calls)
+            result = plugin._handle(request, now)
+        return request_line(self.index, request, result, log.calls, now=now)
+
+    def _response(self, data: Mapping[str, Any], log: ReplayingLog, where: str) -> dict[str, Any]:
+        plugin = self.plugin()
+        request = Request(
+            messages=messages_from(data.get("messages"), f"{where}: messages"),
+            conversation_id=data.get("conversation_id"),
+            user=data.get("user"),
+            tenant=data.get("tenant"),
+        )
+        said = data.get("reply")
+        reply = said if isinstance(said, str) else messages_from([said], f"{where}: reply")[0]
+        now = data.get("now")
+        with log.active():
+            outcome = plugin.on_response(request, reply, now=now)
+        return response_line(self.index, request, reply, outcome, log.calls, now=now)
 
 
 # --- comparing -------------------------------------------------------------------------
@@ -303,7 +336,7 @@ def _readable(path: str, data: Mapping[str, Any]) -> str:
         return f"seam call {index}{seam}" + (f": {tail}" if tail else "")
     if name == "hits" and index:
         return f"hit {index}" + (f": {tail}" if tail else "")
-    if not bracket and rest and name in ("report", "state", "usage", "write"):
+    if not bracket and rest and name in ("report", "state", "usage", "write", "outcome", "memory"):
         return f"{name}: {rest}"
     return path
 

@@ -21,11 +21,17 @@ completes::
      "calls": [...], "output": [...], "report": {...}}
 
 ``kind`` is ``apply`` or ``compress`` (a pipeline run), ``remember`` or
-``recall`` (the pipeline's store), or ``request`` (one request through
-:class:`~memrules.MemoryPlugin`). Each line holds the request's input in
-full, every seam call it made with the answer (see :mod:`memrules._logged`),
-and what came out, so each line replays on its own: a reader holds one line
-at a time, and a trace of a million requests replays in the memory of one.
+``recall`` (the pipeline's store), ``request`` (one request through
+:class:`~memrules.MemoryPlugin`) or ``response`` (a plugin's
+``on_response``: the turn auto-store kept, or why not). On a route with
+retrieval memory a ``request`` line also says whose request it was
+(``user``, ``tenant``), the ``now`` the caller gave (else the ``clock.now``
+call says the time read), the ``memory.retrieve`` call with the memories
+the store answered, and what the gate made of them (``memory``). Each line
+holds the request's input in full, every seam call it made with the answer
+(see :mod:`memrules._logged`), and what came out, so each line replays on
+its own: a reader holds one line at a time, and a trace of a million
+requests replays in the memory of one.
 Messages are written in memrules' lossless JSON form; nothing in a line
 depends on the clock, randomness or ``PYTHONHASHSEED``, and nothing in it is
 a secret (seams record requests without their API keys, and URLs lose their
@@ -55,6 +61,7 @@ from memrules._logged import (
     LoggedExtractor,
     LoggedResolver,
     LoggedStateStore,
+    LoggedStore,
     LoggedSummarizer,
     hit_json,
     logged_seams,
@@ -64,6 +71,7 @@ from memrules._messages import Conversation, Message
 from memrules._pipeline import Pipeline
 from memrules._report import CompressionResult
 from memrules.graph.state import StateStore
+from memrules.memory.config import MemoryStoreConfig
 from memrules.seams import RecallHit, StoreWrite
 from memrules.seams._log import RecordingLog, ReplayingLog
 from memrules.seams._protocols import JSONRequests
@@ -85,6 +93,7 @@ __all__ = [
     "read_trace",
     "record_trace",
     "request_line",
+    "response_line",
     "run_line",
 ]
 
@@ -510,24 +519,70 @@ def record_trace(
 # --- recording a plugin's requests ----------------------------------------------------
 
 
-def request_line(index: int, request: Any, result: Any, calls: list[Any]) -> dict[str, Any]:
+def _whose(request: Any) -> dict[str, Any]:
+    """A plugin request's conversation, and its user and tenant when it names them."""
+    out: dict[str, Any] = {"conversation_id": request.conversation_id}
+    for key in ("user", "tenant"):
+        if getattr(request, key) is not None:
+            out[key] = getattr(request, key)
+    return out
+
+
+def request_line(
+    index: int, request: Any, result: Any, calls: list[Any], *, now: float | None = None
+) -> dict[str, Any]:
     """The line of one plugin request (a :class:`~memrules._plugin.Request`)
-    and what it went through (its :class:`~memrules._plugin.StepResult`)."""
-    return {
-        "kind": "request",
-        "pipeline": index,
-        "conversation_id": request.conversation_id,
-        "model": request.model,
-        "messages": messages_json(request.messages),
-        "calls": calls,
-        "output": messages_json(result.request.messages),
-        "report": result.report.to_dict(),
-        "usage": attrs.asdict(result.usage),
-        "warned": result.warned,
-        "graph_tokens": result.graph_tokens,
-        "graph_error": result.graph_error,
-        "state": state_json(result.state),
-    }
+    and what it went through (its :class:`~memrules._plugin.StepResult`).
+    On a route with memory it also holds the ``now`` the caller gave, if
+    any, and ``memory``: the time the gate decayed by, the memory message's
+    tokens and the gate's decisions."""
+    line: dict[str, Any] = {"kind": "request", "pipeline": index, **_whose(request)}
+    line["model"] = request.model
+    if now is not None and result.memory is not None:
+        line["now"] = now
+    line.update(
+        messages=messages_json(request.messages),
+        calls=calls,
+        output=messages_json(result.request.messages),
+        report=result.report.to_dict(),
+        usage=attrs.asdict(result.usage),
+        warned=result.warned,
+        graph_tokens=result.graph_tokens,
+        graph_error=result.graph_error,
+        state=state_json(result.state),
+    )
+    if result.memory is not None:
+        line["memory"] = {
+            "now": result.memory.now,
+            "tokens": result.memory_tokens,
+            "gate": result.memory.gate.to_dict(),
+        }
+    return line
+
+
+def response_line(
+    index: int,
+    request: Any,
+    reply: Message | str,
+    outcome: Any,
+    calls: list[Any],
+    *,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The line of one ``on_response`` of a plugin: the request and the
+    ``reply`` (a string, or a message in its JSON form), the ``now`` the
+    caller gave, the seam calls (``clock.now``, ``store.add`` with the
+    record) and the ``outcome`` (a :class:`~memrules.memory.StoreOutcome`)."""
+    line: dict[str, Any] = {"kind": "response", "pipeline": index, **_whose(request)}
+    if now is not None:
+        line["now"] = now
+    line.update(
+        messages=messages_json(request.messages),
+        reply=reply if isinstance(reply, str) else message_json(reply),
+        calls=calls,
+        outcome=outcome.to_dict(),
+    )
+    return line
 
 
 class PluginTracer:
@@ -557,14 +612,39 @@ class PluginTracer:
         self.pipeline = attrs.evolve(pipeline, config=traced, seams=seams)
         self.states: StateStore = LoggedStateStore(states, limits=config.graph_limits)
 
-    def handle(self, request: Any, run: Callable[[Any], Any]) -> Any:
+    def memory_store(self, settings: MemoryStoreConfig, store: Any) -> LoggedStore:
+        """The retrieval-memory store (``store``, else the one ``settings``
+        open), its searches and writes through the seam log."""
+        if isinstance(store, LoggedStore):
+            return store
+        return LoggedStore(settings.open() if store is None else store)
+
+    def handle(
+        self, request: Any, run: Callable[[Any], Any], *, now: float | None = None
+    ) -> Any:
         """``run(request)`` (the plugin's request handling) under a recording
         log, and its line written."""
         log = RecordingLog()
         with log.active():
             result = run(request)
-        self.writer.write(request_line(self.index, request, result, log.calls))
+        self.writer.write(request_line(self.index, request, result, log.calls, now=now))
         return result
+
+    def respond(
+        self,
+        request: Any,
+        reply: Message | str,
+        run: Callable[[], Any],
+        *,
+        now: float | None = None,
+    ) -> Any:
+        """``run()`` (the plugin's auto-store of a completed turn) under a
+        recording log, and its line (``kind: response``) written."""
+        log = RecordingLog()
+        with log.active():
+            outcome = run()
+        self.writer.write(response_line(self.index, request, reply, outcome, log.calls, now=now))
+        return outcome
 
     def close(self) -> None:
         self.writer.close()

@@ -42,7 +42,7 @@ of itself; no blocked memory and no duplicate is ever injected.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -76,6 +76,17 @@ class Memory:
             "conversation_id": self.conversation_id,
             "text": self.text,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Memory:
+        """The memory :meth:`to_dict` wrote (a trace's recorded retrieval)."""
+        return cls(
+            id=data["id"],
+            text=data["text"],
+            score=data["score"],
+            stored_at=data["stored_at"],
+            conversation_id=data["conversation_id"],
+        )
 
 
 @attrs.frozen(kw_only=True, slots=True)

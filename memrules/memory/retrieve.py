@@ -99,6 +99,23 @@ class Retrieval:
             "memories": [m.to_dict() for m in self.memories],
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Retrieval:
+        """The retrieval :meth:`to_dict` wrote, with its memories: what a
+        replay answers for the store it does not ask."""
+        return cls(
+            status=data["status"],
+            reason=data["reason"],
+            skipped=data["skipped"],
+            error=data["error"],
+            question=data["question"],
+            user=data["user"],
+            tenant=data["tenant"],
+            backend=data["backend"],
+            threshold=data["threshold"],
+            memories=tuple(Memory.from_dict(m) for m in data["memories"]),
+        )
+
 
 @attrs.frozen(kw_only=True, slots=True)
 class MemoryReport:
