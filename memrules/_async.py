@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from memrules.seams._log import _Log, plain
+from memrules.seams._log import _Log, _unjsonable, plain
 
 __all__ = ["SeamAnswers"]
 
@@ -114,8 +114,7 @@ class _AnsweringLog(_Log):
         send: Callable[[], T],
         send_async: Callable[[], Awaitable[T]] | None,
     ) -> T:
-        asked = json.dumps(plain(request()), sort_keys=True, ensure_ascii=False)
-        key = (seam, operation, asked)
+        key = (seam, operation, _canonical(request()))
         number = self._made.get(key, 0)
         self._made[key] = number + 1
         found = self._answers.get(key, ())
@@ -126,6 +125,14 @@ class _AnsweringLog(_Log):
             value: T = got.value
             return value
         raise _Pending(key, send, send_async)
+
+
+def _canonical(request: Any) -> str:
+    """``request`` as canonical JSON (sorted keys): what a call is known by."""
+    try:
+        return json.dumps(request, sort_keys=True, ensure_ascii=False, default=_unjsonable)
+    except TypeError:  # keys that do not sort together (1 and "1"): as the log reads them
+        return json.dumps(plain(request), sort_keys=True, ensure_ascii=False)
 
 
 class SeamAnswers:
