@@ -201,12 +201,18 @@ class Pipeline:
         every call answered. See :mod:`memrules._async`.
 
         >>> import asyncio
-        >>> pipeline = load_pipeline("configs/chat_window.yaml")
-        >>> result = asyncio.run(pipeline.apply_async(()))
-        >>> result == pipeline.apply(())
-        True
+        >>> from memrules._messages import message
+        >>> from memrules.seams import extractive_summarizer
+        >>> pipeline = load_pipeline(
+        ...     "{max_messages: 3, strategies: [{type: summarize, turns: 2}]}",
+        ...     seams=Seams(summarizer=extractive_summarizer()),
+        ... )
+        >>> turns = [message("user", f"Edit src/app{i}.py, step {i}.") for i in range(5)]
+        >>> result = asyncio.run(pipeline.apply_async(turns))
+        >>> result == pipeline.apply(turns), len(result.messages)
+        (True, 3)
         """
-        conversation = as_conversation(messages)
+        conversation = messages if isinstance(messages, tuple) else tuple(messages)
         memo = self._measure if memo is None else memo
         seams = logged_seams(self.seams)
         quiet = attrs.evolve(self, seams=seams, observers=())

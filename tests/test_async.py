@@ -353,3 +353,77 @@ def test_handle_async_refuses_a_traced_plugin(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="handle_async does not trace yet"):
         run(plugin.handle_async(Request(messages=(message("user", "hi"),))))
     plugin.close()
+
+
+def test_observers_watch_one_run() -> None:
+    class Runs:
+        def __init__(self) -> None:
+            self.runs: list[int] = []
+            self.steps: list[str] = []
+
+        def observe_run(self, run: Any, proceed: Callable[[], Any]) -> None:
+            self.runs.append(run.messages)
+            proceed()
+
+        def observe_step(self, step: Any, proceed: Callable[[], Any]) -> None:
+            self.steps.append(step.strategy)
+            proceed()
+
+    sync_runs, async_runs = Runs(), Runs()
+    conversation = _slow_conversation(0)
+    sync, _, summarizer = seamed(attrs.evolve(SEAMED, observers=(sync_runs,)))
+    awaited, _, _ = seamed(attrs.evolve(SEAMED, observers=(async_runs,)))
+    expected = sync.apply(conversation, budget=Budget.messages(6))
+    assert run(awaited.apply_async(conversation, budget=Budget.messages(6))) == expected
+    assert summarizer.seen  # a seam was called, so the core ran more than once
+    assert async_runs.runs == sync_runs.runs == [len(conversation)]
+    assert async_runs.steps == sync_runs.steps
+
+
+def test_the_plugin_async_path_awaits_the_extractor_and_resolver_once_per_request() -> None:
+    """The working graph's extractor and the window resolver are seam calls
+    too: each request asks each once, and the result is the sync one."""
+    from memrules.graph import GraphContext, offline_extractor
+
+    asked: list[str | None] = []
+    extracted: list[int] = []
+    extractor = offline_extractor()
+
+    def resolver(model: str | None) -> int | None:
+        asked.append(model)
+        return 300
+
+    def counting(messages: Conversation) -> Any:
+        extracted.append(len(messages))
+        return extractor(messages)
+
+    def plugin(extract: Any) -> MemoryPlugin:
+        config = MemoryConfig(
+            context_window_tokens=100_000,
+            max_fraction=0.5,
+            strategies=[summarize(turns=2), sliding_window(keep_messages=6)],
+            graph_context=GraphContext(),
+            graph_extractor=extract,
+            context_window_resolver=resolver,
+        )
+        return MemoryPlugin(config, summarizer=extractive_summarizer())
+
+    sync, awaited = plugin(extractor), plugin(counting)
+
+    async def main() -> None:
+        history = [message("system", "You are terse.")]
+        for i in range(6):
+            history.append(message("user", f"The vault{i} is in Lisbon. We decided on v{i}."))
+            history.append(message("assistant", f"noted, vault{i} and src/app{i}.py"))
+            request = Request(messages=tuple(history), model="m")
+            expected = sync.handle(request, now=1.0)
+            before = (len(asked), len(extracted))
+            assert await awaited.handle_async(request, now=1.0) == expected
+            assert (len(asked) - before[0], len(extracted) - before[1]) == (1, 1)
+            compacted.append(expected.report.compacted)
+
+    compacted: list[bool] = []
+    run(main())
+    assert any(compacted)  # the resolver's window, not context_window_tokens, set the budget
+    assert sync.graph() == awaited.graph()
+    assert sync.graph().nodes
