@@ -18,11 +18,14 @@ token, and never put in a ``repr``, a log or an error message::
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import functools
 import http.client
 import json
 import os
 import socket
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -176,7 +179,11 @@ class JSONClient:
         """GET ``path``; the decoded JSON reply."""
         return self._request("GET", path, None)
 
-    def _request(self, method: str, path: str, data: bytes | None) -> Any:
+    def _prepare(
+        self, method: str, path: str, data: bytes | None
+    ) -> tuple[str, dict[str, str], str]:
+        """The URL, headers and key (read now) of a request: the same for
+        the blocking and the awaitable client."""
         url = self.url(path)
         headers = {"Accept": "application/json", **dict(self.headers)}
         if data is not None:
@@ -185,6 +192,10 @@ class JSONClient:
         if key:
             bearer = self.api_key_header.lower() == "authorization"
             headers[self.api_key_header] = f"Bearer {key}" if bearer else key
+        return url, headers, key
+
+    def _request(self, method: str, path: str, data: bytes | None) -> Any:
+        url, headers, key = self._prepare(method, path, data)
         delay = self.backoff
         for attempt in range(self.retries + 1):
             request = urllib.request.Request(url, data=data, method=method, headers=headers)
@@ -193,15 +204,10 @@ class JSONClient:
             except _RetryableError as retry:
                 if attempt == self.retries:
                     raise retry.error from None
-                wait = delay if retry.after is None else retry.after
-                self.sleep(min(wait, self.max_backoff))
+                self.sleep(retry.wait(delay, self.max_backoff))
                 delay *= 2
                 continue
-            try:
-                return json.loads(raw)
-            except (ValueError, RecursionError):
-                msg = f"{url} did not answer JSON: {one_line(raw)}"
-                raise MalformedReplyError(msg, url=url) from None
+            return _decoded(raw, url)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send(self, request: urllib.request.Request, url: str, key: str) -> bytes:
@@ -210,33 +216,128 @@ class JSONClient:
                 raw: bytes = response.read(MAX_REPLY_BYTES + 1)
         except urllib.error.HTTPError as exc:
             try:
-                body = one_line(exc.read(4096))
+                body = exc.read(4096)
             except (OSError, http.client.HTTPException):
-                body = ""
-            if key:  # some servers echo the key they refused
-                body = body.replace(key, "***")
-            reason = one_line(str(exc.reason))
-            msg = f"{url} answered HTTP {exc.code} {reason}" + (f": {body}" if body else "")
-            error = EndpointStatusError(msg, url=url, status=exc.code, body=body)
-            if exc.code in RETRY_STATUSES:
-                raise _RetryableError(error, _retry_after(exc.headers.get("Retry-After"))) from None
-            raise error from None
+                body = b""
+            raise _status_error(
+                url, exc.code, str(exc.reason), body, key, exc.headers.get("Retry-After")
+            ) from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                msg = f"{url} did not answer within {self.timeout:g} s"
-                raise EndpointTimeoutError(msg, url=url) from None
+                raise self._timed_out(url) from None
             msg = f"cannot reach {url}: {one_line(str(exc.reason))}"
             raise EndpointUnreachableError(msg, url=url) from None
         except TimeoutError:
-            msg = f"{url} did not answer within {self.timeout:g} s"
-            raise EndpointTimeoutError(msg, url=url) from None
+            raise self._timed_out(url) from None
         except (OSError, http.client.HTTPException) as exc:
-            msg = f"cannot reach {url}: {type(exc).__name__}: {one_line(str(exc))}"
-            raise EndpointUnreachableError(msg, url=url) from None
-        if len(raw) > MAX_REPLY_BYTES:
-            msg = f"{url} answered more than {MAX_REPLY_BYTES:,} bytes"
-            raise MalformedReplyError(msg, url=url)
-        return raw
+            raise _unreachable(url, exc) from None
+        return _within_limit(raw, url)
+
+    def _timed_out(self, url: str) -> EndpointTimeoutError:
+        msg = f"{url} did not answer within {self.timeout:g} s"
+        return EndpointTimeoutError(msg, url=url)
+
+    # --- without blocking the event loop ------------------------------------------------
+
+    async def post_async(self, path: str, body: Mapping[str, Any]) -> Any:
+        """:meth:`post`, awaited: the same request, timeout, retries (waiting
+        with ``asyncio.sleep``) and errors, over ``httpx`` (the ``async``
+        extra) without blocking the event loop. Each call opens its own
+        connection, as :meth:`post` does. Without ``httpx`` installed it is
+        :meth:`post` in a worker thread (``asyncio.to_thread``), which does
+        not block the loop either but holds a thread while it waits."""
+        data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        try:
+            import httpx
+        except ImportError:  # pragma: no cover - the async extra is missing
+            return await asyncio.to_thread(self._request, "POST", path, data)
+        url, headers, key = self._prepare("POST", path, data)
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            try:
+                raw = await self._send_async(httpx, url, headers, data, key)
+            except _RetryableError as retry:
+                if attempt == self.retries:
+                    raise retry.error from None
+                await asyncio.sleep(retry.wait(delay, self.max_backoff))
+                delay *= 2
+                continue
+            return _decoded(raw, url)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send_async(
+        self, httpx: Any, url: str, headers: dict[str, str], data: bytes, key: str
+    ) -> bytes:
+        try:
+            async with (
+                httpx.AsyncClient(
+                    timeout=self.timeout, follow_redirects=True, verify=_tls()
+                ) as client,
+                client.stream("POST", url, content=data, headers=headers) as response,
+            ):
+                raw = bytearray()
+                async for chunk in response.aiter_bytes():
+                    raw += chunk
+                    if len(raw) > MAX_REPLY_BYTES:
+                        break
+                if response.status_code >= 400:
+                    raise _status_error(
+                        url,
+                        response.status_code,
+                        response.reason_phrase,
+                        bytes(raw[:4096]),
+                        key,
+                        response.headers.get("Retry-After"),
+                    )
+        except httpx.TimeoutException:
+            raise self._timed_out(url) from None
+        except httpx.TransportError as exc:
+            raise _unreachable(url, exc) from None
+        return _within_limit(bytes(raw), url)
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS settings every awaited request shares: the system's default,
+    as ``urllib`` uses for :meth:`JSONClient.post` (made once: building it
+    costs some 20 ms of CPU, which would block the event loop per request)."""
+    return ssl.create_default_context()
+
+
+def _status_error(
+    url: str, code: int, reason: str, raw: bytes, key: str, retry_after: str | None
+) -> EndpointStatusError | _RetryableError:
+    """What an HTTP error status is: an :class:`EndpointStatusError` naming
+    it and the start of the body (the key masked: some servers echo the key
+    they refused), wrapped to be retried when the status says so."""
+    body = one_line(raw[:4096])
+    if key:
+        body = body.replace(key, "***")
+    msg = f"{url} answered HTTP {code} {one_line(reason)}" + (f": {body}" if body else "")
+    error = EndpointStatusError(msg, url=url, status=code, body=body)
+    if code in RETRY_STATUSES:
+        return _RetryableError(error, _retry_after(retry_after))
+    return error
+
+
+def _unreachable(url: str, exc: BaseException) -> EndpointUnreachableError:
+    msg = f"cannot reach {url}: {type(exc).__name__}: {one_line(str(exc))}"
+    return EndpointUnreachableError(msg, url=url)
+
+
+def _within_limit(raw: bytes, url: str) -> bytes:
+    if len(raw) > MAX_REPLY_BYTES:
+        msg = f"{url} answered more than {MAX_REPLY_BYTES:,} bytes"
+        raise MalformedReplyError(msg, url=url)
+    return raw
+
+
+def _decoded(raw: bytes, url: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        msg = f"{url} did not answer JSON: {one_line(raw)}"
+        raise MalformedReplyError(msg, url=url) from None
 
 
 class _RetryableError(Exception):
@@ -246,3 +347,8 @@ class _RetryableError(Exception):
         self.error = error
         self.after = after
         super().__init__(str(error))
+
+    def wait(self, delay: float, cap: float) -> float:
+        """Seconds to wait before the next attempt: what the server asked,
+        else ``delay``; at most ``cap``."""
+        return min(delay if self.after is None else self.after, cap)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from memrules._errors import ReplayMismatch
@@ -172,6 +172,19 @@ def _unexpected_from(data: Any) -> Any:
 # --- the proxies ---------------------------------------------------------------------
 
 
+def _awaitable(
+    seam: object, method: str, *args: Any, **kwargs: Any
+) -> Callable[[], Awaitable[Any]] | None:
+    """The call ``seam.method(*args, **kwargs)``, to be awaited later, when
+    the seam has that coroutine method (``summarize_async``, ``add_async``,
+    ``search_async``): what ``apply_async`` awaits instead of running the
+    blocking method in a worker thread."""
+    found = getattr(seam, method, None)
+    if not callable(found):
+        return None
+    return lambda: found(*args, **kwargs)
+
+
 class LoggedSummarizer:
     """A :class:`~memrules.seams.Summarizer` whose calls go through the seam
     log. Its ``repr`` is the summarizer's."""
@@ -187,6 +200,7 @@ class LoggedSummarizer:
             lambda: self.inner.summarize(messages),
             answer=lambda text: {"text": text} if isinstance(text, str) else _unexpected(text),
             rebuild=lambda data: data["text"] if "text" in data else _unexpected_from(data),
+            send_async=_awaitable(self.inner, "summarize_async", messages),
         )
         return text
 
@@ -245,26 +259,30 @@ class LoggedStore:
         self.inner = inner
 
     def add(self, records: Sequence[MemoryRecord]) -> StoreWrite:
-        return seam_call(
+        write: StoreWrite = seam_call(
             "store",
             "add",
             lambda: _write_request(records),
             lambda: self.inner.add(records),
             answer=lambda w: w.to_dict() if isinstance(w, StoreWrite) else _unexpected(w),
             rebuild=_write_from,
+            send_async=_awaitable(self.inner, "add_async", records),
         )
+        return write
 
     def search(
         self, query: str, *, k: int, scope: Scope, mode: str | None = None
     ) -> tuple[RecallHit, ...]:
-        return seam_call(
+        hits: tuple[RecallHit, ...] = seam_call(
             "store",
             "search",
             lambda: {"query": query, "k": k, "scope": scope.to_dict(), "mode": mode},
             lambda: self.inner.search(query, k=k, scope=scope, mode=mode),
             answer=lambda hits: {"hits": [hit_json(h) for h in hits]},
             rebuild=lambda data: tuple(hit_from(h) for h in data["hits"]),
+            send_async=_awaitable(self.inner, "search_async", query, k=k, scope=scope, mode=mode),
         )
+        return hits
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

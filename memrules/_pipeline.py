@@ -18,11 +18,13 @@ from pathlib import Path
 
 import attrs
 
+from memrules._async import SeamAnswers
 from memrules._budget import Budget, resolve_budget
 from memrules._config import MemoryConfig, load_config
 from memrules._errors import ConfigError, StoreError
 from memrules._framing import count_rule_named, framed
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
+from memrules._logged import logged_seams
 from memrules._measure import Measure
 from memrules._messages import Conversation, Message, check_messages
 from memrules._observe import PipelineObserver
@@ -172,6 +174,65 @@ class Pipeline:
             observers=self.observers,
             conversation_id=conversation_id,
         )
+
+    async def apply_async(
+        self,
+        messages: Iterable[Message],
+        *,
+        budget: Budget | None = None,
+        memo: Measure | None = None,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> CompressionResult:
+        """:meth:`apply`, awaiting the seams instead of blocking on them: the
+        same arguments and the same result, report included.
+
+        The strategies stay sync. They run, whole, until a seam call has no
+        answer yet; that call is awaited (an OpenAI-compatible summarizer's
+        ``summarize_async``, a store's ``add_async`` when it has one, else
+        the blocking call in ``asyncio.to_thread``, as for Milvus Lite and
+        Qdrant's local mode, which are local CPU and disk work), and they run
+        again, earlier calls answered from what came back. A run with ``n``
+        seam calls runs the core ``n + 1`` times, which costs little next to
+        one network call (``benchmarks/async_overhead.py`` measures it);
+        every seam call is made once (a store write happens once). Observers
+        watch one run: with observers, the core runs once more at the end,
+        every call answered. See :mod:`memrules._async`.
+
+        >>> import asyncio
+        >>> from memrules._messages import message
+        >>> from memrules.seams import extractive_summarizer
+        >>> pipeline = load_pipeline(
+        ...     "{max_messages: 3, strategies: [{type: summarize, turns: 2}]}",
+        ...     seams=Seams(summarizer=extractive_summarizer()),
+        ... )
+        >>> turns = [message("user", f"Edit src/app{i}.py, step {i}.") for i in range(5)]
+        >>> result = asyncio.run(pipeline.apply_async(turns))
+        >>> result == pipeline.apply(turns), len(result.messages)
+        (True, 3)
+        """
+        conversation = messages if isinstance(messages, tuple) else tuple(messages)
+        memo = self._measure if memo is None else memo
+        seams = logged_seams(self.seams)
+        quiet = attrs.evolve(self, seams=seams, observers=())
+
+        def run(pipeline: Pipeline) -> CompressionResult:
+            return pipeline.apply(
+                conversation,
+                budget=budget,
+                memo=memo,
+                conversation_id=conversation_id,
+                user=user,
+                tenant=tenant,
+            )
+
+        answers = SeamAnswers()
+        result = await answers.settle(lambda: run(quiet))
+        if not self.observers:
+            return result
+        watched = attrs.evolve(self, seams=seams)
+        return await answers.settle(lambda: run(watched))
 
     def compress(
         self,

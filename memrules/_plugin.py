@@ -101,6 +101,7 @@ update.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -111,10 +112,17 @@ import attrs
 from memrules._adapters import from_openai, to_openai
 from memrules._adapters._memo import ConversionMemo
 from memrules._adapters.openai import write_back
+from memrules._async import SeamAnswers, _Pending
 from memrules._budget import ContextWindowResolver
 from memrules._config import MemoryConfig
 from memrules._errors import ConfigError, GraphError, MessageFormatError, ObserverError
-from memrules._logged import LoggedClock, retrieval_request
+from memrules._logged import (
+    LoggedClock,
+    LoggedExtractor,
+    LoggedResolver,
+    logged_seams,
+    retrieval_request,
+)
 from memrules._measure import Measure
 from memrules._memo import ConversationMemo, ConversationMemos
 from memrules._messages import Conversation, Message, message
@@ -592,6 +600,15 @@ def _no_id(body: Mapping[str, Any]) -> None:
     return None
 
 
+def _openai_body(body: Mapping[str, Any], request: Request, result: StepResult) -> dict[str, Any]:
+    """``body`` with the messages ``result`` sends, as :meth:`MemoryPlugin.on_openai_request`
+    returns it: kept messages as the body's own objects."""
+    sent = write_back(
+        result.request.messages, request.messages, body["messages"], result.report.origin
+    )
+    return {**body, "messages": sent}
+
+
 class MemoryPlugin:
     """The stateful shell: holds the pipeline and the
     :class:`~memrules.graph.StateStore` of each conversation's
@@ -825,12 +842,24 @@ class MemoryPlugin:
         body's own message objects (equal to what converting would give),
         and only new or changed ones (the warning, the graph, memories) are
         converted."""
+        request = self._from_openai_body(body, conversation_id, user, tenant)
+        return _openai_body(body, request, self.handle(request))
+
+    def _from_openai_body(
+        self,
+        body: Mapping[str, Any],
+        conversation_id: str | None,
+        user: str | None,
+        tenant: str | None,
+    ) -> Request:
+        """The request of :meth:`on_openai_request`, converted with its
+        conversation's memo."""
         memo = None
         if isinstance(body, Mapping):  # else from_openai says what is wrong
             if conversation_id is None:
                 conversation_id = self._conversation_id_of(body)
             memo = self._memos.get(conversation_id).conversion
-        request = Request.from_openai(
+        return Request.from_openai(
             body,
             conversation_id=conversation_id,
             conversation_id_of=_no_id,
@@ -838,11 +867,118 @@ class MemoryPlugin:
             user=user,
             tenant=tenant,
         )
-        result = self.handle(request)
-        sent = write_back(
-            result.request.messages, request.messages, body["messages"], result.report.origin
-        )
-        return {**body, "messages": sent}
+
+    # --- async: the same steps, the seams awaited (see memrules._async) -----------------
+
+    async def on_request_async(self, request: Request) -> Request:
+        """:meth:`on_request` without blocking the event loop (see :meth:`handle_async`)."""
+        return (await self.handle_async(request)).request
+
+    async def on_openai_request_async(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_openai_request` without blocking the event loop (see
+        :meth:`handle_async`)."""
+        request = self._from_openai_body(body, conversation_id, user, tenant)
+        return _openai_body(body, request, await self.handle_async(request))
+
+    async def handle_async(self, request: Request, *, now: float | None = None) -> StepResult:
+        """:meth:`handle`, awaiting the seams instead of blocking on them:
+        the same steps, the same result, the same state written.
+
+        The summarizer and store, the graph extractor and the context window
+        resolver are awaited between runs of :func:`step` (as in
+        :meth:`Pipeline.apply_async <memrules.Pipeline.apply_async>`): a
+        seam's coroutine method when it has one (the OpenAI-compatible
+        summarizer's), else its blocking call in a worker thread. Retrieval
+        memory asks its store in a worker thread first.
+
+        The state store's lock is a threading lock, never held across an
+        ``await``: each run of :func:`step` happens in a worker thread that
+        takes the conversation's lock, loads its state, runs the step with
+        the answers fetched so far and, when every call had its answer, runs
+        it once more with the observers and writes the state back, all
+        before it lets the lock go. A call without an answer lets the lock
+        go, is awaited, and the next run starts from the state then current,
+        so requests of one conversation still run their steps one at a time
+        and the warning stays one-shot. The observers see one run.
+
+        Not with ``trace=`` yet: call :meth:`handle` (in
+        ``asyncio.to_thread``) on a traced plugin."""
+        if self._tracer is not None:
+            msg = (
+                "handle_async does not trace yet: on a plugin made with trace=, call handle "
+                "(in asyncio.to_thread)"
+            )
+            raise ConfigError.single(msg, yaml_path="trace")
+        conversation_id = request.conversation_id
+        retrieval = None
+        memory = self._memory
+        if memory is not None:
+            retrieval = await asyncio.to_thread(
+                lambda: memory.retrieve(request.messages, user=request.user, tenant=request.tenant)
+            )
+        when = self._clock() if now is None else now
+        quiet, watched = self._answered_pipelines()
+        answers = SeamAnswers()
+
+        def attempt() -> StepResult:
+            with self._states.lock(conversation_id):
+                loaded = self.state(conversation_id)
+                memo = self._memos.get(conversation_id).measure
+
+                def run(
+                    pipeline: Pipeline, observers: Iterable[ContextUsageObserver]
+                ) -> StepResult:
+                    return step(
+                        loaded,
+                        request,
+                        pipeline=pipeline,
+                        observers=observers,
+                        resolver=pipeline.config.context_window_resolver,
+                        memo=memo,
+                        retrieval=retrieval,
+                        now=when,
+                    )
+
+                answers.run(lambda: run(quiet, ()))  # raises _Pending for a call to make
+                result = answers.run(lambda: run(watched, self.config.observers))
+                commit = _commit(loaded, result)
+                self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
+                self._last = result
+            return result
+
+        while True:
+            try:
+                return await asyncio.to_thread(attempt)
+            except _Pending as pending:
+                await answers.fetch(pending)
+
+    def _answered_pipelines(self) -> tuple[Pipeline, Pipeline]:
+        """The pipeline :meth:`handle_async` runs, its seams, graph extractor
+        and resolver behind the seam log's proxies: without observers, and
+        with them."""
+        found: tuple[Pipeline, Pipeline] | None = getattr(self, "_answered", None)
+        if found is None:
+            config = self.config
+            changes: dict[str, Any] = {}
+            if config.graph_extractor is not None:
+                changes["graph_extractor"] = LoggedExtractor(config.graph_extractor)
+            if config.context_window_resolver is not None:
+                changes["context_window_resolver"] = LoggedResolver(config.context_window_resolver)
+            watched = attrs.evolve(
+                self._pipeline,
+                config=attrs.evolve(config, **changes) if changes else config,
+                seams=logged_seams(self._pipeline.seams),
+            )
+            found = (attrs.evolve(watched, observers=()), watched)
+            self._answered = found
+        return found
 
     def _openai_request(
         self,

@@ -95,7 +95,7 @@ class ChatServer:
         self.delay = delay
         self.requests: list[Received] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Server(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -132,6 +132,15 @@ class ChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join()
+
+
+class _Server(ThreadingHTTPServer):
+    """The standard library's threading server, with room for a hundred
+    connections arriving at once (its default backlog is 5, and a dropped
+    connection is retried by the client's kernel a second later)."""
+
+    request_queue_size = 128
+    daemon_threads = True
 
 
 def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:

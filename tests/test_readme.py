@@ -66,7 +66,7 @@ def test_the_quick_start_writes_its_report_outside_the_checkout(tmp_path: Path) 
 
 
 def test_the_request_hook_example_runs_verbatim(tmp_path: Path) -> None:
-    (code,) = blocks(section("The request hook"), "python")
+    code, _ = blocks(section("The request hook"), "python")  # then the Async example
     script = tmp_path / "hook.py"
     script.write_text(code, encoding="utf-8")
     done = subprocess.run(
@@ -76,6 +76,17 @@ def test_the_request_hook_example_runs_verbatim(tmp_path: Path) -> None:
     # the observer's readings, by OpenAI's framing (the default count_rule):
     # 3 a message + the role + the text, and 3 for the reply (6 and 2 unframed)
     assert done.stdout.splitlines() == ["12/256", "8/256", "12/256"]
+
+
+def test_the_async_example_runs_verbatim(tmp_path: Path) -> None:
+    (code,) = blocks(subsection("Async"), "python")
+    script = tmp_path / "async_example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["8 -> 3"]
 
 
 def test_the_integrations_examples_are_python_that_compiles() -> None:

@@ -35,7 +35,7 @@ import contextlib
 import contextvars
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from memrules._errors import MemrulesError, ReplayMismatch
@@ -84,6 +84,7 @@ def seam_call(
     *,
     answer: Callable[[T], Any],
     rebuild: Callable[[Any], T] | None = None,
+    send_async: Callable[[], Awaitable[T]] | None = None,
 ) -> T:
     """``send()``, through the active log when there is one.
 
@@ -91,10 +92,15 @@ def seam_call(
     ``answer(result)`` says what came back; ``rebuild(response)`` makes the
     result again from a recorded answer (None: the call is answered only as
     part of the call it is nested in, like the embedder inside a store).
+    ``send_async()`` is the same call made without blocking, when the seam
+    can: the log of ``Pipeline.apply_async`` awaits it (see
+    :mod:`memrules._async`); the others never use it.
     """
     log = _ACTIVE.get()
     if log is None:
         return send()
+    if send_async is not None:
+        return log.call_with_async(seam, operation, request, send, answer, rebuild, send_async)
     return log.call(seam, operation, request, send, answer, rebuild)
 
 
@@ -143,6 +149,20 @@ class _Log:
         rebuild: Callable[[Any], T] | None,
     ) -> T:
         raise NotImplementedError
+
+    def call_with_async(
+        self,
+        seam: str,
+        operation: str,
+        request: Callable[[], Any],
+        send: Callable[[], T],
+        answer: Callable[[T], Any],
+        rebuild: Callable[[Any], T] | None,
+        send_async: Callable[[], Awaitable[T]],
+    ) -> T:
+        """:meth:`call`, for a seam that can also make the call without
+        blocking; a log that does not await (these two) ignores that."""
+        return self.call(seam, operation, request, send, answer, rebuild)
 
 
 def _entry(

@@ -280,17 +280,40 @@ class _OpenAIEmbedder:
             out.extend(self._embed(list(texts[start : start + self.batch_size])))
         return out
 
+    async def embed_async(self, texts: Sequence[str]) -> list[list[float]]:
+        """:meth:`embed` without blocking the event loop: the same requests
+        (one per ``batch_size`` texts, in order), retries and errors."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            try:
+                reply = await self.client.post_async("embeddings", self._body(batch))
+            except EndpointError as exc:
+                raise self._failed(exc) from exc
+            out.extend(self._checked(reply, len(batch)))
+        return out
+
     def _embed(self, texts: list[str]) -> list[list[float]]:
+        try:
+            reply = self.client.post("embeddings", self._body(texts))
+        except EndpointError as exc:
+            raise self._failed(exc) from exc
+        return self._checked(reply, len(texts))
+
+    def _body(self, texts: list[str]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions is not None:
             body["dimensions"] = self.dimensions
+        return body
+
+    def _failed(self, exc: EndpointError) -> EmbedderError:
+        return EmbedderError(f"embedder {self.model!r} failed: {exc}")
+
+    def _checked(self, reply: object, count: int) -> list[list[float]]:
+        """The unit vectors of ``reply``, an answer for ``count`` texts, or
+        :class:`EmbedderError` saying what is wrong with it."""
         url = self.client.url("embeddings")
-        try:
-            reply = self.client.post("embeddings", body)
-        except EndpointError as exc:
-            msg = f"embedder {self.model!r} failed: {exc}"
-            raise EmbedderError(msg) from exc
-        vectors = _vectors(reply, len(texts))
+        vectors = _vectors(reply, count)
         if isinstance(vectors, str):
             msg = f"embedder {self.model!r} at {url} answered {vectors}: {one_line(repr(reply))}"
             raise EmbedderError(msg)

@@ -190,17 +190,31 @@ class _OpenAISummarizer:
         }
 
     def summarize(self, messages: Conversation) -> str:
-        url = self.client.url("chat/completions")
         try:
             reply = self.client.post("chat/completions", self.request_json(messages))
         except EndpointError as exc:
-            msg = f"summarizer {self.model!r} failed: {exc}"
-            raise SummarizerError(msg) from exc
+            raise self._failed(exc) from exc
+        return self._summary(reply)
+
+    async def summarize_async(self, messages: Conversation) -> str:
+        """:meth:`summarize` without blocking the event loop: the same
+        request, retries and errors (what ``Pipeline.apply_async`` awaits)."""
+        try:
+            reply = await self.client.post_async("chat/completions", self.request_json(messages))
+        except EndpointError as exc:
+            raise self._failed(exc) from exc
+        return self._summary(reply)
+
+    def _failed(self, exc: EndpointError) -> SummarizerError:
+        return SummarizerError(f"summarizer {self.model!r} failed: {exc}")
+
+    def _summary(self, reply: object) -> str:
         text = _content(reply)
         if text is None:
             msg = (
-                f"summarizer {self.model!r} at {url} answered no summary (expected "
-                f"choices[0].message.content, a non-empty string): {one_line(repr(reply))}"
+                f"summarizer {self.model!r} at {self.client.url('chat/completions')} answered "
+                "no summary (expected choices[0].message.content, a non-empty string): "
+                f"{one_line(repr(reply))}"
             )
             raise SummarizerError(msg)
         return text
