@@ -908,14 +908,13 @@ class MemoryPlugin:
         so requests of one conversation still run their steps one at a time
         and the warning stays one-shot. The observers see one run.
 
-        Not with ``trace=`` yet: call :meth:`handle` (in
-        ``asyncio.to_thread``) on a traced plugin."""
+        With ``trace=``, the request runs as :meth:`handle` does, in a
+        worker thread: the loop stays free and the trace line is the one
+        :meth:`handle` writes, but the seams block that thread instead of
+        being awaited (the trace records calls in the order one synchronous
+        run makes them)."""
         if self._tracer is not None:
-            msg = (
-                "handle_async does not trace yet: on a plugin made with trace=, call handle "
-                "(in asyncio.to_thread)"
-            )
-            raise ConfigError.single(msg, yaml_path="trace")
+            return await asyncio.to_thread(lambda: self.handle(request, now=now))
         conversation_id = request.conversation_id
         retrieval = None
         memory = self._memory

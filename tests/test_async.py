@@ -20,7 +20,6 @@ from memrules import load_pipeline
 from memrules._async import SeamAnswers
 from memrules._budget import Budget
 from memrules._config import MemoryConfig
-from memrules._errors import ConfigError
 from memrules._interpreter import NamedStrategy
 from memrules._messages import Conversation, message
 from memrules._pipeline import Pipeline
@@ -346,13 +345,26 @@ def test_concurrent_async_requests_of_one_conversation_warn_once() -> None:
     assert plugin.state().warned
 
 
-def test_handle_async_refuses_a_traced_plugin(tmp_path: Path) -> None:
-    from memrules import load_config
+def test_a_traced_plugin_handles_async_requests_as_handle_does(tmp_path: Path) -> None:
+    from memrules import load_config, replay_trace
 
-    plugin = MemoryPlugin(load_config(PLUGIN_YAML), trace=tmp_path / "t.jsonl")
-    with pytest.raises(ConfigError, match="handle_async does not trace yet"):
-        run(plugin.handle_async(Request(messages=(message("user", "hi"),))))
-    plugin.close()
+    requests = [Request(messages=m, conversation_id="c1") for m in _turns(5)]
+    traced = MemoryPlugin(
+        load_config(PLUGIN_YAML), summarizer=extractive_summarizer(), trace=tmp_path / "a.jsonl"
+    )
+    plain = MemoryPlugin(load_config(PLUGIN_YAML), summarizer=extractive_summarizer())
+
+    async def main() -> list[StepResult]:
+        return [await traced.handle_async(r, now=1.0) for r in requests]
+
+    got = run(main())
+    traced.close()
+    expected = [plain.handle(r, now=1.0) for r in requests]
+    assert [g.request for g in got] == [e.request for e in expected]
+    assert [g.report for g in got] == [e.report for e in expected]
+    lines = (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 + len(requests)
+    assert replay_trace(tmp_path / "a.jsonl").identical
 
 
 def test_observers_watch_one_run() -> None:
