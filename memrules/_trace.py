@@ -240,6 +240,11 @@ class InputDeltas:
                 out[name] = value
         return out
 
+    def forget(self, line: Mapping[str, Any]) -> None:
+        """Forget the input of ``line``'s conversation (its line was not
+        written): the conversation's next line is written whole."""
+        self._last.pop(_conversation_key(line), None)
+
 
 def _keep(last: OrderedDict[str, Any], key: str, value: Any) -> None:
     """``last[key] = value``, as the most recent; the oldest forgotten
@@ -426,7 +431,12 @@ class TraceWriter:
         """Write one request's line (numbered here); returns its number."""
         with self._lock:
             number = self.requests
-            self._put(dump_line(self._deltas.encode(number, line)))
+            try:
+                data = dump_line(self._deltas.encode(number, line))
+            except TraceError:
+                self._deltas.forget(line)  # no line numbered ``number`` to continue
+                raise
+            self._put(data)
             self.requests += 1
             return number
 

@@ -243,3 +243,16 @@ def test_writer_and_reader_forget_the_same_conversations(
         False, False, True, True, False, False, True,
     ]  # fmt: skip
     assert replay_trace(trace).identical
+
+
+def test_a_line_that_cannot_be_written_is_no_base(tmp_path: Path) -> None:
+    header, _ = read_trace(agent_loop(tmp_path / "t.jsonl", requests=1))
+    said = [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}]
+    with TraceWriter(tmp_path / "w.jsonl", header) as writer:
+        line = {"kind": "remember", "pipeline": 0, "conversation_id": "c", "messages": said}
+        writer.write(line)
+        with pytest.raises(TraceError, match="NaN"):
+            writer.write({**line, "messages": said * 2, "write": float("nan")})
+        writer.write({**line, "messages": said * 3})
+    found = lines(tmp_path / "w.jsonl")[1:]
+    assert [(line["request"], "prefix" in line) for line in found] == [(0, False), (1, False)]
