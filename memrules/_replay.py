@@ -467,7 +467,7 @@ def replay_trace(
         for line in lines:
             requests += 1
             problems, replayed, (number, whole) = _replay_line(line, replayers, where, deltas)
-            if rewritten is not deltas:
+            if rewrite is not None and rewritten is not deltas:
                 again = dump_line(rewritten.encode(number, whole))
                 replayed = None if replayed is None else again
             if progress is not None:
