@@ -18,9 +18,15 @@ field of an output, the seam call and field of an answer::
     recorded "…is in Lisbon…", replayed "…is in Lisbom…" (first difference
     at character 40)
 
+A line whose input is a delta (``prefix``) is compared as a whole: the
+reader rebuilds the input, and the replayed line is written as the trace's
+version writes it (a delta against the conversation's previous line), so
+message indices are those of the whole input.
+
 With ``update=True`` the trace is rewritten from the replay (a deliberate
 change of behaviour, accepted), atomically, unless a request made a seam
-call the trace cannot answer.
+call the trace cannot answer. The rewrite is of the current version, with
+deltas (a version 1 trace comes back as version 2).
 """
 
 from __future__ import annotations
@@ -57,6 +63,8 @@ from memrules._plugin import MemoryPlugin, Request
 from memrules._progress import Progress
 from memrules._trace import (
     INPUTS,
+    TRACE_VERSION,
+    InputDeltas,
     TraceHeader,
     TraceLine,
     _version,
@@ -328,6 +336,8 @@ def _readable(path: str, data: Mapping[str, Any]) -> str:
     tail = path[len(f"{name}[{index}]") :].lstrip(".") if bracket else rest
     if name == "output" and index:
         return f"output message {index}" + (f": {tail}" if tail else "")
+    if name == "messages" and index:
+        return f"input message {index}" + (f": {tail}" if tail else "")
     if name == "calls" and index.isdigit():
         calls = data.get("calls") or []
         at = int(index)
@@ -441,16 +451,25 @@ def replay_trace(
             f"the trace was written by memrules {header.memrules}, replayed by {_version()}"
         )
     rewrite = _Rewrite(Path(path)) if update else None
+    # The replay writes each line as the trace's version does, to compare
+    # bytes; a rewrite is of the current version.
+    deltas = InputDeltas(enabled=header.version >= 2)
+    rewritten = deltas if header.version == TRACE_VERSION else InputDeltas()
     requests = differed = left_out = 0
     unanswerable = False
     try:
         if rewrite is not None:
             entries = [r.header_entry() for r in replayers]
-            fresh = attrs.evolve(header, memrules=_version(), pipelines=tuple(entries))
+            fresh = attrs.evolve(
+                header, version=TRACE_VERSION, memrules=_version(), pipelines=tuple(entries)
+            )
             rewrite.write(dump_line(fresh.to_dict()))
         for line in lines:
             requests += 1
-            problems, replayed = _replay_line(line, replayers, where)
+            problems, replayed, (number, whole) = _replay_line(line, replayers, where, deltas)
+            if rewrite is not None and rewritten is not deltas:
+                again = dump_line(rewritten.encode(number, whole))
+                replayed = None if replayed is None else again
             if progress is not None:
                 progress.update(f"replay: request {requests:,}")
             if problems:
@@ -495,10 +514,12 @@ def replay_trace(
 
 
 def _replay_line(
-    line: TraceLine, replayers: Sequence[_Replayer], where: str
-) -> tuple[list[str], bytes | None]:
-    """What differs in one request, and its replayed bytes (None when the
-    replay could not answer it)."""
+    line: TraceLine, replayers: Sequence[_Replayer], where: str, deltas: InputDeltas
+) -> tuple[list[str], bytes | None, tuple[int, dict[str, Any]]]:
+    """What differs in one request, its replayed bytes (None when the replay
+    could not answer it), and its number and line with the input whole (the
+    replayed line, else the recorded one). ``deltas`` writes the input as
+    the trace does."""
     data = line.data
     at = f"{where}:{line.line}"
     number = data.get("request")
@@ -524,11 +545,21 @@ def _replay_line(
     if failure is not None:
         problems.insert(0, f"{prefix}: {failure}")
     if replayed is None:
-        return problems, None
-    data_bytes = dump_line({"request": number, **replayed})
+        # The conversation's next line may continue this input: as recorded.
+        recorded = {k: v for k, v in data.items() if k != "request"}
+        deltas.encode(number, recorded)
+        return problems, None, (number, recorded)
+    written = deltas.encode(number, replayed)
+    data_bytes = dump_line(written)
     if data_bytes != line.raw:
-        found = _compare(number, data, {"request": number, **replayed})
+        whole = {"request": number, **replayed}
+        found = _compare(number, data, whole)
         if failure is not None:  # the calls differ as the failure says: the rest is news
             found = [f for f in found if not f.startswith(f"{prefix}: seam call ")]
+        elif not found and line.prefix != written.get("prefix"):
+            found = [
+                f"{prefix}: its input is stored with prefix={line.prefix!r}, a replay stores "
+                f"it with prefix={written.get('prefix')!r}"
+            ]
         problems.extend(found)
-    return problems, None if failure is not None else data_bytes
+    return problems, None if failure is not None else data_bytes, (number, replayed)

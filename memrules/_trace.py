@@ -3,7 +3,7 @@ JSON Lines that a replay reproduces byte for byte.
 
 The first line is the header::
 
-    {"format": "memrules.trace", "version": 1, "memrules": "0.1.0",
+    {"format": "memrules.trace", "version": 2, "memrules": "0.1.0",
      "pipelines": [{"name": "default", "config": {...}, "config_sha256": "...",
                     "max_passes": 4, "encoder": "cl100k_base", "vocabulary_sha256": "...",
                     "seams": {"summarizer": {...} | null, "store": "..." | null,
@@ -29,9 +29,30 @@ retrieval memory a ``request`` line also says whose request it was
 call says the time read), the ``memory.retrieve`` call with the memories
 the store answered, and what the gate made of them (``memory``). Each line
 holds the request's input in full, every seam call it made with the answer
-(see :mod:`memrules._logged`), and what came out, so each line replays on
-its own: a reader holds one line at a time, and a trace of a million
-requests replays in the memory of one.
+(see :mod:`memrules._logged`), and what came out.
+
+An agent loop sends its whole growing history with every request, so a line
+whose input starts with the whole input of the conversation's previous line
+(same ``pipeline``, same ``conversation_id``; lines without one form one
+conversation per pipeline) holds only the messages after it::
+
+    {"request": 7, "kind": "apply", ..., "prefix": {"request": 3, "messages": 40},
+     "messages": [<the messages after the first 40>], ...}
+
+``prefix`` says: the input is the first ``messages`` messages of request
+``request``'s input, then this line's ``messages``. It always names the
+conversation's line just before, and stands where ``messages`` would be, in
+every kind of line that has an input (``apply``, ``compress``, ``remember``,
+``request``, ``response``). A line whose input is not such a continuation
+(a history edited in the middle, or the conversation's first line) holds it
+in full. The writer keeps, per conversation, the last input (each message's
+JSON text, to compare), and the reader the last input it rebuilt, so both
+hold at most one history per conversation, however many requests: a trace
+is still written and replayed one line at a time. Both keep only the
+``KEPT_CONVERSATIONS`` (1,024) conversations whose inputs came last, and
+forget the others alike (a forgotten conversation's next line is written
+whole), so a trace of a million conversations is no different. Version 1
+traces (every input in full, no ``prefix``) are still read.
 Messages are written in memrules' lossless JSON form; nothing in a line
 depends on the clock, randomness or ``PYTHONHASHSEED``, and nothing in it is
 a secret (seams record requests without their API keys, and URLs lose their
@@ -47,7 +68,8 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -80,6 +102,8 @@ from memrules.seams._records import decode_message, message_json
 __all__ = [
     "TRACE_FORMAT",
     "TRACE_VERSION",
+    "InputDeltas",
+    "InputRebuilder",
     "PluginTracer",
     "TraceHeader",
     "TraceLine",
@@ -98,7 +122,9 @@ __all__ = [
 ]
 
 TRACE_FORMAT = "memrules.trace"
-TRACE_VERSION = 1
+TRACE_VERSION = 2
+READS_VERSIONS = (1, 2)
+"""The format versions :func:`read_trace` reads (1: every input in full)."""
 
 
 def _version() -> str:
@@ -156,6 +182,133 @@ def dump_line(value: Any) -> bytes:
         msg = f"cannot write a trace line: {exc} (NaN or Infinity is not JSON)"
         raise TraceError(msg) from None
     return (text + "\n").encode("utf-8", "backslashreplace")
+
+
+# --- inputs as deltas -------------------------------------------------------------------
+
+KEPT_CONVERSATIONS = 1024
+"""How many conversations' last inputs the writer and the reader keep (the
+ones written last); a line may continue only one of those. A reader must
+keep at least as many as the writer did."""
+
+
+def _conversation_key(line: Mapping[str, Any]) -> str:
+    """Which conversation a line's input continues: its pipeline and
+    conversation id (as JSON text, so an edited trace's odd values still key)."""
+    return json.dumps([line.get("pipeline"), line.get("conversation_id")])
+
+
+def _message_text(message: Any) -> str:
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        msg = f"cannot write a trace line: {exc} (NaN or Infinity is not JSON)"
+        raise TraceError(msg) from None
+
+
+class InputDeltas:
+    """The writer's side of ``prefix`` (see the module docs): turns each
+    numbered line into the line to write, whose input is a delta against the
+    conversation's previous line when that line's input is a prefix of it.
+    Keeps each conversation's last input as its messages' JSON texts. With
+    ``enabled=False`` (a version 1 trace) every line is written whole."""
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._last: OrderedDict[str, tuple[int, list[str]]] = OrderedDict()
+
+    def encode(self, number: int, line: Mapping[str, Any]) -> dict[str, Any]:
+        """``line`` (without its number) as written, numbered ``number``."""
+        out: dict[str, Any] = {"request": number}
+        messages = line.get("messages")
+        if not self.enabled or not isinstance(messages, list):
+            out.update(line)
+            return out
+        texts = [_message_text(m) for m in messages]
+        key = _conversation_key(line)
+        last = self._last.get(key)
+        _keep(self._last, key, (number, texts))
+        k = 0 if last is None else len(last[1])
+        if last is None or k == 0 or k > len(texts) or texts[:k] != last[1]:
+            out.update(line)
+            return out
+        for name, value in line.items():
+            if name == "messages":
+                out["prefix"] = {"request": last[0], "messages": k}
+                out["messages"] = messages[k:]
+            else:
+                out[name] = value
+        return out
+
+    def forget(self, line: Mapping[str, Any]) -> None:
+        """Forget the input of ``line``'s conversation (its line was not
+        written): the conversation's next line is written whole."""
+        self._last.pop(_conversation_key(line), None)
+
+
+def _keep(last: OrderedDict[str, Any], key: str, value: Any) -> None:
+    """``last[key] = value``, as the most recent; the oldest forgotten
+    beyond :data:`KEPT_CONVERSATIONS`."""
+    last[key] = value
+    last.move_to_end(key)
+    while len(last) > KEPT_CONVERSATIONS:
+        last.popitem(last=False)
+
+
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+class InputRebuilder:
+    """The reader's side of ``prefix``: each line with its input whole again.
+    Keeps each conversation's last input (as parsed), unless ``enabled`` is
+    false (a version 1 trace, which has no prefix to follow)."""
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._last: OrderedDict[str, tuple[int, list[Any]]] = OrderedDict()
+
+    def rebuild(self, number: int, data: dict[str, Any], where: str) -> dict[str, Any]:
+        """``data`` (line ``number``) with its whole input and no ``prefix``;
+        :class:`TraceError` naming ``where`` for a prefix that cannot be followed."""
+        if "prefix" not in data:
+            whole = data
+        else:
+            prefix, tail = data["prefix"], data.get("messages")
+            if (
+                not isinstance(prefix, dict)
+                or not _whole_number(prefix.get("request"))
+                or not _whole_number(prefix.get("messages"))
+                or not isinstance(tail, list)
+            ):
+                msg = (
+                    f"{where}: prefix={prefix!r} is not "
+                    '{"request": <an earlier request>, "messages": <a count>} before a list '
+                    "of messages"
+                )
+                raise TraceError(msg)
+            base, k = prefix["request"], prefix["messages"]
+            last = self._last.get(_conversation_key(data))
+            if last is None or last[0] != base:
+                before = "none kept" if last is None else f"request {last[0]}"
+                msg = (
+                    f"{where}: its prefix names request {base}, but the line before it of "
+                    f"pipeline {data.get('pipeline')!r}, conversation "
+                    f"{data.get('conversation_id')!r} is {before} (a trace's prefix names "
+                    "the conversation's previous line)"
+                )
+                raise TraceError(msg)
+            if k > len(last[1]):
+                msg = (
+                    f"{where}: its prefix takes {k} messages of request {base}, whose input "
+                    f"has {len(last[1])}"
+                )
+                raise TraceError(msg)
+            whole = {name: value for name, value in data.items() if name != "prefix"}
+            whole["messages"] = last[1][:k] + tail
+        if self.enabled and isinstance(whole.get("messages"), list):
+            _keep(self._last, _conversation_key(whole), (number, whole["messages"]))
+        return whole
 
 
 # --- the header ----------------------------------------------------------------------
@@ -227,7 +380,8 @@ class TraceWriter:
     ``path`` that :meth:`close` renames into place, so the trace is there
     whole or not at all (``atomic=True``, what the command line does).
     Thread-safe: each line is written whole, and numbered (``request``) in
-    the order written."""
+    the order written; its input is written as a delta (``prefix``, see the
+    module docs) when the header's version is 2 or later."""
 
     def __init__(
         self, path: str | os.PathLike[str], header: TraceHeader, *, atomic: bool = False
@@ -236,6 +390,7 @@ class TraceWriter:
         self.header = header
         self.atomic = atomic
         self.requests = 0
+        self._deltas = InputDeltas(enabled=header.version >= 2)
         self._lock = threading.Lock()
         self._temporary: str | None = None
         try:
@@ -276,7 +431,12 @@ class TraceWriter:
         """Write one request's line (numbered here); returns its number."""
         with self._lock:
             number = self.requests
-            self._put(dump_line({"request": number, **line}))
+            try:
+                data = dump_line(self._deltas.encode(number, line))
+            except TraceError:
+                self._deltas.forget(line)  # no line numbered ``number`` to continue
+                raise
+            self._put(data)
             self.requests += 1
             return number
 
@@ -669,10 +829,10 @@ def _read_header(data: Any, where: str) -> TraceHeader:
         msg = f"{where}: not a memrules trace (its first line has no format {TRACE_FORMAT!r})"
         raise TraceError(msg)
     version = data.get("version")
-    if version != TRACE_VERSION:
+    if version not in READS_VERSIONS or isinstance(version, bool):
         msg = (
-            f"{where}: a trace of format version {version!r}; this memrules reads version "
-            f"{TRACE_VERSION}"
+            f"{where}: a trace of format version {version!r}; this memrules reads versions "
+            f"{', '.join(map(str, READS_VERSIONS))}"
         )
         raise TraceError(msg)
     pipelines = data.get("pipelines")
@@ -687,16 +847,19 @@ def _read_header(data: Any, where: str) -> TraceHeader:
 @attrs.frozen(kw_only=True, slots=True)
 class TraceLine:
     """One request line of a trace: where it is (``line``, 1-based), its
-    bytes as written, and the parsed value."""
+    bytes as written, the parsed value with its input whole (``prefix``
+    followed), and the ``prefix`` as written (None for a line written whole)."""
 
     line: int
     raw: bytes
     data: dict[str, Any]
+    prefix: Any = None
 
 
 def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[TraceLine]]:
     """The trace at ``path``: its header, and its request lines one at a
-    time (the file stays open until the iterator is exhausted or closed).
+    time, each input whole (the file stays open until the iterator is
+    exhausted or closed).
     Raises :class:`~memrules._errors.TraceError` naming the file and line of
     anything that is not a trace."""
     name = str(path)
@@ -717,14 +880,19 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[Trac
         raise
 
     def lines() -> Iterator[TraceLine]:
+        inputs = InputRebuilder(enabled=header.version >= 2)
         with file:
             for number, raw in enumerate(file, start=2):
                 if not raw.strip():
                     continue
-                data = _parse(raw, f"{name}:{number}")
+                where = f"{name}:{number}"
+                data = _parse(raw, where)
                 if not isinstance(data, dict) or "kind" not in data:
-                    msg = f"{name}:{number}: not a trace line (an object with a kind)"
+                    msg = f"{where}: not a trace line (an object with a kind)"
                     raise TraceError(msg)
-                yield TraceLine(line=number, raw=raw, data=data)
+                request = data.get("request")
+                request = request if isinstance(request, int) else number - 2
+                whole = inputs.rebuild(request, data, where)
+                yield TraceLine(line=number, raw=raw, data=whole, prefix=data.get("prefix"))
 
     return header, lines()

@@ -101,7 +101,7 @@ def test_the_header_names_the_library_the_config_its_hash_and_the_vocabulary(
     trace = record(tmp_path / "t.jsonl")
     header = lines(trace)[0]
     assert header["format"] == "memrules.trace"
-    assert header["version"] == 1
+    assert header["version"] == 2
     assert header["memrules"] == memrules.__version__
     (entry,) = header["pipelines"]
     canonical = canonical_config(load_config(SEAMED))
@@ -281,7 +281,7 @@ def test_lines_stream_so_a_replay_holds_one_line_at_a_time(tmp_path: Path) -> No
         path = tmp_path / f"{count}.jsonl"
         with record_trace(path, pipeline) as traced:
             for i in range(count):
-                traced.apply(history(), conversation_id=f"c{i}")
+                traced.apply(history(), conversation_id=f"c{i % 2}")  # one history each
         replay_trace(path)  # warm: the encoder, the pipeline
         tracemalloc.start()
         try:
@@ -298,7 +298,7 @@ def test_lines_stream_so_a_replay_holds_one_line_at_a_time(tmp_path: Path) -> No
 def test_read_trace_gives_lines_one_at_a_time(tmp_path: Path) -> None:
     trace = record(tmp_path / "t.jsonl")
     header, found = read_trace(trace)
-    assert header.version == 1
+    assert header.version == 2
     first = next(found)
     assert (first.line, first.data["kind"]) == (2, "apply")
     assert first.raw == trace.read_bytes().splitlines(keepends=True)[1]
