@@ -91,28 +91,7 @@ class _AnsweringLog(_Log):
         send: Callable[[], T],
         answer: Callable[[T], Any],
         rebuild: Callable[[Any], T] | None,
-    ) -> T:
-        return self._answer(seam, operation, request, send, None)
-
-    def call_with_async(
-        self,
-        seam: str,
-        operation: str,
-        request: Callable[[], Any],
-        send: Callable[[], T],
-        answer: Callable[[T], Any],
-        rebuild: Callable[[Any], T] | None,
-        send_async: Callable[[], Awaitable[T]],
-    ) -> T:
-        return self._answer(seam, operation, request, send, send_async)
-
-    def _answer(
-        self,
-        seam: str,
-        operation: str,
-        request: Callable[[], Any],
-        send: Callable[[], T],
-        send_async: Callable[[], Awaitable[T]] | None,
+        send_async: Callable[[], Awaitable[T]] | None = None,
     ) -> T:
         key = (seam, operation, _canonical(request()))
         number = self._made.get(key, 0)

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memrules._checks import is_whole
 from memrules._errors import EncodingError
 from memrules._messages import Message
 from memrules._tokens import DEFAULT_CACHE_SIZE, BoundedCache, _message_text
@@ -168,7 +169,7 @@ class HuggingFaceCounter:
     __slots__ = ("_cache", "cache_size", "name", "tokenizer")
 
     def __init__(self, tokenizer: Any, *, name: str, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+        if not is_whole(cache_size, 1):
             msg = f"cache_size={cache_size!r} must be a whole number of at least 1"
             raise EncodingError(msg)
         self.tokenizer = tokenizer

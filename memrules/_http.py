@@ -35,6 +35,7 @@ from typing import Any
 
 import attrs
 
+from memrules._checks import check_whole
 from memrules._errors import ConfigError, MemrulesError
 
 __all__ = [
@@ -108,6 +109,7 @@ def check_base_url(url: object) -> str:
     return url  # type: ignore[return-value]
 
 
+
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         msg = f"{attribute.name}={value!r} must be a number above 0"
@@ -162,9 +164,7 @@ class JSONClient:
 
     @retries.validator
     def _check_retries(self, attribute: attrs.Attribute[int], value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            msg = f"retries={value!r} must be a whole number of at least 0"
-            raise ConfigError.single(msg, yaml_path="retries")
+        check_whole("retries", value, 0)
 
     def url(self, path: str) -> str:
         """The URL of ``path`` under ``base_url`` (``"chat/completions"``)."""

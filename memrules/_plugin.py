@@ -114,6 +114,7 @@ from memrules._adapters._memo import ConversionMemo
 from memrules._adapters.openai import write_back
 from memrules._async import SeamAnswers, _Pending
 from memrules._budget import ContextWindowResolver
+from memrules._checks import check_whole, is_whole
 from memrules._config import MemoryConfig
 from memrules._errors import ConfigError, GraphError, MessageFormatError, ObserverError
 from memrules._logged import (
@@ -352,9 +353,7 @@ def measure(
     """
     tokens = pipeline.count(request.messages, memo=memo)
     resolved = None if resolver is None else resolver(request.model)
-    if resolved is not None and (
-        isinstance(resolved, bool) or not isinstance(resolved, int) or resolved < 1
-    ):
+    if resolved is not None and not is_whole(resolved, 1):
         msg = (
             f"context_window_resolver({request.model!r}) returned {resolved!r}; "
             "return a window of at least 1 token, or None to use context_window_tokens"
@@ -660,13 +659,7 @@ class MemoryPlugin:
         memory_observers: Iterable[MemoryObserver] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if (
-            isinstance(max_conversations, bool)
-            or not isinstance(max_conversations, int)
-            or max_conversations < 1
-        ):
-            msg = f"max_conversations={max_conversations!r} must be a whole number of at least 1"
-            raise ConfigError.single(msg, yaml_path="max_conversations")
+        check_whole("max_conversations", max_conversations, 1)
         self._pipeline = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )

@@ -32,6 +32,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import attrs
 
+from memrules._checks import is_whole
 from memrules._errors import EncodingError
 from memrules._http import JSONClient, MalformedReplyError
 from memrules._messages import Message
@@ -72,7 +73,7 @@ class AnthropicCountEndpoint:
         body = {"model": self.model, "messages": [{"role": "user", "content": text}]}
         reply = self.client.post("messages/count_tokens", body)
         count = reply.get("input_tokens") if isinstance(reply, dict) else None
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        if not is_whole(count, 0):
             url = self.client.url("messages/count_tokens")
             msg = f"{url} answered without a whole input_tokens count: {str(reply)[:200]}"
             raise MalformedReplyError(msg, url=url)
@@ -103,7 +104,7 @@ class ProviderCounter:
         framing: int | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+        if not is_whole(cache_size, 1):
             msg = f"cache_size={cache_size!r} must be a whole number of at least 1"
             raise EncodingError(msg)
         if framing is not None and (isinstance(framing, bool) or framing < 0):

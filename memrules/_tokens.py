@@ -32,6 +32,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 import tiktoken
 import tiktoken.model
 
+from memrules._checks import is_whole
 from memrules._errors import EncodingError
 from memrules._messages import Message, Text
 
@@ -244,7 +245,7 @@ class TiktokenCounter:
     __slots__ = ("_cache", "cache_size", "encoding")
 
     def __init__(self, encoding: tiktoken.Encoding, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+        if not is_whole(cache_size, 1):
             msg = f"cache_size={cache_size!r} must be a whole number of at least 1"
             raise EncodingError(msg)
         self.encoding = encoding

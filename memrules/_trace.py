@@ -78,6 +78,7 @@ import attrs
 
 from memrules._budget import Budget
 from memrules._canonical import canonical_config, config_sha256, described, encoder_fingerprint
+from memrules._checks import is_whole
 from memrules._errors import TraceError
 from memrules._logged import (
     LoggedExtractor,
@@ -255,10 +256,6 @@ def _keep(last: OrderedDict[str, Any], key: str, value: Any) -> None:
         last.popitem(last=False)
 
 
-def _whole_number(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 class InputRebuilder:
     """The reader's side of ``prefix``: each line with its input whole again.
     Keeps each conversation's last input (as parsed), unless ``enabled`` is
@@ -277,8 +274,8 @@ class InputRebuilder:
             prefix, tail = data["prefix"], data.get("messages")
             if (
                 not isinstance(prefix, dict)
-                or not _whole_number(prefix.get("request"))
-                or not _whole_number(prefix.get("messages"))
+                or not is_whole(prefix.get("request"), 0)
+                or not is_whole(prefix.get("messages"), 0)
                 or not isinstance(tail, list)
             ):
                 msg = (
@@ -551,6 +548,19 @@ class TracedPipeline:
         self.writer.write(line)
         return result
 
+    def _run_on(
+        self,
+        kind: str,
+        conversation: Conversation,
+        scope: dict[str, Any],
+        run: Callable[[], Any],
+        **extra: Any,
+    ) -> Any:
+        """``_run`` of a run over ``conversation``: its inputs are the scope,
+        then ``extra``, then the messages (the order of :data:`INPUTS`)."""
+        inputs = {**scope, **extra, "messages": messages_json(conversation)}
+        return self._run(kind, run, inputs)
+
     def apply(
         self,
         messages: Sequence[Message],
@@ -561,21 +571,13 @@ class TracedPipeline:
         tenant: str | None = None,
     ) -> CompressionResult:
         conversation = tuple(messages)
-        inputs = {
-            **_scope_fields(conversation_id, user, tenant),
-            "budget": None if budget is None else budget.to_dict(),
-            "messages": messages_json(conversation),
-        }
-        result: CompressionResult = self._run(
+        scope = _scope_fields(conversation_id, user, tenant)
+        result: CompressionResult = self._run_on(
             "apply",
-            lambda: self.pipeline.apply(
-                conversation,
-                budget=budget,
-                conversation_id=conversation_id,
-                user=user,
-                tenant=tenant,
-            ),
-            inputs,
+            conversation,
+            scope,
+            lambda: self.pipeline.apply(conversation, budget=budget, **scope),
+            budget=None if budget is None else budget.to_dict(),
         )
         return result
 
@@ -588,16 +590,9 @@ class TracedPipeline:
         tenant: str | None = None,
     ) -> CompressionResult:
         conversation = tuple(messages)
-        inputs = {
-            **_scope_fields(conversation_id, user, tenant),
-            "messages": messages_json(conversation),
-        }
-        result: CompressionResult = self._run(
-            "compress",
-            lambda: self.pipeline.compress(
-                conversation, conversation_id=conversation_id, user=user, tenant=tenant
-            ),
-            inputs,
+        scope = _scope_fields(conversation_id, user, tenant)
+        result: CompressionResult = self._run_on(
+            "compress", conversation, scope, lambda: self.pipeline.compress(conversation, **scope)
         )
         return result
 
@@ -610,16 +605,9 @@ class TracedPipeline:
         tenant: str | None = None,
     ) -> StoreWrite:
         conversation = tuple(messages)
-        inputs = {
-            **_scope_fields(conversation_id, user, tenant),
-            "messages": messages_json(conversation),
-        }
-        write: StoreWrite = self._run(
-            "remember",
-            lambda: self.pipeline.remember(
-                conversation, conversation_id=conversation_id, user=user, tenant=tenant
-            ),
-            inputs,
+        scope = _scope_fields(conversation_id, user, tenant)
+        write: StoreWrite = self._run_on(
+            "remember", conversation, scope, lambda: self.pipeline.remember(conversation, **scope)
         )
         return write
 

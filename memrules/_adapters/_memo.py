@@ -41,6 +41,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from memrules._checks import is_whole
 from memrules._messages import Message
 
 __all__ = ["DEFAULT_MEMO_SIZE", "ConversionMemo", "fingerprint"]
@@ -108,7 +109,7 @@ class ConversionMemo:
     __slots__ = ("_last", "_lock", "_provider", "_table", "size")
 
     def __init__(self, size: int = DEFAULT_MEMO_SIZE) -> None:
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        if not is_whole(size, 0):
             msg = f"size={size!r} must be a whole number of at least 0"
             raise ValueError(msg)
         self.size = size

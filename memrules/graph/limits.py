@@ -30,6 +30,7 @@ import enum
 
 import attrs
 
+from memrules._checks import is_whole
 from memrules._errors import ConfigError, ConfigProblem
 
 __all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MAX_RELATIONSHIPS", "AtCap", "GraphLimits"]
@@ -45,10 +46,6 @@ class AtCap(enum.StrEnum):
     """Take the update, then drop the lowest-weight entries, oldest first."""
     REJECT = "reject"
     """Keep what is there; refuse new entries that do not fit."""
-
-
-def _whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -70,7 +67,7 @@ class GraphLimits:
         problems = []
         for key in ("max_nodes", "max_relationships"):
             value = getattr(self, key)
-            if not _whole(value):
+            if not is_whole(value, 1):
                 problems.append(
                     ConfigProblem(
                         message=f"{key}={value!r} must be a whole number of at least 1",

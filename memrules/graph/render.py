@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 
+from memrules._checks import is_whole
 from memrules._errors import ConfigError, ConfigProblem
 from memrules._frozen import thaw
 from memrules._messages import Conversation, Message, message
@@ -58,10 +59,6 @@ DEFAULT_GRAPH_MARKER = "memrules graph memory:"
 _PLAIN = re.compile(r"[^\s\[\]()\"'=,]+")
 
 
-def _whole(value: object, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
 @attrs.frozen(kw_only=True, slots=True)
 class GraphContext:
     """How the graph is rendered into requests (YAML ``graph_context``):
@@ -79,7 +76,7 @@ class GraphContext:
         problems = []
         for key, minimum in (("max_nodes", 1), ("max_relationships", 0)):
             value = getattr(self, key)
-            if not _whole(value, minimum):
+            if not is_whole(value, minimum):
                 problems.append(
                     ConfigProblem(
                         message=f"{key}={value!r} must be a whole number of at least {minimum}",

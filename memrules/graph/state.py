@@ -45,6 +45,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from memrules._checks import check_whole, is_whole
 from memrules._errors import ConfigError, ConfigProblem, GraphError, StateStoreError
 from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
@@ -166,7 +167,7 @@ def decode_state(data: str | bytes, *, limits: GraphLimits, where: str) -> State
             msg = f"not a {STATE_FORMAT} record"
             raise ValueError(msg)
         version, warned = raw.get("version"), raw.get("warned")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        if not is_whole(version, 1):
             msg = f"version={version!r} is not a whole number of at least 1"
             raise ValueError(msg)
         if not isinstance(warned, bool):
@@ -259,13 +260,7 @@ class InMemoryStateStore:
         max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
         graph_limits: GraphLimits | None = None,
     ) -> None:
-        if (
-            isinstance(max_conversations, bool)
-            or not isinstance(max_conversations, int)
-            or max_conversations < 1
-        ):
-            msg = f"max_conversations={max_conversations!r} must be a whole number of at least 1"
-            raise ConfigError.single(msg, yaml_path="max_conversations")
+        check_whole("max_conversations", max_conversations, 1)
         self.max_conversations = max_conversations
         graph = _EMPTY_GRAPH if graph_limits is None else MemoryGraph(limits=graph_limits)
         self._fresh = StateRecord(state=ConversationState(graph=graph))

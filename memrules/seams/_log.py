@@ -99,9 +99,7 @@ def seam_call(
     log = _ACTIVE.get()
     if log is None:
         return send()
-    if send_async is not None:
-        return log.call_with_async(seam, operation, request, send, answer, rebuild, send_async)
-    return log.call(seam, operation, request, send, answer, rebuild)
+    return log.call(seam, operation, request, send, answer, rebuild, send_async)
 
 
 def texts_request(texts: Sequence[str]) -> dict[str, Any]:
@@ -147,22 +145,11 @@ class _Log:
         send: Callable[[], T],
         answer: Callable[[T], Any],
         rebuild: Callable[[Any], T] | None,
+        send_async: Callable[[], Awaitable[T]] | None = None,
     ) -> T:
+        """Make (or answer) one call; ``send_async`` is the same call made
+        without blocking, which only a log that awaits uses."""
         raise NotImplementedError
-
-    def call_with_async(
-        self,
-        seam: str,
-        operation: str,
-        request: Callable[[], Any],
-        send: Callable[[], T],
-        answer: Callable[[T], Any],
-        rebuild: Callable[[Any], T] | None,
-        send_async: Callable[[], Awaitable[T]],
-    ) -> T:
-        """:meth:`call`, for a seam that can also make the call without
-        blocking; a log that does not await (these two) ignores that."""
-        return self.call(seam, operation, request, send, answer, rebuild)
 
 
 def _entry(
@@ -196,6 +183,7 @@ class RecordingLog(_Log):
         send: Callable[[], T],
         answer: Callable[[T], Any],
         rebuild: Callable[[Any], T] | None,
+        send_async: Callable[[], Awaitable[T]] | None = None,
     ) -> T:
         slot = len(self.calls)
         depth = self._depth
@@ -330,6 +318,7 @@ class ReplayingLog(_Log):
         send: Callable[[], T],
         answer: Callable[[T], Any],
         rebuild: Callable[[Any], T] | None,
+        send_async: Callable[[], Awaitable[T]] | None = None,
     ) -> T:
         entry = self._next(seam, operation)
         number = len(self.calls)

@@ -36,6 +36,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from memrules._checks import check_whole
 from memrules._errors import CollectionError, ConfigError, EmbedderError, StoreError
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
@@ -118,13 +119,6 @@ def check_collection(name: object) -> str:
     return str(name)
 
 
-def _whole(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = f"{name}={value!r} must be a whole number of at least {minimum}"
-        raise ConfigError.single(msg, yaml_path=name)
-    return value
-
-
 def _comparable(identity: dict[str, Any]) -> str:
     return json.dumps(identity, sort_keys=True, default=str)
 
@@ -148,8 +142,8 @@ class MessageStore:
         self._backend = backend
         self.embedder = embedder
         self.search_mode = check_mode(search)
-        self.batch_size = _whole("batch_size", batch_size, 1)
-        self.candidates = _whole("candidates", candidates, 1)
+        self.batch_size = check_whole("batch_size", batch_size, 1)
+        self.candidates = check_whole("candidates", candidates, 1)
         self._description = description
         self._lock = threading.RLock()
         self._checked = False
@@ -338,7 +332,7 @@ class MessageStore:
         if not isinstance(query, str):
             msg = f"query={query!r} must be a string"
             raise ConfigError.single(msg, yaml_path="query")
-        k = _whole("k", k, 1)
+        k = check_whole("k", k, 1)
         if k > MAX_K:
             msg = f"k={k} must be at most {MAX_K}"
             raise ConfigError.single(msg, yaml_path="k")

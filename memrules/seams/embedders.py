@@ -30,8 +30,14 @@ from typing import Any
 
 import attrs
 
+from memrules._checks import check_api_key_env, check_whole
 from memrules._errors import ConfigError, EmbedderError
-from memrules._http import EndpointError, JSONClient, check_base_url, one_line
+from memrules._http import (
+    EndpointError,
+    JSONClient,
+    check_base_url,
+    one_line,
+)
 from memrules.seams._protocols import Embedder
 
 __all__ = [
@@ -60,12 +66,6 @@ _LOCAL_MODULES = {
 def local_embedder_missing() -> list[str]:
     """The distributions the local embedder needs that are not installed."""
     return [dist for module, dist in _LOCAL_MODULES.items() if not importlib.util.find_spec(module)]
-
-
-def _whole(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = f"{name}={value!r} must be a whole number of at least {minimum}"
-        raise ConfigError.single(msg, yaml_path=name)
 
 
 @attrs.define(slots=True)
@@ -240,9 +240,9 @@ def local_embedder(*, batch_size: int = 32, threads: int | None = None) -> Embed
     first use, once, and is checked against its sha256; without the
     ``local-embed`` extra, that first use raises :class:`EmbedderError`
     saying what to install."""
-    _whole("batch_size", batch_size, 1)
+    check_whole("batch_size", batch_size, 1)
     if threads is not None:
-        _whole("threads", threads, 1)
+        check_whole("threads", threads, 1)
     return _Local(batch_size, threads)
 
 
@@ -395,16 +395,14 @@ def openai_embedder(
     if not isinstance(model, str) or not model:
         msg = f"model={model!r} must be a non-empty string"
         raise ConfigError.single(msg, yaml_path="model")
-    if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-        msg = f"api_key_env={api_key_env!r} must name an environment variable"
-        raise ConfigError.single(msg, yaml_path="api_key_env")
+    check_api_key_env(api_key_env)
     if dimensions is not None:
-        _whole("dimensions", dimensions, 1)
-    _whole("batch_size", batch_size, 1)
+        check_whole("dimensions", dimensions, 1)
+    check_whole("batch_size", batch_size, 1)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0:
         msg = f"timeout_s={timeout_s!r} must be a number above 0"
         raise ConfigError.single(msg, yaml_path="timeout_s")
-    _whole("retries", retries, 0)
+    check_whole("retries", retries, 0)
     client = JSONClient(
         base_url=base_url, api_key_env=api_key_env, timeout=float(timeout_s), retries=retries
     )

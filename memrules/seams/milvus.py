@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from memrules._checks import check_api_key_env
 from memrules._errors import ConfigError, StoreError
 from memrules.seams._protocols import Embedder
 from memrules.seams._records import MAX_SCOPE_CHARS, MemoryRecord, RecallHit, Scope, decode_message
@@ -303,9 +304,7 @@ def milvus_store(
             "http(s)://host:port"
         )
         raise ConfigError.single(msg, yaml_path="uri")
-    if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-        msg = f"api_key_env={api_key_env!r} must name an environment variable"
-        raise ConfigError.single(msg, yaml_path="api_key_env")
+    check_api_key_env(api_key_env)
     check_collection(collection)
     check_mode(search)
     if milvus_missing():

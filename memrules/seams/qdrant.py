@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from memrules._checks import check_api_key_env
 from memrules._errors import ConfigError, StoreError
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._protocols import Embedder
@@ -298,9 +299,7 @@ def qdrant_store(
         if not isinstance(path, str) or not path:
             msg = f"path={path!r} must be a directory, or {MEMORY!r}"
             raise ConfigError.single(msg, yaml_path="path")
-    if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-        msg = f"api_key_env={api_key_env!r} must name an environment variable"
-        raise ConfigError.single(msg, yaml_path="api_key_env")
+    check_api_key_env(api_key_env)
     check_collection(collection)
     check_mode(search)
     if qdrant_missing():

@@ -23,8 +23,14 @@ from typing import Any
 
 import attrs
 
+from memrules._checks import check_api_key_env, check_whole
 from memrules._errors import ConfigError, SummarizerError
-from memrules._http import EndpointError, JSONClient, check_base_url, one_line
+from memrules._http import (
+    EndpointError,
+    JSONClient,
+    check_base_url,
+    one_line,
+)
 from memrules._messages import Conversation, ToolCall
 from memrules.seams._protocols import Summarizer
 from memrules.seams._records import index_text
@@ -47,12 +53,6 @@ SUMMARY_PROMPT = (
     "is not in the messages. Answer with the summary only."
 )
 """The system prompt of :func:`openai_summarizer`."""
-
-
-def _whole(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = f"{name}={value!r} must be a whole number of at least {minimum}"
-        raise ConfigError.single(msg, yaml_path=name)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -158,8 +158,8 @@ def extractive_summarizer(*, max_chars: int = 2000, max_sentence_chars: int = 30
     speaker: sentence`` and cut to ``max_sentence_chars``. Greetings and
     acknowledgements go. Deterministic: the same messages give the same text.
     """
-    _whole("max_chars", max_chars, 100)
-    _whole("max_sentence_chars", max_sentence_chars, 40)
+    check_whole("max_chars", max_chars, 100)
+    check_whole("max_sentence_chars", max_sentence_chars, 40)
     return _Extractive(max_chars, max_sentence_chars)
 
 
@@ -265,15 +265,13 @@ def openai_summarizer(
     if not isinstance(model, str) or not model:
         msg = f"model={model!r} must be a non-empty string"
         raise ConfigError.single(msg, yaml_path="model")
-    if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-        msg = f"api_key_env={api_key_env!r} must name an environment variable"
-        raise ConfigError.single(msg, yaml_path="api_key_env")
-    _whole("max_tokens", max_tokens, 1)
-    _whole("max_message_chars", max_message_chars, 100)
+    check_api_key_env(api_key_env)
+    check_whole("max_tokens", max_tokens, 1)
+    check_whole("max_message_chars", max_message_chars, 100)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0:
         msg = f"timeout_s={timeout_s!r} must be a number above 0"
         raise ConfigError.single(msg, yaml_path="timeout_s")
-    _whole("retries", retries, 0)
+    check_whole("retries", retries, 0)
     client = JSONClient(
         base_url=base_url, api_key_env=api_key_env, timeout=float(timeout_s), retries=retries
     )
