@@ -87,7 +87,11 @@ class _Line:
 
     def count_to(self, size: int, counter: TokenCounter, lock: threading.Lock) -> None:
         """Extend the counts to the first ``size`` messages. Counting runs
-        outside ``lock``; appending under it."""
+        outside ``lock``; appending under it.
+
+        Readers check ``len(sizes)`` without the lock, then read ``sums``:
+        so ``sums`` grows first, and ``sizes`` only once the sums for it
+        are there."""
         start = len(self.sizes)
         if start >= size:
             return
@@ -97,9 +101,9 @@ class _Line:
             if start_now >= size:
                 return
             fresh = counts[start_now - start :]
-            self.sizes.extend(fresh)
             running = itertools.accumulate(fresh, initial=self.sums[-1])
-            self.sums.extend(itertools.islice(running, 1, None))
+            self.sums.extend(list(itertools.islice(running, 1, None)))
+            self.sizes.extend(fresh)
 
 
 class _Shape:

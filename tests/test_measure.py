@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+import threading
 from typing import Any
 
 import attrs
@@ -31,10 +32,11 @@ from memrules._conversation import (
 from memrules._framing import OPENAI, framed
 from memrules._indices import Indices
 from memrules._invariants import Enforced, enforce
-from memrules._measure import Measure
+from memrules._measure import Measure, _Line
 from memrules._messages import Conversation, Message, ToolCall, ToolResult, message
 from memrules._pipeline import Pipeline
 from memrules._repair import input_problems
+from memrules._tokens import TiktokenCounter
 from memrules._typing import StrategyContext
 from memrules.strategies import drop_observations, sliding_window, trim_to_budget
 from memrules.strategies.window import trim
@@ -413,3 +415,24 @@ def test_removed_reads_as_a_tuple_in_reports() -> None:
     enforced = enforce(history, trim(history, context, max_messages=3), measure=context.measure)
     assert enforced.removed == (0, 1, 2, 3, 4, 5)
     assert repr(enforced.removed) == "Indices(0..5)"
+
+
+def test_counts_publish_their_sums_before_their_sizes() -> None:
+    """Readers check ``len(sizes)`` without the lock and then read ``sums``
+    (``Track.total``): the sums a size needs must be there first, or another
+    thread reads past their end (found as an IndexError under 16 threads)."""
+    messages = [message("user", f"message {i}") for i in range(12)]
+    line = _Line(messages)
+
+    class Watched(list[int]):
+        def extend(self, items: Any) -> None:
+            items = list(items)
+            assert len(line.sums) >= len(self) + len(items) + 1, "sizes grew before their sums"
+            super().extend(items)
+
+    line.sizes = Watched()
+    counter = TiktokenCounter.for_name("cl100k_base")
+    lock = threading.Lock()
+    line.count_to(5, counter, lock)
+    line.count_to(12, counter, lock)
+    assert line.sums == list(itertools.accumulate(counter.counts(messages), initial=0))
