@@ -4,7 +4,8 @@ and the real stores, each made fresh in a temporary place."""
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,35 @@ needs_local = pytest.mark.skipif(
     reason=f"needs the local-embed extra ({', '.join(MISSING_LOCAL)} missing): "
     "pip install -e '.[local-embed]'",
 )
+
+MISSING_MEMORY = [
+    *MISSING_LOCAL,
+    *([] if HAS_MILVUS else ["pymilvus"]),
+    *([] if HAS_QDRANT else ["qdrant-client"]),
+]
+needs_memory_extras = pytest.mark.skipif(
+    bool(MISSING_MEMORY),
+    reason=f"needs the local-embed, milvus and qdrant extras ({', '.join(MISSING_MEMORY)} "
+    "missing): pip install -e '.[local-embed,milvus,qdrant]'",
+)
+"""For tests that load a config with retrieval memory or a store: loading
+checks that the backend and the embedder can be used."""
+
+
+def config_params(paths: Iterable[Path]) -> list[object]:
+    """``paths`` (shipped YAML configs) as test parameters named by their
+    stem, those with a store or retrieval memory marked ``needs_memory_extras``."""
+    return [
+        pytest.param(
+            path,
+            id=path.stem,
+            marks=needs_memory_extras
+            if re.search(r"^(stores?|memory|routes):", path.read_text(encoding="utf-8"), re.M)
+            else (),
+        )
+        for path in paths
+    ]
+
 
 StoreMaker = Callable[..., MessageStore]
 

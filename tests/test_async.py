@@ -34,7 +34,7 @@ from memrules.seams import (
 from memrules.strategies import offload, sliding_window, summarize
 from memrules.testing import conversations
 from tests.chat_server import ChatServer
-from tests.seams import HAS_QDRANT
+from tests.seams import HAS_QDRANT, config_params
 from tests.strategies import COUNTER, ExtractiveSummarizer, MemoryStore, budgets_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ SEAMED = Pipeline(
 # --- async equals sync ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+@pytest.mark.parametrize("path", config_params(CONFIGS))
 def test_apply_async_equals_apply_for_the_shipped_configs(path: Path) -> None:
     base = load_pipeline(path)
 

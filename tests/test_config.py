@@ -24,6 +24,7 @@ from memrules.strategies import (
     register,
     sliding_window,
 )
+from tests.seams import config_params
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -317,7 +318,7 @@ def test_default_pipeline_is_the_seeds_eight() -> None:
     ]
 
 
-@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", config_params(sorted(CONFIGS.glob("*.yaml"))))
 def test_shipped_configs_load(path: Path) -> None:
     pipeline = load_pipeline(path)
     assert pipeline.config.source == str(path)

@@ -20,6 +20,7 @@ from memrules._eval import EvalSettings, evaluate, render_table
 from memrules._progress import Progress
 from memrules._trace import read_trace
 from tests.chat_server import ChatServer
+from tests.seams import needs_memory_extras
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "benchmarks" / "eval" / "dataset.jsonl"
@@ -100,6 +101,7 @@ def test_the_figures_of_a_case_computed_by_hand(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+@needs_memory_extras
 def test_facts_kept_by_evidence_or_by_answer_and_recalled_from_the_store(tmp_path: Path) -> None:
     """With a store: offload moves the first turn out; the vault's message is
     then recalled (lexical search, k=1) but gone from the context; the key's
@@ -171,6 +173,7 @@ def test_the_shipped_dataset_with_three_configs_prints_the_table(
     assert figures["max_tokens"] == 800
 
 
+@needs_memory_extras
 def test_jobs_change_nothing_but_timings_and_the_trace_replays(tmp_path: Path) -> None:
     subset = tmp_path / "subset.jsonl"
     lines = DATASET.read_text(encoding="utf-8").splitlines(keepends=True)

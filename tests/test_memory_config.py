@@ -16,6 +16,7 @@ from memrules.memory import (
     RouteMemory,
 )
 from memrules.memory.config import MAX_HYBRID_SCORE
+from tests.seams import needs_memory_extras
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +44,7 @@ routes:
 """
 
 
+@needs_memory_extras
 def test_a_file_with_routes() -> None:
     config = memrules.load_config(TWO_ROUTES)
     assert config.route_names == ("default", "code", "plain", "support")
@@ -68,6 +70,7 @@ def test_a_file_with_routes() -> None:
     assert code.memory.threshold_in(store) == 0.5
 
 
+@needs_memory_extras
 def test_route_gives_a_ready_plugin_per_route() -> None:
     config = memrules.load_config(TWO_ROUTES)
     try:
@@ -82,6 +85,7 @@ def test_route_gives_a_ready_plugin_per_route() -> None:
         config.close()
 
 
+@needs_memory_extras
 def test_an_unknown_route_names_the_known_ones() -> None:
     config = memrules.load_config(TWO_ROUTES)
     with pytest.raises(ConfigError, match=r"route='suport'.*did you mean 'support'.*default, code"):
@@ -97,6 +101,7 @@ def test_a_single_pipeline_file_is_the_default_route() -> None:
     assert memrules.load_pipeline(ROOT / "configs" / "chat_window.yaml").config == config
 
 
+@needs_memory_extras
 def test_the_shipped_routes_config_loads() -> None:
     config = memrules.load_config(ROOT / "configs" / "routes.yaml")
     with_memory = [n for n in config.route_names if config.route_config(n).memory is not None]
@@ -105,6 +110,7 @@ def test_the_shipped_routes_config_loads() -> None:
     assert without
 
 
+@needs_memory_extras
 def test_defaults() -> None:
     store = MemoryStoreConfig()
     assert store.backend == "milvus"
@@ -123,6 +129,7 @@ def test_defaults() -> None:
     )
 
 
+@needs_memory_extras
 def test_python_configs_check_themselves() -> None:
     with pytest.raises(ConfigError, match=r"memory is enabled but there is no stores\.memory"):
         memrules.MemoryConfig(memory=RouteMemory())
@@ -297,6 +304,7 @@ BAD = [
 ]
 
 
+@needs_memory_extras
 @pytest.mark.parametrize(("text", "path", "line", "words"), BAD)
 def test_every_mistake_is_named_at_its_path_and_line(
     text: str, path: str, line: int, words: str
@@ -308,6 +316,7 @@ def test_every_mistake_is_named_at_its_path_and_line(
     assert words in problems[(path, line)]
 
 
+@needs_memory_extras
 def test_all_problems_are_reported_at_once() -> None:
     text = (
         "stores:\n"

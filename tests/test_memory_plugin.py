@@ -26,7 +26,7 @@ from memrules.memory import (
 from memrules.memory.retrieve import is_memory_message
 from memrules.seams import Embedder, qdrant_store
 from tests.memory_helpers import DAY, SYSTEM, T0, Plugins, ask, plugins, remember, store_settings
-from tests.seams import CLIENT_BACKENDS
+from tests.seams import CLIENT_BACKENDS, needs_memory_extras
 
 needs_prometheus = pytest.mark.skipif(
     importlib.util.find_spec("prometheus_client") is None,
@@ -369,6 +369,7 @@ def test_prometheus_counts_hits_misses_errors_without_a_user_label(
 # --- routes of one file -----------------------------------------------------------------
 
 
+@needs_memory_extras
 def test_routes_of_one_file_share_one_store(tmp_path: Path) -> None:
     where = tmp_path / "memories"
     config = memrules.load_config(

@@ -35,7 +35,9 @@ strategies:
 """
 
 needs_otel = pytest.mark.skipif(
-    importlib.util.find_spec("opentelemetry.sdk") is None,
+    # find_spec of a submodule raises when its package is absent: ask for the package first
+    importlib.util.find_spec("opentelemetry") is None
+    or importlib.util.find_spec("opentelemetry.sdk") is None,
     reason="needs the otel extra: pip install 'memrules[otel]' opentelemetry-sdk",
 )
 needs_prometheus = pytest.mark.skipif(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memrules._cli import main as cli_main
+from tests.seams import needs_memory_extras
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -203,6 +204,7 @@ def test_the_replay_commands_run_as_written(tmp_path: Path) -> None:
     assert "1 request replayed, identical" in done.stdout or "rewrote 1 request" in done.stdout
 
 
+@needs_memory_extras
 def test_the_evaluation_table_is_what_the_command_prints(tmp_path: Path) -> None:
     (command,) = _commands("Evaluation")
     done = subprocess.run(
@@ -246,6 +248,7 @@ def test_the_retrieval_memory_example_runs_verbatim(tmp_path: Path) -> None:
     assert done.stdout.splitlines() == ["hit 1", "memrules memory:", "1"]  # as its comments say
 
 
+@needs_memory_extras
 def test_the_retrieval_memory_section_shows_the_shipped_config() -> None:
     """The YAML the section shows is a config that loads, and its estimator
     table holds the estimator's own figures."""

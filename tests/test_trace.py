@@ -36,6 +36,7 @@ from memrules._messages import Conversation, message
 from memrules._trace import dump_line, read_trace
 from memrules._typing import StrategyContext
 from memrules.strategies import sliding_window
+from tests.seams import config_params
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = json.loads((ROOT / "examples" / "agent_history.json").read_text(encoding="utf-8"))
@@ -119,9 +120,10 @@ def test_the_header_names_the_library_the_config_its_hash_and_the_vocabulary(
 
 @pytest.mark.parametrize(
     "path",
-    sorted((ROOT / "configs").glob("*.yaml"))
-    + sorted((ROOT / "benchmarks/eval/configs").glob("*.yaml")),
-    ids=lambda p: p.name,
+    config_params(
+        sorted((ROOT / "configs").glob("*.yaml"))
+        + sorted((ROOT / "benchmarks/eval/configs").glob("*.yaml"))
+    ),
 )
 def test_every_shipped_config_rebuilds_from_its_canonical_form(path: Path) -> None:
     config = load_config(path)

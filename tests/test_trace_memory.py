@@ -26,7 +26,7 @@ from memrules.memory.binding import open_store
 from memrules.memory.gate import Memory
 from memrules.seams import Embedder, MessageStore
 from tests.memory_helpers import DAY, T0, ask
-from tests.seams import FILE_BACKENDS
+from tests.seams import FILE_BACKENDS, needs_memory_extras
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY_ENV = "MEMRULES_TRACE_TEST_KEY"
@@ -327,6 +327,7 @@ routes:
 """
 
 
+@needs_memory_extras
 def test_the_canonical_config_of_a_memory_route_rebuilds_and_holds_no_secret() -> None:
     config = load_config(ROUTES)
     support = canonical_config(config.route_config("support"))
