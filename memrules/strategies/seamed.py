@@ -189,18 +189,16 @@ def _no_saving(
     what it replaces is not one."""
     chars = len(summary.countable_text)
     if chars > _CHARS_PER_TOKEN * replaced:
-        return (
-            f"refused a summary of {chars} characters for {messages} messages of "
-            f"{replaced} tokens (more than {_CHARS_PER_TOKEN} characters a token); "
-            "nothing was replaced"
-        )
-    cost = context.counter.count(summary)
-    if cost >= replaced:
-        return (
-            f"refused a summary of {cost} tokens for {messages} messages of {replaced} "
-            "tokens: it saves none; nothing was replaced"
-        )
-    return None
+        size = f"{chars} characters"
+    else:
+        cost = context.counter.count(summary)
+        if cost < replaced:
+            return None
+        size = f"{cost} tokens"
+    return (
+        f"refused a summary of {size} for {messages} messages of {replaced} tokens: "
+        "it saves none; nothing was replaced"
+    )
 
 
 @attrs.frozen(slots=True, repr=False)
