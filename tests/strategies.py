@@ -104,13 +104,16 @@ def agent_histories(
 def agent_loops(
     draw: st.DrawFn, *, max_rounds: int = 12, large_texts: bool = False
 ) -> Conversation:
-    """An earlier history, then one instruction and up to ``max_rounds``
-    tool rounds in the same turn: the agent loop, where ``offload`` and
-    ``summarize`` take rounds of the latest turn after the question. Each
+    """An earlier history (or none, or only a system prompt), then one
+    instruction and up to ``max_rounds`` tool rounds in the same turn: the
+    agent loop, where ``offload`` and ``summarize`` take rounds of the
+    latest turn after the question. Each
     round is an assistant message with one or two calls, and their results
     in ``tool`` messages (OpenAI) or one user message (Anthropic's
     ``tool_result`` blocks); the last call may still be waiting."""
-    head = list(draw(agent_histories(max_size=8, large_texts=large_texts), label="head"))
+    system = (Message(role="system", parts=(Text(text="You are a coding agent."),)),)
+    earlier = agent_histories(max_size=8, large_texts=large_texts)
+    head = list(draw(st.one_of(st.just(()), st.just(system), earlier), label="head"))
     anthropic = draw(st.booleans(), label="anthropic")
     question = Message(role="user", parts=(Text(text=draw(texts(), label="question") or "go"),))
     out = [*head, question]
