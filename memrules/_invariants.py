@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from memrules._conversation import first_system_index, is_turn_start, last_user_index, tool_links
+from memrules._conversation import (
+    first_system_index,
+    is_turn_start,
+    last_user_index,
+    latest_turn_start,
+    tool_links,
+)
 from memrules._indices import EMPTY, Indices, indices
 from memrules._messages import Conversation, Message, ToolCall, ToolResult
 
@@ -326,13 +332,6 @@ def enforce(
     return diff(before, tuple(messages), origin, tuple(sorted(dead)), mended, removed=removed)
 
 
-def _latest_turn_start(conversation: Conversation) -> int | None:
-    for i in range(len(conversation) - 1, -1, -1):
-        if is_turn_start(conversation[i]):
-            return i
-    return None
-
-
 def _misplaced(
     before: Conversation,
     messages: Sequence[Message],
@@ -345,7 +344,7 @@ def _misplaced(
     latest turn: the next strategy would take it for the latest user
     message (or the latest turn) and be free to drop the real one. A new
     message stands where the kept or mended message before it came from."""
-    start = _latest_turn_start(before)
+    start = latest_turn_start(before)
     after = -1  # the input index of the last kept or mended message so far
     for j, m in enumerate(messages):
         i = origin[j] if origin[j] is not None else sources[j]
@@ -605,7 +604,7 @@ def check_invariants(before: Conversation, after: Conversation) -> list[str]:
             problems.append("the most recent user message is gone or altered")
         elif not _same_but_results(u, kept_forms[-1]):
             problems.append("a new user message stands after the most recent user message")
-    start = _latest_turn_start(before)
+    start = latest_turn_start(before)
     if start is not None:
         opening = before[start]
         found = [j for j, m in enumerate(after) if m == opening]

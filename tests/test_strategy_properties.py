@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import event, given
@@ -47,11 +47,13 @@ from memrules.strategies import (
 )
 from memrules.strategies.seamed import SUMMARY_PREFIX
 from memrules.strategies.tool_results import CLEARED, CLEARED_INPUT
+from tests.chat_server import ChatServer
 from tests.strategies import (
     ALL_BUILTINS,
     COUNTER,
     FILE_TOOL,
     PARAMS,
+    SUMMARIZERS,
     ExtractiveSummarizer,
     MemoryStore,
     agent_histories,
@@ -65,7 +67,9 @@ from tests.strategies import (
     linked,
     moved_units,
     render,
+    summarizer_of,
     survivors,
+    terse_summary,
     texts,
     total,
     turn_ranges,
@@ -74,6 +78,13 @@ from tests.strategies import (
 )
 
 CTX = context()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ChatServer]:
+    """The loopback model the ``http`` summarizer asks."""
+    with ChatServer(reply=terse_summary) as running:
+        yield running
 
 
 def run(strategy: Strategy, conversation: Conversation, ctx: StrategyContext = CTX) -> Enforced:
@@ -132,16 +143,23 @@ def assert_took_out(conversation: Conversation, enforced: Enforced, moved: set[i
 
 @pytest.mark.parametrize("name", ALL_BUILTINS)
 @given(data=st.data())
-def test_builtin_keeps_the_contract(name: str, data: st.DataObject) -> None:
+def test_builtin_keeps_the_contract(name: str, server: ChatServer, data: st.DataObject) -> None:
     """Raw output never violates, invariants hold, no-ops keep identity, and
-    it is deterministic (the public ``check_strategy`` does all of it)."""
-    conversation = data.draw(agent_histories(large_texts=True), label="conversation")
+    it is deterministic (the public ``check_strategy`` does all of it), with
+    each summarizer, on generated histories and agent loops."""
+    conversation = data.draw(
+        st.one_of(agent_histories(large_texts=True), agent_loops(large_texts=True)),
+        label="conversation",
+    )
     budget = data.draw(budgets_for(conversation), label="budget")
     strategy = STRATEGIES[name](**data.draw(PARAMS[name], label="params"))
+    summarizer = summarizer_of(
+        data.draw(st.sampled_from(SUMMARIZERS), label="summarizer"), server.url
+    )
     ctx = context(
         budget=budget,
         store=MemoryStore(),
-        summarizer=ExtractiveSummarizer(),
+        summarizer=summarizer,
         offload_turns=data.draw(st.integers(1, 4), label="offload_turns"),
     )
     check_strategy(strategy, conversation, ctx)

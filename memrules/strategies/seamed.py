@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from memrules._conversation import is_turn_start, without_indices
+from memrules._conversation import is_turn_start, latest_turn_start, without_indices
 from memrules._errors import StoreError, StrategyError
 from memrules._messages import Conversation, Message, Text, ToolCall
 from memrules._typing import Outcome, Strategy, StrategyContext, StrategyResult
@@ -173,14 +173,6 @@ only runs of repeated characters pack more, and counting a runaway answer
 of megabytes would cost more than the summary could save."""
 
 
-def _latest_turn_start(conversation: Conversation) -> int:
-    """Index of the latest turn's opening user message (-1 when none)."""
-    for i in range(len(conversation) - 1, -1, -1):
-        if is_turn_start(conversation[i]):
-            return i
-    return -1
-
-
 def _no_saving(
     summary: Message, replaced: int, messages: int, context: StrategyContext
 ) -> str | None:
@@ -236,7 +228,8 @@ class _Summarize:
         # Inside the latest turn the summary speaks for the assistant whose
         # tool rounds it replaces: a user message there would read as a
         # newer question than the real one (or open a turn of its own).
-        inside = gone[0] > _latest_turn_start(conversation)
+        start = latest_turn_start(conversation)
+        inside = start is not None and gone[0] > start
         summary = Message(
             role="assistant" if inside else "user",
             parts=(
