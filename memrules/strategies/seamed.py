@@ -10,7 +10,9 @@ deterministically (no clock, no randomness), so a replay can answer it
 without the seam: for the store, the scope and each record's id, turn and
 exchange (the messages themselves are the input's) and the ids it added or
 found; for the summarizer, the request it makes (the chat body of an
-OpenAI-compatible one, without its key) and the text it answered.
+OpenAI-compatible one, without its key) and the text it answered (none for
+a summary refused for saving no tokens: its error says why, and a runaway
+answer is not copied into the report).
 """
 
 from __future__ import annotations
