@@ -22,6 +22,7 @@ __all__ = [
     "held_indices",
     "is_turn_start",
     "last_user_index",
+    "latest_turn_start",
     "link_state",
     "movable_units",
     "pinned_indices",
@@ -81,6 +82,17 @@ def is_turn_start(message: Message) -> bool:
     if message.role != "user":
         return False
     return not message.parts or not all(isinstance(p, ToolResult) for p in message.parts)
+
+
+def latest_turn_start(conversation: Conversation) -> int | None:
+    """Index of the user message that opens the latest turn (see
+    :func:`is_turn_start`), or None. In an agent loop it is the question the
+    tool rounds after it work on, even where a later user message carries
+    only their results."""
+    for i in range(len(conversation) - 1, -1, -1):
+        if is_turn_start(conversation[i]):
+            return i
+    return None
 
 
 def turns(conversation: Conversation) -> tuple[range, ...]:

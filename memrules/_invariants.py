@@ -5,7 +5,11 @@ input and output:
 
 1. **Survivors.** The first system message and the most recent user message
    of the input are in the output, unaltered (the same objects), and a first
-   system message that led the input leads the output.
+   system message that led the input leads the output. The input's most
+   recent user message stays the output's: no new user message stands
+   after it, and none opens a turn inside the latest turn, or the next
+   strategy would take that message for the one to keep (a summary of tool
+   rounds after the question is the assistant's, not the user's).
 2. **Tool pairing.** No tool result outlives its call, and no tool call
    outlives its result where the input had one. Pairing closure drops the
    orphaned half; parallel calls in one message are one unit, so losing the
@@ -31,7 +35,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from memrules._conversation import first_system_index, is_turn_start, last_user_index, tool_links
+from memrules._conversation import (
+    first_system_index,
+    is_turn_start,
+    last_user_index,
+    latest_turn_start,
+    tool_links,
+)
 from memrules._indices import EMPTY, Indices, indices
 from memrules._messages import Conversation, Message, ToolCall, ToolResult
 
@@ -310,12 +320,50 @@ def enforce(
             return _unchanged(before, led)
         if origin != window_origin:
             removed = None
+    if None in origin:
+        misplaced = _misplaced(before, messages, origin, sources, last_user)
+        if misplaced is not None:
+            return _unchanged(before, misplaced)
     mended = (
         {j: i for j, i in enumerate(sources) if i is not None}
         if sources.count(None) != len(sources)
         else {}
     )
     return diff(before, tuple(messages), origin, tuple(sorted(dead)), mended, removed=removed)
+
+
+def _misplaced(
+    before: Conversation,
+    messages: Sequence[Message],
+    origin: Sequence[int | None],
+    sources: Sequence[int | None],
+    last_user: int | None,
+) -> str | None:
+    """A violation when a new user message of the output stands after the
+    input's most recent user message, or opens a turn inside the input's
+    latest turn: the next strategy would take it for the latest user
+    message (or the latest turn) and be free to drop the real one. A new
+    message stands where the kept or mended message before it came from."""
+    start = latest_turn_start(before)
+    after = -1  # the input index of the last kept or mended message so far
+    for j, m in enumerate(messages):
+        i = origin[j] if origin[j] is not None else sources[j]
+        if i is not None:
+            after = i
+            continue
+        if m.role != "user":
+            continue
+        if last_user is not None and after >= last_user:
+            return (
+                f"output[{j}] is a new user message after the most recent user message "
+                f"(index {last_user}), which it would stand in for"
+            )
+        if start is not None and after >= start and is_turn_start(m):
+            return (
+                f"output[{j}] is a new user message that opens a turn inside the latest "
+                f"turn (which starts at index {start})"
+            )
+    return None
 
 
 @attrs.frozen(slots=True)
@@ -554,6 +602,14 @@ def check_invariants(before: Conversation, after: Conversation) -> list[str]:
         kept_forms = [m for m in after if m.role == "user"]
         if not any(_same_but_results(u, m) for m in kept_forms):
             problems.append("the most recent user message is gone or altered")
+        elif not _same_but_results(u, kept_forms[-1]):
+            problems.append("a new user message stands after the most recent user message")
+    start = latest_turn_start(before)
+    if start is not None:
+        opening = before[start]
+        found = [j for j, m in enumerate(after) if m == opening]
+        if found and any(is_turn_start(m) for m in after[found[-1] + 1 :]):
+            problems.append("a new user message opens a turn inside the latest turn")
     problems += pairing_problems(before, after)
     for j, m in enumerate(after):
         if (

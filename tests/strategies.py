@@ -19,10 +19,18 @@ from hypothesis import strategies as st
 
 from memrules._budget import Budget
 from memrules._interpreter import NamedStrategy
-from memrules._messages import Conversation, Message, Text, ToolResult
+from memrules._messages import Conversation, Message, Text, ToolCall, ToolResult
 from memrules._tokens import TokenCounter, counter_for
 from memrules._typing import Outcome, StrategyContext, StrategyResult
-from memrules.seams import MemoryRecord, RecallHit, Scope, StoreWrite
+from memrules.seams import (
+    MemoryRecord,
+    RecallHit,
+    Scope,
+    StoreWrite,
+    Summarizer,
+    extractive_summarizer,
+    openai_summarizer,
+)
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
 from memrules.testing import (
     FILE_PATHS,
@@ -43,9 +51,11 @@ __all__ = [
     "FILE_PATHS",
     "FILE_TOOL",
     "PARAMS",
+    "SUMMARIZERS",
     "ExtractiveSummarizer",
     "MemoryStore",
     "agent_histories",
+    "agent_loops",
     "assert_invariants",
     "boundary_budgets",
     "budgets",
@@ -60,7 +70,9 @@ __all__ = [
     "named_strategies",
     "parts",
     "render",
+    "summarizer_of",
     "survivors",
+    "terse_summary",
     "texts",
     "total",
     "turn_ranges",
@@ -86,6 +98,45 @@ def agent_histories(
         long = st.text(alphabet="abcdefgh ijklmnop\n", min_size=120, max_size=400)
         text = st.one_of(texts(large=large_texts), long)
     return conversations(max_size=max_size, orphan_results=True, large_texts=large_texts, text=text)
+
+
+@st.composite
+def agent_loops(
+    draw: st.DrawFn, *, max_rounds: int = 12, large_texts: bool = False
+) -> Conversation:
+    """An earlier history (or none, or only a system prompt), then one
+    instruction and up to ``max_rounds`` tool rounds in the same turn: the
+    agent loop, where ``offload`` and ``summarize`` take rounds of the
+    latest turn after the question. Each
+    round is an assistant message with one or two calls, and their results
+    in ``tool`` messages (OpenAI) or one user message (Anthropic's
+    ``tool_result`` blocks); the last call may still be waiting."""
+    system = (Message(role="system", parts=(Text(text="You are a coding agent."),)),)
+    earlier = agent_histories(max_size=8, large_texts=large_texts)
+    head = list(draw(st.one_of(st.just(()), st.just(system), earlier), label="head"))
+    anthropic = draw(st.booleans(), label="anthropic")
+    question = Message(role="user", parts=(Text(text=draw(texts(), label="question") or "go"),))
+    out = [*head, question]
+    body = st.one_of(
+        texts(large=large_texts),
+        st.integers(1, 40).map(lambda n: "\n".join(f"line {k}: value = f({k})" for k in range(n))),
+    )
+    for r in range(draw(st.integers(0, max_rounds), label="rounds")):
+        calls = tuple(
+            ToolCall(id=f"loop_{r}_{k}", name=FILE_TOOL, arguments=f'{{"path": "src/m{r % 5}.py"}}')
+            for k in range(draw(st.integers(1, 2), label="calls"))
+        )
+        said = draw(st.sampled_from(("", "Reading the file.")), label="said")
+        out.append(Message(role="assistant", parts=(*([Text(text=said)] if said else []), *calls)))
+        results = [ToolResult(call_id=c.id, content=draw(body, label="result")) for c in calls]
+        if anthropic:
+            out.append(Message(role="user", parts=tuple(results)))
+        else:
+            out.extend(Message(role="tool", parts=(p,)) for p in results)
+    if draw(st.booleans(), label="pending"):
+        pending = ToolCall(id="loop_pending", name="run_tests", arguments="{}")
+        out.append(Message(role="assistant", parts=(pending,)))
+    return tuple(out)
 
 
 # --- seams ---------------------------------------------------------------------
@@ -129,11 +180,36 @@ class ExtractiveSummarizer:
         return "\n".join(lines)
 
 
+SUMMARIZERS = ("memory", "extractive", "http")
+"""The summarizers the property suites run: the in-memory one above, the
+shipped extractive one, and an OpenAI-compatible one posting over HTTP to a
+loopback server answering :func:`terse_summary`."""
+
+
+def terse_summary(messages: list[dict[str, Any]]) -> str:
+    """A loopback model's summary of the transcript it was sent: the first
+    four words of each message line (deterministic, so runs compare)."""
+    lines = str(messages[-1]["content"]).splitlines()
+    kept = [" ".join(line.split()[:4]) for line in lines if line.startswith("[")]
+    return "\n".join(kept) or "nothing to keep"
+
+
+def summarizer_of(kind: str, url: str) -> Summarizer:
+    """A fresh summarizer of ``kind`` (one of :data:`SUMMARIZERS`); ``url``
+    is the loopback server's, for ``http``."""
+    if kind == "memory":
+        return ExtractiveSummarizer()
+    if kind == "extractive":
+        return extractive_summarizer(max_chars=400)
+    assert kind == "http", kind
+    return openai_summarizer(base_url=url, model="loopback-model", retries=0, timeout_s=30)
+
+
 def context(
     *,
     budget: Budget = Budget.UNLIMITED,
     store: MemoryStore | None = None,
-    summarizer: ExtractiveSummarizer | None = None,
+    summarizer: Summarizer | None = None,
     offload_turns: int = 10,
     counter: TokenCounter = COUNTER,
 ) -> StrategyContext:
@@ -323,8 +399,12 @@ def with_observations(
 _TOOL_NAMES = (FILE_TOOL, "search", "run_tests", "write_file")
 
 PARAMS: Mapping[str, st.SearchStrategy[dict[str, Any]]] = {
-    "offload": st.fixed_dictionaries({}, optional={"turns": st.integers(1, 4)}),
-    "summarize": st.fixed_dictionaries({}, optional={"turns": st.integers(1, 4)}),
+    "offload": st.fixed_dictionaries(
+        {}, optional={"turns": st.integers(1, 4), "keep_exchanges": st.integers(0, 3)}
+    ),
+    "summarize": st.fixed_dictionaries(
+        {}, optional={"turns": st.integers(1, 4), "keep_exchanges": st.integers(0, 3)}
+    ),
     "deduplicate_file_reads": st.fixed_dictionaries(
         {},
         optional={

@@ -327,7 +327,7 @@ def test_the_plugin_async_path_equals_the_sync_path() -> None:
     seen = run(main())
     # The conversations crossed the warning, then the budget: the summarizer was asked.
     assert any(r.warned for r in seen)
-    assert any(a.strategy == "summarize" and a.changed for r in seen for a in r.report.actions)
+    assert any(a.strategy == "summarize" and a.seam_calls for r in seen for a in r.report.actions)
 
 
 def test_concurrent_async_requests_of_one_conversation_warn_once() -> None:

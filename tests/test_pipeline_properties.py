@@ -8,19 +8,23 @@ same input gives the same output.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from memrules._budget import Budget
-from memrules._config import MemoryConfig, default_strategies
+from memrules._config import MemoryConfig, default_strategies, load_config
 from memrules._interpreter import MAX_PASSES, NamedStrategy
 from memrules._messages import Conversation
 from memrules._pipeline import Pipeline
 from memrules._report import CompressionResult, StopReason
 from memrules._tokens import TiktokenCounter
 from memrules._typing import DEFAULT_WARNING_MARKER
-from memrules.seams import Seams
+from memrules.seams import Seams, openai_summarizer
 from memrules.strategies import (
     BUILTIN_ORDER,
     STRATEGIES,
@@ -28,33 +32,66 @@ from memrules.strategies import (
     sliding_window,
     trim_to_budget,
 )
+from tests.chat_server import ChatServer
 from tests.strategies import (
     ALL_BUILTINS,
     COUNTER,
     PARAMS,
+    SUMMARIZERS,
     ExtractiveSummarizer,
     MemoryStore,
     agent_histories,
+    agent_loops,
     assert_invariants,
     budgets_for,
     held,
     named_strategies,
     render,
+    summarizer_of,
+    terse_summary,
     total,
     with_observations,
 )
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ChatServer]:
+    """The loopback model the ``http`` summarizer asks."""
+    with ChatServer(reply=terse_summary) as running:
+        yield running
+
+
+def _unavailable(messages: list[dict[str, Any]]) -> str:
+    msg = "the model is loading"
+    raise RuntimeError(msg)
+
+
+@pytest.fixture(scope="module")
+def down() -> Iterator[ChatServer]:
+    """A loopback model that answers every request with HTTP 500."""
+    with ChatServer(reply=_unavailable) as running:
+        yield running
+
+
+SEAMS = ("none", *SUMMARIZERS)
+"""No seams, or an in-memory store with each summarizer."""
 
 
 def pipeline(
     strategies: tuple[NamedStrategy, ...],
     *,
-    seams: bool = True,
+    seams: str = "memory",
+    url: str = "",
     counter: TiktokenCounter | None = None,
 ) -> Pipeline:
     return Pipeline(
         config=MemoryConfig(strategies=strategies),
         counter=counter or COUNTER,
-        seams=Seams(store=MemoryStore(), summarizer=ExtractiveSummarizer()) if seams else Seams(),
+        seams=Seams()
+        if seams == "none"
+        else Seams(store=MemoryStore(), summarizer=summarizer_of(seams, url)),
     )
 
 
@@ -144,11 +181,14 @@ def check_deterministic(
     result: CompressionResult,
     strategies: tuple[NamedStrategy, ...],
     budget: Budget,
-    seams: bool,
+    seams: str,
+    url: str,
 ) -> None:
     """A second run, on a cold counter cache and fresh seams, is identical."""
     fresh = TiktokenCounter.for_name("cl100k_base")
-    again = pipeline(strategies, seams=seams, counter=fresh).apply(conversation, budget=budget)
+    again = pipeline(strategies, seams=seams, url=url, counter=fresh).apply(
+        conversation, budget=budget
+    )
     assert again.messages == result.messages
     assert again.report.to_dict() == result.report.to_dict()
 
@@ -166,42 +206,87 @@ PIPELINES = {
 }
 
 
+def _shipped() -> dict[str, tuple[NamedStrategy, ...]]:
+    """The strategies of each shipped config (and of each route of one),
+    those that differ from every other's."""
+    found: dict[str, tuple[NamedStrategy, ...]] = {}
+    for path in sorted(CONFIGS.glob("*.yaml")):
+        config = load_config(path)
+        named = {path.stem: config, **{f"{path.stem}.{n}": r for n, r in config.routes.items()}}
+        for name, each in named.items():
+            if repr(each.strategies) not in {repr(s) for s in found.values()}:
+                found[name] = each.strategies
+    return found
+
+
+SHIPPED = _shipped()
+
+
+def histories() -> st.SearchStrategy[Conversation]:
+    """Generated histories, and agent loops: one instruction, many tool rounds."""
+    return st.one_of(agent_histories(max_size=30, large_texts=True), agent_loops(large_texts=True))
+
+
 @pytest.mark.parametrize("kind", sorted(PIPELINES))
 @given(data=st.data())
-def test_builtin_pipelines(kind: str, data: st.DataObject) -> None:
-    conversation = data.draw(agent_histories(max_size=30, large_texts=True), label="conversation")
+def test_builtin_pipelines(kind: str, server: ChatServer, data: st.DataObject) -> None:
+    conversation = data.draw(histories(), label="conversation")
     budget = data.draw(budgets_for(conversation), label="budget")
-    seams = data.draw(st.booleans(), label="seams")
+    seams = data.draw(st.sampled_from(SEAMS), label="seams")
     strategies = PIPELINES[kind]()
-    result = pipeline(strategies, seams=seams).apply(conversation, budget=budget)
+    result = pipeline(strategies, seams=seams, url=server.url).apply(conversation, budget=budget)
     check_compaction(conversation, result, strategies, budget)
-    check_deterministic(conversation, result, strategies, budget, seams)
+    check_deterministic(conversation, result, strategies, budget, seams, server.url)
+
+
+def test_the_shipped_configs_are_run_with_a_summarizer() -> None:
+    """The default config (its YAML and its routes' included) has the
+    ``summarize`` step the suites run with each summarizer."""
+    assert "default" in SHIPPED
+    assert repr(SHIPPED["default"]) == repr(default_strategies())
+    assert [s.name for s in SHIPPED["default"]][:2] == ["offload", "summarize"]
+
+
+@pytest.mark.parametrize("name", sorted(set(SHIPPED) - {"default"}))
+@settings(max_examples=40)
+@given(data=st.data())
+def test_shipped_configs(name: str, server: ChatServer, data: st.DataObject) -> None:
+    """Every other shipped config's strategies (the default's are above)."""
+    conversation = data.draw(histories(), label="conversation")
+    budget = data.draw(budgets_for(conversation), label="budget")
+    seams = data.draw(st.sampled_from(SEAMS), label="seams")
+    strategies = SHIPPED[name]
+    result = pipeline(strategies, seams=seams, url=server.url).apply(conversation, budget=budget)
+    check_compaction(conversation, result, strategies, budget)
 
 
 @given(data=st.data())
-def test_random_pipelines(data: st.DataObject) -> None:
-    conversation = data.draw(agent_histories(max_size=30, large_texts=True), label="conversation")
+def test_random_pipelines(server: ChatServer, data: st.DataObject) -> None:
+    conversation = data.draw(histories(), label="conversation")
     budget = data.draw(budgets_for(conversation), label="budget")
     strategies = data.draw(named_strategies(), label="strategies")
-    seams = data.draw(st.booleans(), label="seams")
-    result = pipeline(strategies, seams=seams).apply(conversation, budget=budget)
+    seams = data.draw(st.sampled_from(SEAMS), label="seams")
+    result = pipeline(strategies, seams=seams, url=server.url).apply(conversation, budget=budget)
     check_compaction(conversation, result, strategies, budget)
-    check_deterministic(conversation, result, strategies, budget, seams)
+    check_deterministic(conversation, result, strategies, budget, seams, server.url)
 
 
 @given(data=st.data())
-def test_a_final_window_meets_the_budget_when_the_survivors_do(data: st.DataObject) -> None:
+def test_a_final_window_meets_the_budget_when_the_survivors_do(
+    server: ChatServer, data: st.DataObject
+) -> None:
     """A pipeline that ends in trim_to_budget (or a sliding window no larger
     than a message budget) stops under budget whenever the survivors and
     their tool exchanges alone fit; and when it does not, only they are left."""
-    conversation = data.draw(agent_histories(max_size=30, large_texts=True), label="conversation")
+    conversation = data.draw(histories(), label="conversation")
     budget = data.draw(budgets_for(conversation, unlimited=False), label="budget")
     last = NamedStrategy(name="trim_to_budget", strategy=trim_to_budget())
     if budget.kind == "messages" and data.draw(st.booleans(), label="window"):
         keep = data.draw(st.integers(0, budget.limit), label="keep_messages")
         last = NamedStrategy(name="sliding_window", strategy=sliding_window(keep_messages=keep))
     strategies = (*data.draw(named_strategies(min_size=0, max_size=5), label="before"), last)
-    result = pipeline(strategies).apply(conversation, budget=budget)
+    seams = data.draw(st.sampled_from(SUMMARIZERS), label="seams")
+    result = pipeline(strategies, seams=seams, url=server.url).apply(conversation, budget=budget)
     check_compaction(conversation, result, strategies, budget)
     out = result.messages
     must = [conversation[i] for i in held(conversation)]
@@ -212,12 +297,13 @@ def test_a_final_window_meets_the_budget_when_the_survivors_do(data: st.DataObje
 
 
 @given(data=st.data())
-def test_compress_runs_each_strategy_once(data: st.DataObject) -> None:
-    conversation = data.draw(agent_histories(max_size=30, large_texts=True), label="conversation")
+def test_compress_runs_each_strategy_once(server: ChatServer, data: st.DataObject) -> None:
+    conversation = data.draw(histories(), label="conversation")
     strategies = data.draw(
         st.one_of(st.just(default_strategies()), named_strategies()), label="strategies"
     )
-    result = pipeline(strategies).compress(conversation)
+    seams = data.draw(st.sampled_from(SUMMARIZERS), label="seams")
+    result = pipeline(strategies, seams=seams, url=server.url).compress(conversation)
     report = result.report
     assert report.stop_reason is StopReason.SINGLE_PASS
     assert report.passes == 1
@@ -233,16 +319,25 @@ def test_compress_runs_each_strategy_once(data: st.DataObject) -> None:
     for j, i in enumerate(report.origin):
         if i is not None:
             assert result.messages[j] is conversation[i]
-    again = pipeline(strategies).compress(conversation)
+    again = pipeline(strategies, seams=seams, url=server.url).compress(conversation)
     assert again.messages == result.messages
     assert again.report.to_dict() == report.to_dict()
 
 
 @given(data=st.data())
-def test_failing_seams_are_recorded_and_the_pipeline_goes_on(data: st.DataObject) -> None:
-    conversation = data.draw(agent_histories(max_size=30), label="conversation")
+def test_failing_seams_are_recorded_and_the_pipeline_goes_on(
+    down: ChatServer, data: st.DataObject
+) -> None:
+    conversation = data.draw(
+        st.one_of(agent_histories(max_size=30), agent_loops()), label="conversation"
+    )
     budget = data.draw(budgets_for(conversation, unlimited=False), label="budget")
-    store, summarizer = MemoryStore(down=True), ExtractiveSummarizer(down=True)
+    store = MemoryStore(down=True)
+    summarizer = (
+        openai_summarizer(base_url=down.url, model="loopback-model", retries=0)
+        if data.draw(st.booleans(), label="http")
+        else ExtractiveSummarizer(down=True)
+    )
     strategies = default_strategies()
     pipe = Pipeline(
         config=MemoryConfig(strategies=strategies),

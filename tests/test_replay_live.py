@@ -30,7 +30,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-live-0123456789-do-not-record"
 
 TURNS = [
-    ("My sister Priya moved to Porto last spring.", "Porto is lovely. Noted."),
+    (
+        "My sister Priya moved to Porto last spring.",
+        "Porto is lovely. Noted."
+        + " It is a city in the north of Portugal, on the Douro river, known for its port"
+        " wine cellars, its bridges over the river and its old town on the hill." * 3,
+    ),
     ("The deploy key lives in vault/prod/deploy.key and rotates every 90 days.", "Noted: 90 days."),
     ("We decided to use Terraform 1.7 for the rollout.", "Terraform 1.7 it is."),
     ("Remind me to call the dentist on Friday.", "I will remind you on Friday."),

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from memrules._budget import Budget
@@ -47,14 +47,17 @@ from memrules.strategies import (
 )
 from memrules.strategies.seamed import SUMMARY_PREFIX
 from memrules.strategies.tool_results import CLEARED, CLEARED_INPUT
+from tests.chat_server import ChatServer
 from tests.strategies import (
     ALL_BUILTINS,
     COUNTER,
     FILE_TOOL,
     PARAMS,
+    SUMMARIZERS,
     ExtractiveSummarizer,
     MemoryStore,
     agent_histories,
+    agent_loops,
     assert_invariants,
     boundary_budgets,
     budgets_for,
@@ -64,14 +67,24 @@ from tests.strategies import (
     linked,
     moved_units,
     render,
+    summarizer_of,
     survivors,
+    terse_summary,
     texts,
     total,
+    turn_ranges,
     unwrap,
     with_observations,
 )
 
 CTX = context()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ChatServer]:
+    """The loopback model the ``http`` summarizer asks."""
+    with ChatServer(reply=terse_summary) as running:
+        yield running
 
 
 def run(strategy: Strategy, conversation: Conversation, ctx: StrategyContext = CTX) -> Enforced:
@@ -130,16 +143,23 @@ def assert_took_out(conversation: Conversation, enforced: Enforced, moved: set[i
 
 @pytest.mark.parametrize("name", ALL_BUILTINS)
 @given(data=st.data())
-def test_builtin_keeps_the_contract(name: str, data: st.DataObject) -> None:
+def test_builtin_keeps_the_contract(name: str, server: ChatServer, data: st.DataObject) -> None:
     """Raw output never violates, invariants hold, no-ops keep identity, and
-    it is deterministic (the public ``check_strategy`` does all of it)."""
-    conversation = data.draw(agent_histories(large_texts=True), label="conversation")
+    it is deterministic (the public ``check_strategy`` does all of it), with
+    each summarizer, on generated histories and agent loops."""
+    conversation = data.draw(
+        st.one_of(agent_histories(large_texts=True), agent_loops(large_texts=True)),
+        label="conversation",
+    )
     budget = data.draw(budgets_for(conversation), label="budget")
     strategy = STRATEGIES[name](**data.draw(PARAMS[name], label="params"))
+    summarizer = summarizer_of(
+        data.draw(st.sampled_from(SUMMARIZERS), label="summarizer"), server.url
+    )
     ctx = context(
         budget=budget,
         store=MemoryStore(),
-        summarizer=ExtractiveSummarizer(),
+        summarizer=summarizer,
         offload_turns=data.draw(st.integers(1, 4), label="offload_turns"),
     )
     check_strategy(strategy, conversation, ctx)
@@ -573,14 +593,34 @@ def test_offload_moves_the_oldest_turns_into_the_store(
     assert_took_out(conversation, enforced, moved)
 
 
-@given(conversation=agent_histories(), turns=st.integers(1, 4))
+_REFUSED = re.compile(
+    r"refused a summary of (\d+) (tokens|characters) for (\d+) messages of (\d+) tokens: "
+    r"it saves none; "
+    r"nothing was replaced"
+)
+
+
+@given(
+    conversation=st.one_of(
+        agent_histories(long_texts=True, large_texts=True), agent_loops(large_texts=True)
+    ),
+    turns=st.integers(1, 4),
+    keep=st.integers(0, 3),
+)
 def test_summarize_replaces_the_oldest_turns_with_one_summary(
-    conversation: Conversation, turns: int
+    conversation: Conversation, turns: int, keep: int
 ) -> None:
+    """One summary in place of the oldest units, where the first of them
+    stood: a user message when it replaces whole turns (it then stands
+    before the latest user message), an assistant message when it replaces
+    tool rounds inside the latest turn; and only when it costs fewer tokens
+    than what it replaces, or nothing changes and the note says why."""
     summarizer = ExtractiveSummarizer()
     ctx = context(summarizer=summarizer)
-    raw = unwrap(summarize(turns=turns)(conversation, ctx))
-    moved, count = oldest_turns(conversation, turns)
+    result = summarize(turns=turns, keep_exchanges=keep)(conversation, ctx)
+    raw = unwrap(result)
+    units = moved_units(conversation, turns, keep_exchanges=keep)
+    moved, count = {i for unit in units for i in unit}, len(units)
     if not moved:
         assert raw is conversation
         assert summarizer.seen == []
@@ -588,17 +628,34 @@ def test_summarize_replaces_the_oldest_turns_with_one_summary(
     batch = tuple(conversation[i] for i in sorted(moved))
     assert len(summarizer.seen) == 1
     assert same(summarizer.seen[0], batch)
+    assert isinstance(result, Outcome)
+    (call,) = result.seam_calls
+    if raw is conversation:
+        refused = _REFUSED.fullmatch(result.note)
+        assert refused is not None, result.note
+        size, unit, messages, replaced = refused.groups()
+        assert (int(messages), int(replaced)) == (len(batch), total(batch))
+        # More characters than 16 a token it would save are not counted.
+        assert int(size) >= int(replaced) * (16 if unit == "characters" else 1)
+        assert (call.response, call.error) == (None, result.note)
+        event("summary: refused")
+        return
     start = min(moved)
     rest = drop(conversation, moved)
     assert same(raw[:start], rest[:start])
     assert same(raw[start + 1 :], rest[start:])
     summary = raw[start]
-    assert summary.role == "user"
+    latest = turn_ranges(conversation)[-1].start
+    assert summary.role == ("assistant" if start > latest else "user")
+    event(f"summary: {summary.role}")
     assert summary.text.startswith(SUMMARY_PREFIX)
     assert f"{count} earlier turns or tool exchanges" in summary.text
     assert f"({len(batch)} messages)" in summary.text
     assert summary.text.endswith(summarizer.summarize(batch))
-    enforced = run(summarize(turns=turns), conversation, context(summarizer=ExtractiveSummarizer()))
+    assert total([summary]) < total(batch)  # a summary saves tokens
+    assert call.error is None
+    again = context(summarizer=ExtractiveSummarizer())
+    enforced = run(summarize(turns=turns, keep_exchanges=keep), conversation, again)
     # Everything that leaves the conversation is in the summary: no closure.
     assert enforced.closed_calls == ()
     assert enforced.messages[start].text == summary.text

@@ -356,7 +356,7 @@ def test_a_plugin_trace_replays_state_graph_warning_and_resolver(tmp_path: Path)
     assert len(recorded) == 5
     seams = [[c["seam"] for c in line["calls"]] for line in recorded[1:]]
     assert seams[0] == ["state_store", "context_window_resolver", "graph_extractor", "state_store"]
-    assert "summarizer" in seams[3]
+    assert any("summarizer" in called for called in seams[2:])
     assert [line["warned"] for line in recorded[1:]].count(True) == 1
     assert [line["usage"]["window"] for line in recorded[1:]] == [256, 300, 256, 300]
     assert recorded[1]["state"]["graph"]["relationships"][0]["id"] == "fact:vault:is_in"

@@ -65,6 +65,8 @@ def test_summarize_takes_old_rounds_of_the_latest_turn_too() -> None:
     assert len(out) <= 30
     assert out[1] == history[1]  # the instruction stays first of the turn
     assert out[2].text.startswith("[memrules summary]")
+    assert out[2].role == "assistant"  # after the question: the rounds were the assistant's
+    assert [m for m in out if m.role == "user"] == [history[1]]
     assert out[-11:] == history[-11:]  # the pending call and five exchanges
     (batch,) = summarizer.seen
     assert batch == history[2 : 2 + len(batch)]

@@ -10,7 +10,9 @@ deterministically (no clock, no randomness), so a replay can answer it
 without the seam: for the store, the scope and each record's id, turn and
 exchange (the messages themselves are the input's) and the ids it added or
 found; for the summarizer, the request it makes (the chat body of an
-OpenAI-compatible one, without its key) and the text it answered.
+OpenAI-compatible one, without its key) and the text it answered (none for
+a summary refused for saving no tokens: its error says why, and a runaway
+answer is not copied into the report).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from memrules._conversation import is_turn_start, without_indices
+from memrules._conversation import is_turn_start, latest_turn_start, without_indices
 from memrules._errors import StoreError, StrategyError
 from memrules._messages import Conversation, Message, Text, ToolCall
 from memrules._typing import Outcome, Strategy, StrategyContext, StrategyResult
@@ -166,6 +168,33 @@ def offload(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
     return _Offload(turns, keep_exchanges)
 
 
+_CHARS_PER_TOKEN = 16
+"""More characters than this per token it would save, and a summary is
+refused uncounted: the encoders average about four characters a token, so
+only runs of repeated characters pack more, and counting a runaway answer
+of megabytes would cost more than the summary could save."""
+
+
+def _no_saving(
+    summary: Message, replaced: int, messages: int, context: StrategyContext
+) -> str | None:
+    """Why ``summary`` may not replace ``messages`` messages of ``replaced``
+    tokens, or None when it saves tokens: a summary that costs as much as
+    what it replaces is not one."""
+    chars = len(summary.countable_text)
+    if chars > _CHARS_PER_TOKEN * replaced:
+        size = f"{chars} characters"
+    else:
+        cost = context.counter.count(summary)
+        if cost < replaced:
+            return None
+        size = f"{cost} tokens"
+    return (
+        f"refused a summary of {size} for {messages} messages of {replaced} tokens: "
+        "it saves none; nothing was replaced"
+    )
+
+
 @attrs.frozen(slots=True, repr=False)
 class _Summarize:
     turns: int
@@ -198,8 +227,13 @@ class _Summarize:
             msg = f"the summarizer answered {type(text).__name__}, not text; nothing was replaced"
             raise StrategyError(msg, seam_calls=(attrs.evolve(call, response=None, error=msg),))
         ids = [m.id for m in batch if m.id is not None]
+        # Inside the latest turn the summary speaks for the assistant whose
+        # tool rounds it replaces: a user message there would read as a
+        # newer question than the real one (or open a turn of its own).
+        start = latest_turn_start(conversation)
+        inside = start is not None and gone[0] > start
         summary = Message(
-            role="user",
+            role="assistant" if inside else "user",
             parts=(
                 Text(
                     text=f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns or "
@@ -209,6 +243,14 @@ class _Summarize:
             ),
             metadata={"memrules": {"summary_of": len(batch), "replaced_ids": ids}},
         )
+        sizes = context.sizes(conversation)
+        refused = _no_saving(summary, sum(sizes[i] for i in gone), len(batch), context)
+        if refused is not None:
+            return Outcome(
+                messages=conversation,
+                note=refused,
+                seam_calls=(attrs.evolve(call, response=None, error=refused),),
+            )
         first = gone[0]
         rest = without_indices(conversation, gone)
         return Outcome(
@@ -224,12 +266,20 @@ class _Summarize:
 @register("summarize")
 def summarize(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
     """Replace the oldest ``turns`` units (or more when the budget needs
-    more) with one user message from the summarizer that says it is a
-    summary, of how much, and in place of which turns (by their opening
-    words) and tool exchanges (by their calls), where the first of them
-    stood; its metadata lists the ids of the messages it replaced. Without a
+    more) with one message from the summarizer that says it is a summary,
+    of how much, and in place of which turns (by their opening words) and
+    tool exchanges (by their calls), where the first of them stood; its
+    metadata lists the ids of the messages it replaced. Without a
     summarizer it does nothing. Units are chosen as ``offload`` chooses
     them, never splitting a tool exchange, so all that goes is summarized.
+
+    The summary is a user message when it takes the place of whole turns,
+    before the latest user message; when all it replaces are tool rounds
+    inside the latest turn, after the question, it is an assistant message,
+    so that it is never taken for the latest user message or the start of
+    a turn. A summary that would not cost fewer tokens than the messages it
+    replaces is refused: nothing changes, and the action's note and seam
+    call say so.
 
     Keeps: survivors untouched (their exchanges are never summarized),
     order, tool exchanges whole.
