@@ -199,6 +199,58 @@ def _load_encoding(encoding_name: str) -> tiktoken.Encoding:
 
 DEFAULT_CACHE_SIZE = 65_536
 
+CHUNK_CHARS = 65_536
+"""Texts longer than twice this are encoded in chunks of about this many
+characters (see :func:`chunk_text`)."""
+
+# Where a text may be cut without changing its tokens: tiktoken first splits a
+# text into pieces with its pattern, then encodes each piece on its own, so a
+# cut where one piece ends and the next starts, and where each half alone is
+# split as the whole was, changes no token. Two such places, for the cl100k,
+# o200k and r50k/p50k patterns: after a newline followed by a character that
+# is neither whitespace nor "/" (no piece goes on past that newline, and at
+# the end of a text it ends the same whitespace or punctuation piece), and
+# before a space that follows a character that is not whitespace (letter,
+# number and punctuation pieces all stop at a space, as at the end of a
+# text, and the piece that starts at the space is the same with or without
+# what precedes it). Checked against unchunked encoding in tests/test_tokens.py.
+_CUT = re.compile(r"\n(?=[^\s/])|(?<=\S)(?= )")
+
+
+def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """``text`` cut into chunks of at least ``size`` characters (the last may
+    be shorter) at places where tiktoken's pre-tokenizer ends one piece and
+    starts the next, so the chunks' token counts add up to the text's.
+
+    tiktoken's cost grows faster than the length of what it encodes, in the
+    regex and in the merges alike, so a 50 MB tool result encoded whole takes
+    minutes; in chunks, time grows with the length. A stretch with no such
+    place (one run of letters without a space, such as a long CJK line, or
+    of whitespace) stays whole: its count is exact, and as slow as tiktoken
+    is on it.
+    """
+    if len(text) <= 2 * size:
+        return [text]
+    chunks = []
+    start = 0
+    end = len(text)
+    while end - start > 2 * size:
+        cut = _CUT.search(text, start + size)
+        if cut is None:
+            break
+        chunks.append(text[start : cut.end()])
+        start = cut.end()
+    chunks.append(text[start:])
+    return chunks
+
+
+def count_encoded(encoding: tiktoken.Encoding, text: str) -> int:
+    """``len(encoding.encode_ordinary(text))``, in time that grows with the
+    text's length (see :func:`chunk_text`)."""
+    if len(text) <= 2 * CHUNK_CHARS:
+        return len(encoding.encode_ordinary(text))
+    return sum(len(encoding.encode_ordinary(chunk)) for chunk in chunk_text(text))
+
 
 def _message_text(message: Message) -> str:
     parts = message.parts
@@ -297,7 +349,7 @@ class TiktokenCounter:
         return str(self.encoding.name)
 
     def _compute(self, message: Message) -> int:
-        return len(self.encoding.encode_ordinary(_message_text(message)))
+        return count_encoded(self.encoding, _message_text(message))
 
     def count(self, message: Message) -> int:
         return self._cache.get(message)
@@ -306,7 +358,7 @@ class TiktokenCounter:
         return self._cache.many(messages)
 
     def count_text(self, text: str) -> int:
-        return len(self.encoding.encode_ordinary(text))
+        return count_encoded(self.encoding, text)
 
     @property
     def cached(self) -> int:

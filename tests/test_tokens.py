@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import tiktoken
 import tiktoken.registry
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from memrules import EncodingError, count_tokens, estimate_tokens
 from memrules._measure import Measure
@@ -25,6 +27,7 @@ from memrules._tokens import (
     TiktokenCounter,
     TokenCounter,
     _load_encoding,
+    chunk_text,
     load_encoding,
     parse_vocabulary,
 )
@@ -348,3 +351,35 @@ def test_a_custom_counter_needs_counts() -> None:
             return 1
 
     assert not isinstance(Partial(), TokenCounter)
+
+
+# --- long texts: counted in chunks, exactly ---------------------------------------
+
+# The characters the pre-tokenizers treat differently: letters of each case and
+# script, marks, digits of each kind, apostrophes (contractions), the
+# punctuation that absorbs newlines and "/", every kind of whitespace Python and
+# the Rust regex may disagree on, and a character outside the BMP.
+_TRICKY = list("aZzé\u0301你ｱ1²Ⅳ '\"s/;.,:{}_-\n\r\t\x0b\x0c\x1c\x85\u00a0\u2028\u3000😀")
+_WORDS = ["ab", "Cd", "it's", "don't", "12345", "  ", "\n\n", " \n", "/x", ";\n", "\r\n"]
+
+
+@given(
+    st.lists(st.sampled_from(_TRICKY) | st.sampled_from(_WORDS), max_size=120).map("".join),
+    st.integers(1, 12),
+)
+@example("a;\n//b;\n/1;\n//", 1)  # o200k's punctuation piece takes newlines and "/" along
+def test_chunked_counts_equal_unchunked(text: str, size: int) -> None:
+    for name in ("cl100k_base", "o200k_base"):
+        encoding = load_encoding(name)
+        chunks = chunk_text(text, size)
+        assert "".join(chunks) == text
+        whole = len(encoding.encode_ordinary(text))
+        assert sum(len(encoding.encode_ordinary(c)) for c in chunks) == whole
+
+
+def test_long_texts_are_counted_in_chunks_exactly() -> None:
+    lines = [f"INFO worker[{i % 7}] handled request {i} in {i % 999}ms; ok" for i in range(9000)]
+    text = "\n".join(lines) + "\n" + '{"k": "v", "n": 1} ' * 9000
+    assert len(chunk_text(text)) > 3
+    counter = TiktokenCounter.for_name("o200k_base")
+    assert counter.count_text(text) == len(load_encoding("o200k_base").encode_ordinary(text))
