@@ -6,6 +6,16 @@ very same tuple, so ``new is old`` means "nothing happened".
 
 Messages are values: two messages with equal fields are equal and hash alike,
 which is what lets token counts be cached per message value.
+
+Every field is checked when a value is built, so nothing later (counting, a
+strategy, a writer, a trace) meets a value it cannot handle: text fields are
+``str`` without lone surrogates (which no UTF-8 writer can write), ``is_error``
+is a bool, and what ``metadata``, ``extra`` and ``payload`` hold is hashable
+and nested at most :data:`~memrules._frozen.MAX_DEPTH` levels deep. A bad
+value raises :class:`~memrules._errors.MessageTypeError` (also a
+``TypeError``) for a wrong type, or
+:class:`~memrules._errors.MessageFormatError` (a ``ValueError``) otherwise,
+naming the field.
 """
 
 from __future__ import annotations

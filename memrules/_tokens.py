@@ -27,6 +27,7 @@ import math
 import re
 import threading
 import types
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -276,7 +277,10 @@ class BoundedCache:
     def __init__(self, compute: Callable[[Message], int], cap: int) -> None:
         self._compute = compute
         self.cap = cap
-        self._data: dict[Message, int] = {}
+        # An OrderedDict, not a dict: popping a dict's oldest entry over and
+        # over leaves holes that every later next(iter(dict)) walks past, so
+        # evictions grew with the number of evictions before them.
+        self._data: OrderedDict[Message, int] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, message: Message) -> int:
@@ -292,7 +296,7 @@ class BoundedCache:
             if message in data:
                 return
             while len(data) >= self.cap:
-                del data[next(iter(data))]
+                data.popitem(last=False)
             data[message] = count
 
     def many(self, messages: Sequence[Message]) -> tuple[int, ...]:
@@ -312,7 +316,7 @@ class BoundedCache:
                 if message in data:
                     continue
                 while len(data) >= self.cap:
-                    del data[next(iter(data))]
+                    data.popitem(last=False)
                 data[message] = counts[i]  # type: ignore[assignment]
         return tuple(counts)  # type: ignore[arg-type]  # no None is left
 
