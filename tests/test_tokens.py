@@ -23,6 +23,7 @@ from memrules import EncodingError, count_tokens, estimate_tokens
 from memrules._measure import Measure
 from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult, message
 from memrules._tokens import (
+    CHUNK_CHARS,
     EstimatingCounter,
     TiktokenCounter,
     TokenCounter,
@@ -383,3 +384,25 @@ def test_long_texts_are_counted_in_chunks_exactly() -> None:
     assert len(chunk_text(text)) > 3
     counter = TiktokenCounter.for_name("o200k_base")
     assert counter.count_text(text) == len(load_encoding("o200k_base").encode_ordinary(text))
+
+
+def test_a_huge_text_reaches_the_encoder_in_bounded_chunks() -> None:
+    # What makes counting linear: tiktoken never sees more than a few chunks'
+    # worth of text at once, however long the tool result.
+    real = load_encoding("cl100k_base")
+    seen: list[int] = []
+
+    class Recording:
+        name = "cl100k_base"
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            seen.append(len(text))
+            return real.encode_ordinary(text)
+
+    text = "".join(f"line {i}: the deploy of build {i} finished\n" for i in range(30_000))
+    counter = TiktokenCounter(Recording())  # type: ignore[arg-type]
+    result = ToolResult(call_id="c1", content=text)
+    assert counter.count_text(text) == len(real.encode_ordinary(text))
+    assert counter.count(Message(role="tool", parts=(result,))) > 0
+    assert len(text) > 10 * CHUNK_CHARS
+    assert max(seen) <= 3 * CHUNK_CHARS
