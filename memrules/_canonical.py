@@ -50,7 +50,7 @@ from memrules._typing import StrategyFactory
 from memrules.graph.extract import _OfflineExtractor
 from memrules.graph.state import redact
 from memrules.memory.config import MemoryStoreConfig
-from memrules.seams._settings import SeamSettings
+from memrules.seams._settings import SeamSettings, section_keys
 
 __all__ = [
     "CANONICAL_MARK",
@@ -120,12 +120,32 @@ def _strategy(named: NamedStrategy) -> dict[str, Any]:
     return out
 
 
+def _sorted(value: Any) -> Any:
+    """A plain JSON value with every object's keys sorted."""
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def _seam(settings: SeamSettings) -> dict[str, Any]:
+    """A seam section's settings in one order whatever order they were given
+    in (a flow mapping in YAML, a dict built in Python): the key naming the
+    type, then the type's parameters in its signature's order; the keys of
+    any mapping inside sorted."""
+    given = settings.to_dict()
+    order = {key: i for i, key in enumerate(section_keys(settings.section, settings.kind))}
+    keys = sorted(given, key=lambda key: (order.get(key, len(order)), key))
+    return {key: _sorted(_plain(given[key])) for key in keys}
+
+
 def _section(key: str, value: object) -> Any:
     marked = getattr(value, CANONICAL_MARK, None)
     if marked is not None:
         return marked
     if isinstance(value, SeamSettings):
-        return _plain(value.to_dict())
+        return _seam(value)
     if isinstance(value, _OfflineExtractor):
         return {"type": "offline", **_fields(value, skip_none=False)}
     if attrs.has(type(value)):
@@ -136,8 +156,8 @@ def _section(key: str, value: object) -> Any:
 def _memory_store(settings: MemoryStoreConfig) -> dict[str, Any]:
     """``stores.memory`` as its YAML says it: the backend's settings on it
     directly, the embedder's under ``embedding`` (keys by variable name)."""
-    out: dict[str, Any] = _plain(settings.store.to_dict())
-    out["embedding"] = None if settings.embedding is None else _plain(settings.embedding.to_dict())
+    out: dict[str, Any] = _seam(settings.store)
+    out["embedding"] = None if settings.embedding is None else _seam(settings.embedding)
     out["threshold"] = settings.threshold
     out["reflection"] = _fields(settings.reflection, skip_none=False)
     out["max_memory_chars"] = settings.max_memory_chars

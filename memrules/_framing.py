@@ -51,7 +51,15 @@ from types import MappingProxyType
 import attrs
 
 from memrules._errors import EncodingError
-from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult
+from memrules._messages import (
+    Message,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    as_messages,
+    check_messages,
+)
 from memrules._tokens import (
     DEFAULT_CACHE_SIZE,
     BoundedCache,
@@ -305,5 +313,7 @@ def count_tokens(
     ``count_rule`` (OpenAI's framing by default; ``"seed"`` for the seed's
     ``"<role> <text>"``). Safe to call from many threads at once; the
     counters, and their caches, are shared across the process."""
+    conversation = as_messages(messages)
+    check_messages(conversation)
     counter = _SHARED.get((encoder_name, count_rule))
-    return sum(counter.counts(tuple(messages))) + per_request_tokens(counter)
+    return sum(counter.counts(conversation)) + per_request_tokens(counter)

@@ -11,7 +11,9 @@ can.
 
 - :func:`freeze` turns any value into a hashable one: mappings become
   :class:`FrozenDict`, lists and tuples tuples, sets frozensets, all the way
-  down. A value that cannot be made hashable is refused, naming where it is.
+  down. A value that cannot be made hashable, a string with a lone surrogate
+  and a value nested more than :data:`MAX_DEPTH` levels deep are refused,
+  naming where they are.
 - :func:`freeze_json` does the same for parsed JSON, and refuses what JSON
   cannot carry or a UTF-8 writer cannot write: ``NaN`` and infinities,
   strings with lone surrogates (``"\\ud800"`` as ``json.loads`` returns it),
@@ -46,6 +48,7 @@ from typing import Any, TypeVar, final, overload
 from memrules._errors import MessageTypeError
 
 __all__ = [
+    "MAX_DEPTH",
     "FrozenDict",
     "ValueProblem",
     "freeze",
@@ -196,46 +199,71 @@ class ValueProblem(Exception):  # noqa: N818 - internal; callers re-raise a Memr
         return out
 
 
-def freeze_items(items: Mapping[K, V]) -> dict[K, V]:
+MAX_DEPTH = 128
+"""How deeply :func:`freeze` and :func:`freeze_json` go into nested values
+(as serde_json does): deeper values are refused with a :class:`ValueProblem`
+rather than exhausting Python's recursion limit (a ``RecursionError``) here
+or in whatever walks them later."""
+
+
+def _too_deep() -> ValueProblem:
+    return ValueProblem(
+        f"is nested more than {MAX_DEPTH} levels deep; flatten it, or send it as JSON text"
+    )
+
+
+def freeze_items(items: Mapping[K, V], _depth: int = 0) -> dict[K, V]:
     """The items of ``items`` as a fresh dict of deep-frozen values, in order."""
+    if _depth >= MAX_DEPTH:
+        raise _too_deep()
     out: dict[K, V] = {}
     for key, value in items.items():
         try:
-            out[key] = freeze(value)
+            if isinstance(key, str) and not key.isascii() and has_surrogate(key):
+                raise ValueProblem(f"the key {surrogate_problem(key)}")
+            out[key] = freeze(value, _depth + 1)
         except ValueProblem as problem:
             raise problem.inside(key) from None
     return out
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: Any, _depth: int = 0) -> Any:
     """``value`` made deeply immutable and hashable, order kept.
 
     Mappings become :class:`FrozenDict`, lists and other sequences tuples,
     sets frozensets; strings, numbers, ``None`` and other hashable objects stay
     as they are. A value that is already frozen is returned as it is (the same
-    object), so freezing twice costs one walk. Raises :class:`ValueProblem`
-    for a value that cannot be hashed (a ``bytearray``, an object with
-    ``__hash__ = None``), naming where it is.
+    object), so freezing twice costs one walk. Raises :class:`ValueProblem`,
+    naming where it is, for a value that cannot be hashed (a ``bytearray``,
+    an object with ``__hash__ = None``), a string with a lone surrogate (no
+    UTF-8 writer can write it) and a value nested more than
+    :data:`MAX_DEPTH` levels deep.
     """
     kind = type(value)
-    if kind is str or kind is int or kind is FrozenDict or value is None or kind is bool:
-        return value
-    if kind is float:
+    if kind is str:
+        if value.isascii() or not has_surrogate(value):
+            return value
+        raise ValueProblem(surrogate_problem(value))
+    if kind is int or kind is FrozenDict or value is None or kind is bool or kind is float:
         return value
     if isinstance(value, Mapping):
-        return FrozenDict._of(freeze_items(value))
+        return FrozenDict._of(freeze_items(value, _depth))
     if (
         kind is tuple
         or kind is list
         or (isinstance(value, Sequence) and not isinstance(value, _TEXT))
     ):
-        return _freeze_sequence(value)
+        return _freeze_sequence(value, _depth)
     if isinstance(value, Set):
         items = tuple(value)
-        frozen_items = _freeze_sequence(items)
+        frozen_items = _freeze_sequence(items, _depth)
         if kind is frozenset and frozen_items is items:
             return value
         return frozenset(frozen_items)
+    if isinstance(value, str):  # a subclass of str
+        if has_surrogate(value):
+            raise ValueProblem(surrogate_problem(value))
+        return value
     try:
         hash(value)
     except TypeError:
@@ -246,12 +274,14 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def _freeze_sequence(value: Sequence[Any]) -> tuple[Any, ...]:
+def _freeze_sequence(value: Sequence[Any], depth: int) -> tuple[Any, ...]:
+    if depth >= MAX_DEPTH:
+        raise _too_deep()
     items = []
     changed = type(value) is not tuple
     for i, item in enumerate(value):
         try:
-            frozen = freeze(item)
+            frozen = freeze(item, depth + 1)
         except ValueProblem as problem:
             raise problem.inside(i) from None
         changed = changed or frozen is not item
@@ -259,15 +289,16 @@ def _freeze_sequence(value: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(items) if changed else value  # type: ignore[return-value]
 
 
-def freeze_json(value: Any) -> Any:
+def freeze_json(value: Any, _depth: int = 0) -> Any:
     """A parsed JSON value, deep-frozen like :func:`freeze`, and checked.
 
     Raises :class:`ValueProblem` naming where it is for what JSON cannot
     carry or UTF-8 cannot encode: ``NaN`` and infinities (``json.dumps``
     would write a bare ``NaN``, which no JSON parser reads), strings or keys
     with a lone surrogate (``"\\ud800"``, which ``json.loads`` returns for the
-    escape but no UTF-8 writer can write), keys that are not strings, and
-    values that are not JSON (sets, bytes, objects).
+    escape but no UTF-8 writer can write), keys that are not strings, values
+    that are not JSON (sets, bytes, objects), and values nested more than
+    :data:`MAX_DEPTH` levels deep.
     """
     kind = type(value)
     if kind is str:
@@ -282,6 +313,8 @@ def freeze_json(value: Any) -> Any:
         msg = f"{value!r} is not a JSON number; JSON has no NaN or infinities"
         raise ValueProblem(msg)
     if kind is dict or isinstance(value, Mapping):
+        if _depth >= MAX_DEPTH:
+            raise _too_deep()
         out: dict[str, Any] = {}
         for key, item in value.items():
             if type(key) is not str:
@@ -292,26 +325,28 @@ def freeze_json(value: Any) -> Any:
             try:
                 if has_surrogate(key):
                     raise ValueProblem(f"the key {surrogate_problem(key)}")
-                out[key] = freeze_json(item)
+                out[key] = freeze_json(item, _depth + 1)
             except ValueProblem as problem:
                 raise problem.inside(key) from None
         return FrozenDict._of(out)
     if kind is list or kind is tuple:
+        if _depth >= MAX_DEPTH:
+            raise _too_deep()
         items = []
         for i, item in enumerate(value):
             try:
-                items.append(freeze_json(item))
+                items.append(freeze_json(item, _depth + 1))
             except ValueProblem as problem:
                 raise problem.inside(i) from None
         return tuple(items)
     if isinstance(value, str):
-        return freeze_json(str(value))
+        return freeze_json(str(value), _depth)
     if isinstance(value, int):
-        return freeze_json(int(value))
+        return freeze_json(int(value), _depth)
     if isinstance(value, float):
-        return freeze_json(float(value))
+        return freeze_json(float(value), _depth)
     if isinstance(value, Sequence) and not isinstance(value, _TEXT):
-        return freeze_json(list(value))
+        return freeze_json(list(value), _depth)
     msg = f"{type(value).__name__} is not a JSON value"
     raise ValueProblem(msg)
 

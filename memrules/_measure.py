@@ -56,7 +56,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from memrules._conversation import ToolLinks
 from memrules._framing import per_request_tokens
-from memrules._messages import Conversation, Message, check_messages
+from memrules._messages import Conversation, Message, as_messages, check_messages
 from memrules._repair import InputProblem, input_problems
 from memrules._tokens import TokenCounter
 
@@ -512,7 +512,7 @@ class Measure:
         :class:`~memrules._errors.MessageFormatError` naming the first that
         is not), remembered: the messages that continue a remembered
         conversation are the only ones looked at one by one."""
-        conversation = messages if isinstance(messages, tuple) else tuple(messages)
+        conversation = as_messages(messages)
         self.track(conversation)
         return conversation
 
@@ -665,4 +665,3 @@ def _common(a: Sequence[Message], b: Sequence[Message]) -> int:
         return size
     differs = map(operator.ne, a[:size], b[:size])
     return next(itertools.compress(itertools.count(), differs), size)
-

@@ -6,6 +6,16 @@ very same tuple, so ``new is old`` means "nothing happened".
 
 Messages are values: two messages with equal fields are equal and hash alike,
 which is what lets token counts be cached per message value.
+
+Every field is checked when a value is built, so nothing later (counting, a
+strategy, a writer, a trace) meets a value it cannot handle: text fields are
+``str`` without lone surrogates (which no UTF-8 writer can write), ``is_error``
+is a bool, and what ``metadata``, ``extra`` and ``payload`` hold is hashable
+and nested at most :data:`~memrules._frozen.MAX_DEPTH` levels deep. A bad
+value raises :class:`~memrules._errors.MessageTypeError` (also a
+``TypeError``) for a wrong type, or
+:class:`~memrules._errors.MessageFormatError` (a ``ValueError``) otherwise,
+naming the field.
 """
 
 from __future__ import annotations
@@ -17,7 +27,13 @@ import attrs
 from pyrsistent import PMap, pmap
 
 from memrules._errors import MessageFormatError, MessageTypeError
-from memrules._frozen import ValueProblem, freeze, freeze_items
+from memrules._frozen import (
+    ValueProblem,
+    freeze,
+    freeze_items,
+    has_surrogate,
+    surrogate_problem,
+)
 
 __all__ = [
     "ROLES",
@@ -30,6 +46,7 @@ __all__ = [
     "Text",
     "ToolCall",
     "ToolResult",
+    "as_messages",
     "check_messages",
     "message",
     "part_text",
@@ -77,8 +94,61 @@ def _payload(value: Any) -> Any:
         raise MessageTypeError(problem.problem, field=problem.where("payload")) from None
 
 
+# Field validators. Each is on the hot path (every message of every request
+# is built through them), so the usual value is accepted by one type check
+# and one O(1) ``isascii`` before anything slower is looked at.
+
+_HINTS = {
+    "bytes": "; decode it (bytes.decode('utf-8'))",
+    "bytearray": "; decode it (bytes.decode('utf-8'))",
+}
+
+
+def _check_text(value: object, field: str, what: str = "a str", hint: str = "") -> None:
+    if not isinstance(value, str):
+        name = type(value).__name__
+        msg = f"expected {what}, got {name}{hint or _HINTS.get(name, '')}"
+        raise MessageTypeError(msg, field=field)
+    if has_surrogate(value):
+        raise MessageFormatError(surrogate_problem(value), field=field)
+
+
+def _text(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A ``str`` that UTF-8 can write (no lone surrogate)."""
+    if type(value) is str and value.isascii():
+        return
+    _check_text(value, attribute.name)
+
+
+def _optional_text(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """None, or a ``str`` that UTF-8 can write."""
+    if value is None or (type(value) is str and value.isascii()):
+        return
+    _check_text(value, attribute.name, "a str or None")
+
+
+def _arguments(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """The JSON text of a tool call's arguments."""
+    if type(value) is str and value.isascii():
+        return
+    hint = "; the arguments are JSON text: pass json.dumps(arguments)"
+    is_json = isinstance(value, (Mapping, list, tuple))
+    _check_text(value, "arguments", "JSON text (a str)", hint if is_json else "")
+
+
+def _flag(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not True and value is not False:
+        msg = f"expected True or False, got {type(value).__name__} {value!r}"
+        raise MessageTypeError(msg, field=attribute.name)
+
+
 def _result_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPart, ...]:
+    if type(value) is str:
+        if value.isascii() or not has_surrogate(value):
+            return value
+        raise MessageFormatError(surrogate_problem(value), field="content")
     if isinstance(value, str):
+        _check_text(value, "content")
         return value
     parts = _tuple(value, "content")
     for i, p in enumerate(parts):
@@ -97,8 +167,8 @@ class Text:
     (``cache_control``, citations…) so adapters round-trip losslessly; its
     values are frozen as ``metadata``'s are."""
 
-    text: str
-    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_extra, repr=False)
+    text: str = attrs.field(validator=_text)
+    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -106,10 +176,10 @@ class ToolCall:
     """A request by the assistant to run a tool. ``arguments`` is the JSON text
     the model produced (OpenAI's ``arguments``; Anthropic's ``input``, dumped)."""
 
-    id: str
-    name: str
-    arguments: str = ""
-    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_extra, repr=False)
+    id: str = attrs.field(validator=_text)
+    name: str = attrs.field(validator=_text)
+    arguments: str = attrs.field(default="", validator=_arguments)
+    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -119,10 +189,10 @@ class ToolResult:
     ``content`` is text, or a tuple of :class:`Text` / :class:`Opaque` parts when
     the provider sent structured content (Anthropic's block lists)."""
 
-    call_id: str
+    call_id: str = attrs.field(validator=_text)
     content: str | tuple[ContentPart, ...] = attrs.field(default="", converter=_result_content)
-    is_error: bool = False
-    extra: PMap[str, Any] = attrs.field(factory=pmap, converter=_extra, repr=False)
+    is_error: bool = attrs.field(default=False, validator=_flag)
+    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -132,7 +202,7 @@ class Opaque:
     objects as :class:`~memrules._frozen.FrozenDict` (keys in the order given,
     which is the order adapters write back), arrays as tuples."""
 
-    kind: str
+    kind: str = attrs.field(validator=_text)
     payload: Any = attrs.field(default=None, converter=_payload)
 
 
@@ -203,9 +273,9 @@ class Message:
 
     role: Role = attrs.field(validator=_role)
     parts: tuple[Part, ...] = attrs.field(default=(), converter=_parts)
-    id: str | None = None
-    name: str | None = None
-    metadata: PMap[str, Any] = attrs.field(factory=pmap, converter=_metadata)
+    id: str | None = attrs.field(default=None, validator=_optional_text)
+    name: str | None = attrs.field(default=None, validator=_optional_text)
+    metadata: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
     # Derived once at construction: the hot paths (pairing closure, windows)
     # ask these of every message on every request.
     call_ids: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
@@ -244,8 +314,26 @@ def message(role: Role, *content: str | Part, **fields: Any) -> Message:
 Conversation: TypeAlias = tuple[Message, ...]
 
 
+def as_messages(messages: Iterable[Message], field: str = "messages") -> Conversation:
+    """``messages`` as a tuple (the same tuple when it is one), or a
+    :class:`~memrules._errors.MessageTypeError` naming ``field`` when it is
+    not a sequence of messages at all (None, a string, one message, a
+    mapping). Its items are :func:`check_messages`' to check."""
+    if isinstance(messages, tuple):
+        return messages
+    if isinstance(messages, (str, bytes, bytearray, Mapping, Message)) or not isinstance(
+        messages, Iterable
+    ):
+        msg = (
+            f"expected a sequence of Message, got {type(messages).__name__} "
+            "(use from_openai or from_anthropic to read provider messages)"
+        )
+        raise MessageTypeError(msg, field=field)
+    return tuple(messages)
+
+
 def check_messages(conversation: Conversation, start: int = 0) -> None:
-    """Raise :class:`~memrules._errors.MessageFormatError`, naming its index,
+    """Raise :class:`~memrules._errors.MessageTypeError`, naming its index,
     for the first item of ``conversation[start:]`` that is not a
     :class:`Message` (one C-level pass when all are)."""
     tail = conversation[start:] if start else conversation
@@ -255,4 +343,4 @@ def check_messages(conversation: Conversation, start: int = 0) -> None:
         m = conversation[i]
         if not isinstance(m, Message):
             msg = f"expected a Message, got {type(m).__name__} (use from_openai or from_anthropic)"
-            raise MessageFormatError(msg, index=i)
+            raise MessageTypeError(msg, index=i)

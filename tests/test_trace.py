@@ -36,7 +36,7 @@ from memrules._messages import Conversation, message
 from memrules._trace import dump_line, read_trace
 from memrules._typing import StrategyContext
 from memrules.strategies import sliding_window
-from tests.seams import config_params
+from tests.seams import config_params, needs_memory_extras
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = json.loads((ROOT / "examples" / "agent_history.json").read_text(encoding="utf-8"))
@@ -555,6 +555,66 @@ def test_traces_and_replays_are_the_same_bytes_under_any_hash_seed(tmp_path: Pat
             done = _memrules(seed, "replay", "--update", str(copy))
             assert done.returncode == 0, done.stderr
             assert copy.read_bytes() == (tmp_path / f"{name}.jsonl").read_bytes()
+
+
+# Seam sections written as flow mappings: YAML gives their keys no line of
+# their own, so only a canonical order keeps them still across hash seeds.
+FLOW_SEAMS = """
+max_tokens: 100
+strategies: [{type: offload}, {type: summarize}]
+store: {backend: qdrant, path: PATH, collection: x, search: dense, batch_size: 8}
+embedder: {type: openai, base_url: "http://127.0.0.1:9/v1", model: m, dimensions: 8, api_key_env: K}
+summarizer: {type: openai, base_url: "http://127.0.0.1:9/v1", model: m, max_tokens: 100, retries: 1}
+"""
+
+FLOW_ROUTE = """
+stores:
+  memory: {backend: qdrant, path: ":memory:", collection: notes, search: dense, batch_size: 4,
+           embedding: {type: openai, base_url: "http://127.0.0.1:9/v1", model: e, dimensions: 8,
+                       api_key_env: K}}
+routes:
+  support:
+    memory: {retrieval_limit: 3, auto_store: true}
+"""
+
+ROUTE_HEADER = (
+    "import json, sys; from memrules import load_config; "
+    "from memrules._canonical import canonical_config; "
+    "config = load_config(sys.stdin.read()); "
+    "print(json.dumps(canonical_config(config.route_config('support'))))"
+)
+
+
+@needs_memory_extras
+def test_trace_headers_with_seam_sections_are_the_same_bytes_under_any_hash_seed(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "h.json"
+    source.write_text(json.dumps(ODD), encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(FLOW_SEAMS.replace("PATH", str(tmp_path / "q")), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    headers, routes = set(), set()
+    for seed in map(str, range(6)):
+        trace = tmp_path / f"seed{seed}.jsonl"
+        done = _memrules(
+            seed, "compact", "--config", str(config), str(source), "--trace", str(trace)
+        )
+        assert done.returncode == 0, done.stderr
+        headers.add(trace.read_bytes().split(b"\n", 1)[0])
+        route = subprocess.run(
+            [sys.executable, "-c", ROUTE_HEADER],
+            input=FLOW_ROUTE, capture_output=True, text=True, cwd=ROOT,
+            env={**env, "PYTHONHASHSEED": seed}, timeout=120,
+        )  # fmt: skip
+        assert route.returncode == 0, route.stderr
+        routes.add(route.stdout)
+    assert len(headers) == 1
+    pipeline = json.loads(headers.pop())["pipelines"][0]["config"]
+    assert list(pipeline["store"]) == ["backend", "path", "collection", "search", "batch_size"]
+    assert list(pipeline["embedder"])[:2] == ["type", "base_url"]
+    assert len(routes) == 1
+    assert list(json.loads(routes.pop())["stores"]["memory"])[:2] == ["backend", "path"]
 
 
 def test_a_long_list_of_differences_is_cut_and_counted(tmp_path: Path) -> None:

@@ -64,8 +64,11 @@ Refused at input, with a :class:`~memrules._errors.MessageFormatError`
 naming the index and field: ``NaN`` and infinities anywhere (``json.dumps``
 would write a bare ``NaN``, which is not JSON), and strings or keys with a
 lone surrogate (``"\\ud800"``, as ``json.loads`` returns for the escape),
-which no UTF-8 writer can write. A message built in Python is not checked:
-keep such text out of it.
+which no UTF-8 writer can write, and values nested more than
+:data:`~memrules._frozen.MAX_DEPTH` levels deep. A message built in Python
+refuses lone surrogates and such nesting when it is built (a
+:class:`~memrules._errors.MessageFormatError` naming the field), but not a
+``NaN`` in its metadata: keep that out of it.
 
 Converting from Anthropic messages (what is kept, what is lost): a user
 message's ``ToolResult`` parts become ``tool`` messages, one per result,
