@@ -36,6 +36,7 @@ __all__ = [
     "Scope",
     "StoreWrite",
     "build_records",
+    "check_storable",
     "content_hash",
     "decode_message",
     "encode_message",
@@ -69,10 +70,23 @@ def scope_id_problem(name: str, value: object) -> str | None:
 def _scope_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is None:
         return
-    problem = scope_id_problem(attribute.name, value)
-    if problem is not None:
-        msg = f"{problem}, or None"
+    if not isinstance(value, str) or not value or len(value) > MAX_SCOPE_CHARS:
+        msg = (
+            f"{attribute.name}={value!r} must be a non-empty string of at most "
+            f"{MAX_SCOPE_CHARS} characters, or None"
+        )
         raise ConfigError.single(msg, yaml_path=attribute.name)
+
+
+def check_storable(scope: Scope) -> None:
+    """Raise :class:`ConfigError`, naming the field, when an id of
+    ``scope`` is one no store can keep (see :func:`scope_id_problem`):
+    refused before anything is written, so nothing is stored that no
+    forget could find."""
+    for name, value in scope.to_dict().items():
+        problem = None if value is None else scope_id_problem(name, value)
+        if problem is not None:
+            raise ConfigError.single(problem, yaml_path=name)
 
 
 @attrs.frozen(kw_only=True, slots=True)

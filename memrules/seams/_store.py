@@ -18,6 +18,9 @@
   (BM25, computed by the engine) or hybrid (both rankings, fused by
   reciprocal rank; see :mod:`memrules.seams._fusion`), always within the
   caller's user and tenant.
+- **scopes** whose ids no store can keep (a lone surrogate) are refused by
+  every method, naming the field
+  (:func:`~memrules.seams._records.check_storable`).
 
 A collection is bound to its embedder's identity: the store records it when
 it makes the collection, and refuses to write or search with another; and to
@@ -46,7 +49,7 @@ from memrules._errors import CollectionError, ConfigError, EmbedderError, StoreE
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
 from memrules.seams._protocols import SEARCH_MODES, Embedder
-from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite
+from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite, check_storable
 
 __all__ = ["DEFAULT_COLLECTION", "Backend", "MessageStore", "check_collection", "check_mode"]
 
@@ -257,6 +260,8 @@ class MessageStore:
             unique.setdefault(r.id, r)
         if not unique:
             return StoreWrite()
+        for scope in {r.scope for r in unique.values()}:
+            check_storable(scope)
         with self._lock:
             exists = self._exists()
             try:
@@ -372,6 +377,7 @@ class MessageStore:
             msg = f"k={k} must be at most {MAX_K}"
             raise ConfigError.single(msg, yaml_path="k")
         mode = self.search_mode if mode is None else check_mode(mode, "mode")
+        check_storable(scope)
         if not query.strip():
             return ()
         with self._lock:
@@ -426,6 +432,7 @@ class MessageStore:
         default; any collection of the engine, whatever embedder made it),
         sorted by id, each with score 0. Raises
         :class:`~memrules._errors.StoreError` on failure."""
+        check_storable(scope)
         with self._lock:
             name = self._target(collection)
             if name is None:
@@ -440,6 +447,7 @@ class MessageStore:
         """Delete every record of ``scope`` (as :meth:`scan` finds them) from
         ``collection`` (this store's by default): how many there were.
         Raises :class:`~memrules._errors.StoreError` on failure."""
+        check_storable(scope)
         with self._lock:
             name = self._target(collection)
             if name is None:
