@@ -46,9 +46,10 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 def _literal(value: str) -> str:
     """``value`` as a string literal of Milvus's filter language: only the
-    escapes every Milvus parser reads (quote, backslash, newline, carriage
-    return, tab); any other character, control characters too, as itself
-    (a ``\\u`` escape is an "unknown escape sequence" to Milvus Lite)."""
+    escapes Milvus Lite reads (quote, backslash, newline, carriage return,
+    tab); any other character, control characters too, as itself (a ``\\u``
+    escape is an "unknown escape sequence" to Milvus Lite, so an id holding
+    one could be stored but never listed or forgotten)."""
     return '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
 
 
