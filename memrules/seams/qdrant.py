@@ -74,8 +74,8 @@ class _Qdrant:
                     self._client = QdrantClient(location=MEMORY)
                 else:
                     self._client = QdrantClient(path=self.path)
-        if self._files is not None:
-            self._files.watch(self._files.root, self._storage())
+            if self._files is not None:
+                self._files.watch(self._files.root, self._storage())
         return self._client
 
     def _storage(self) -> str:
@@ -304,9 +304,9 @@ def qdrant_store(
     ``lexical``; hybrid fetches ``candidates`` of each. Writes go in chunks
     of ``batch_size`` points. A relative ``path`` is the working
     directory's when the store is made (its messages name the real path);
-    in memory, writes report ``durable=False``. Opens on first use; raises :class:`StoreError`
-    on failure, and a :class:`ConfigError` here without the ``qdrant``
-    extra. Local mode is for one process: a directory is locked while open.
+    in memory, writes report ``durable=False``. Opens on first use; raises
+    :class:`StoreError` on failure, and a :class:`ConfigError` here without
+    the ``qdrant`` extra. Local mode is for one process: a directory is locked while open.
     """
     if url is not None and path is not None:
         msg = f"url={url!r} and path={path!r} are both set; a store is a server or local"
