@@ -247,7 +247,9 @@ def _write_request(records: Sequence[MemoryRecord]) -> dict[str, Any]:
 def _write_from(data: Any) -> StoreWrite:
     if "unexpected" in data:
         return _unexpected_from(data)  # type: ignore[no-any-return]
-    return StoreWrite(added=tuple(data["added"]), existing=tuple(data["existing"]))
+    return StoreWrite(
+        added=tuple(data["added"]), existing=tuple(data["existing"]), durable=data.get("durable")
+    )
 
 
 class LoggedStore:

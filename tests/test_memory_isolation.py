@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memrules._errors import ConfigError
 from memrules._messages import message
 from memrules.memory.autostore import memory_record, memory_text
 from memrules.memory.retrieve import is_memory_message
@@ -196,5 +197,99 @@ def test_one_user_cannot_read_another_by_naming_them_in_the_question(
         spoofed = plugin.handle(ask("What is my PIN?", user="mallory", history=history))
         assert spoofed.memory is not None
         assert spoofed.memory.retrieval.memories == ()
+    finally:
+        next(made, None)
+
+
+def test_a_tenant_whose_ids_run_into_anothers_stores_its_own_memory(
+    backend: str, tmp_path: Path, local_embedder: Embedder
+) -> None:
+    """Tenant ``a\\x1fb`` and user ``c`` against tenant ``a`` and user
+    ``b\\x1fc``: one join of the ids, two scopes, two memories."""
+    made = plugins(backend, tmp_path, local_embedder)
+    make = next(made)
+    try:
+        plugin = make()
+        first, second = {"user": "c", "tenant": "a\x1fb"}, {"user": "b\x1fc", "tenant": "a"}
+        said = ask("My locker code is 5512.", **first)
+        assert plugin.on_response(said, "Noted: 5512.", now=T0).status == "stored"
+        again = plugin.on_response(ask("My locker code is 5512.", **second), "Noted: 5512.", now=T0)
+        assert again.status == "stored", again
+        (theirs,) = plugin.list_memories(first["user"], first["tenant"])
+        (mine,) = plugin.list_memories(second["user"], second["tenant"])
+        assert theirs.id != mine.id == again.id
+        assert plugin.forget(second["user"], second["tenant"]) == 1
+        assert [m.id for m in plugin.list_memories(first["user"], first["tenant"])] == [theirs.id]
+    finally:
+        next(made, None)
+
+
+ODD = st.sampled_from(["\x00", "\x01", "\x1f", "\x7f", "\x85", "\n", "\r", "\t", "\\", '"', "'"])
+ANY_IDS = st.text(
+    alphabet=st.one_of(
+        ODD, st.characters(exclude_categories=()), st.sampled_from(["\ud800", "\udfff"])
+    ),
+    min_size=1,
+    max_size=16,
+)
+
+
+def test_whatever_a_store_keeps_can_be_listed_and_forgotten(store: MessageStore) -> None:
+    """Any id a scope takes (control characters, quotes, backslashes, any
+    script) stores, lists and forgets; an id no store can keep (a lone
+    surrogate) is refused before anything is written, naming its field."""
+
+    @settings(ATTACK_SETTINGS, max_examples=25)
+    @given(user=ANY_IDS, tenant=ANY_IDS)
+    def check(user: str, tenant: str) -> None:
+        scope = Scope(user=user, tenant=tenant)
+        text = memory_text("Where do I live?", "In Porto.", 4000)
+        record = memory_record(text, user=user, tenant=tenant, conversation_id="c", now=T0)
+        lone = [f for f, v in (("user", user), ("tenant", tenant)) if _lone(v)]
+        if lone:
+            for refused in (lambda: store.add([record]), lambda: store.scan(scope)):
+                with pytest.raises(ConfigError, match="lone surrogate") as caught:
+                    refused()
+                assert caught.value.problems[0].yaml_path == lone[0]
+            return
+        assert store.add([record]).added == (record.id,)
+        (hit,) = store.scan(scope)
+        assert (hit.id, hit.user, hit.tenant) == (record.id, user, tenant)
+        assert store.delete_scope(scope) == 1
+        assert store.scan(scope) == ()
+
+    check()
+
+
+def _lone(value: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+
+
+def test_the_route_refuses_an_id_no_store_can_keep(
+    backend: str, tmp_path: Path, local_embedder: Embedder
+) -> None:
+    made = plugins(backend, tmp_path, local_embedder)
+    make = next(made)
+    try:
+        plugin = make()
+        odd = ask("My locker code is 5512.", user="ana\ud800")
+        stored = plugin.on_response(odd, "Noted: 5512.", now=T0)
+        assert stored.status == "skipped"
+        assert "lone surrogate" in (stored.reason or "")
+        result = plugin.handle(odd, now=T0)
+        assert result.memory is not None
+        assert result.memory.retrieval.status == "skipped"
+        for call in (plugin.forget, plugin.list_memories):
+            with pytest.raises(ConfigError, match="lone surrogate") as caught:
+                call("ana", "acme\udfff")
+            assert caught.value.problems[0].yaml_path == "tenant"
+        control = {"user": "ana\x1f\x00", "tenant": "acme\x7f"}
+        kept = plugin.on_response(ask("My locker code is 5512.", **control), "5512.", now=T0)
+        assert kept.status == "stored"
+        assert [m.id for m in plugin.list_memories(control["user"], control["tenant"])] == [
+            kept.id
+        ]
+        assert plugin.forget(control["user"], control["tenant"]) == 1
+        assert plugin.list_memories(control["user"], control["tenant"]) == ()
     finally:
         next(made, None)

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memrules import from_anthropic, from_openai, to_openai
 from memrules._errors import ConfigError, StoreError
 from memrules._messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules.memory.autostore import memory_id
 from memrules.seams import Scope
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._lexical import document_vector, query_vector, tokens
 from memrules.seams._records import (
     build_records,
+    check_storable,
     content_hash,
     decode_message,
     encode_message,
@@ -154,3 +157,62 @@ def test_fusion_is_deterministic_and_rewards_agreement(rankings: list[list[str]]
 def test_a_text_only_message_is_found_by_its_text() -> None:
     m = Message(role="user", parts=(Text(text="a"), Text(text="b")))
     assert index_text(m) == "user: a\nb"
+
+
+# --- record ids: one per key, and the same as before for keys they never confused ------
+
+_PIECES = st.text(alphabet=st.sampled_from("ab\x1f"), min_size=1, max_size=4)
+_KEYS = st.tuples(st.none() | _PIECES, st.none() | _PIECES, st.none() | _PIECES, _PIECES)
+
+
+def _record_id(tenant: str | None, user: str | None, conversation: str | None, text: str) -> str:
+    scope = Scope(conversation_id=conversation, user=user, tenant=tenant)
+    (record,) = build_records((message("user", text),), scope=scope)
+    return record.id
+
+
+@example(keys=[("a\x1fb", "c", None, "same"), ("a", "b\x1fc", None, "same")])
+@example(keys=[("a", "b\x1fc", "d", "x"), ("a", "b", "c\x1fd", "x"), ("a\x1fb", "c", "d", "x")])
+@given(keys=st.lists(_KEYS, unique=True, min_size=2, max_size=8))
+def test_distinct_tenant_user_conversation_and_text_never_share_a_record_id(
+    keys: list[tuple[str | None, str | None, str | None, str]],
+) -> None:
+    ids = [_record_id(*key) for key in keys]
+    assert len(set(ids)) == len(ids), keys
+
+
+@example(keys=[("a\x1fb", "c", "same"), ("a", "b\x1fc", "same")])
+@given(keys=st.lists(st.tuples(_PIECES, _PIECES, _PIECES), unique=True, min_size=2, max_size=8))
+def test_distinct_tenant_user_and_text_never_share_a_memory_id(
+    keys: list[tuple[str, str, str]],
+) -> None:
+    ids = [memory_id(f"Q: {text}", user=user, tenant=tenant) for tenant, user, text in keys]
+    assert len(set(ids)) == len(ids), keys
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_ids_of_keys_without_the_separator_stay_as_stored_before() -> None:
+    """A store written before keeps deduplicating: the records and memories
+    of ordinary ids keep the ids they were stored under."""
+    said = message("user", "hello")
+    digest = content_hash(said)
+    turn = _sha(f"turn\x1f{digest}")[:32]
+    assert _record_id("t", "u", "c", "hello") == _sha(f"t\x1fu\x1fc\x1f{turn}\x1f{digest}")[:32]
+    assert _record_id(None, None, None, "hello") == _sha(f"\x1f\x1f\x1f{turn}\x1f{digest}")[:32]
+    text = "Q: Where?\nA: Porto."
+    assert memory_id(text, user="ana", tenant="acme") == (
+        _sha(f"memrules-memory\x1facme\x1fana\x1f{_sha(' '.join(text.split()))}")[:32]
+    )
+
+
+def test_a_scope_id_no_store_can_keep_is_refused_naming_its_field() -> None:
+    for field in ("conversation_id", "user", "tenant"):
+        scope = Scope(**{field: "ana\ud800"})  # a scope, for a pipeline that stores nothing
+        with pytest.raises(ConfigError, match=rf"{field}=.*lone surrogate") as caught:
+            check_storable(scope)
+        assert caught.value.problems[0].yaml_path == field
+    # Control characters are text a store keeps (and finds again).
+    check_storable(Scope(user="a\x00\x1f\x7f\n", tenant="\t"))

@@ -19,8 +19,9 @@ as one memory, for the request's user and tenant::
   and refusals are not stored, nor a turn without a question or an
   answer.
 - **Deduplicated by content hash**: the record id hashes the tenant, the
-  user and the memory's text (spaces collapsed), so the same turn stored
-  twice, in any conversation, is one memory, kept with its first time.
+  user and the memory's text (spaces collapsed), unambiguously, so the same
+  turn stored twice, in any conversation, is one memory, kept with its
+  first time, and another tenant's or user's equal turn is theirs.
 
 The record's message carries the time it was stored
 (``metadata.memrules_memory.stored_at``, seconds since the epoch, from the
@@ -41,7 +42,7 @@ from memrules._messages import Conversation, Message, Text
 from memrules.memory.classify import is_refusal, is_small_talk, strip_reasoning
 from memrules.memory.retrieve import MEMORY_METADATA, question
 from memrules.memory.text import clean_text, cut_text
-from memrules.seams._records import MemoryRecord, Scope, encode_message
+from memrules.seams._records import MemoryRecord, Scope, encode_message, record_key
 
 __all__ = ["StoreOutcome", "StoreStatus", "memory_id", "memory_record", "memory_text", "plan_store"]
 
@@ -96,10 +97,11 @@ def _normalized(text: str) -> str:
 
 def memory_id(text: str, *, user: str, tenant: str) -> str:
     """The record id of memory ``text`` for ``user`` and ``tenant``: equal
-    texts (spaces collapsed) of one user and tenant are one record."""
+    texts (spaces collapsed) of one user and tenant are one record, and
+    any other tenant, user or text another record (see
+    :func:`~memrules.seams._records.record_key`)."""
     content = hashlib.sha256(_normalized(text).encode("utf-8")).hexdigest()
-    key = "\x1f".join(("memrules-memory", tenant, user, content))
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return record_key(("memrules-memory", tenant, user, content))
 
 
 def memory_record(

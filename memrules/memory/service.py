@@ -47,7 +47,7 @@ from memrules.memory.retrieve import (
     stored_at,
 )
 from memrules.seams._protocols import VectorStore
-from memrules.seams._records import Scope
+from memrules.seams._records import Scope, scope_id_problem
 
 __all__ = ["MemoryService", "StoredMemory"]
 
@@ -70,6 +70,18 @@ class StoredMemory:
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
+
+
+def _scope_problem(user: object, tenant: object) -> tuple[str, str] | None:
+    """Why ``user`` and ``tenant`` cannot scope memory, and the field at
+    fault, if they cannot: as :func:`~memrules.memory.retrieve.scope_problem`
+    says, or an id no store can keep (a lone surrogate), which could be
+    written nowhere and so never forgotten."""
+    for name, value in (("user", user), ("tenant", tenant)):
+        wrong = scope_id_problem(name, value)
+        if wrong is not None:
+            return scope_problem(user, tenant) or f"no memory for this scope: {wrong}", name
+    return None
 
 
 def _error(exc: BaseException) -> str:
@@ -143,8 +155,13 @@ class MemoryService:
     ) -> Retrieval:
         """What memory answers for a request of ``messages`` from ``user``
         and ``tenant``. Never raises (see the module docs)."""
-        planned = plan(messages, user=user, tenant=tenant)
         backend, threshold = self.backend, self.threshold
+        unusable = _scope_problem(user, tenant)
+        planned = (
+            plan(messages, user=user, tenant=tenant)
+            if unusable is None
+            else Retrieval(status="skipped", reason=unusable[0], skipped="no_scope")
+        )
         if isinstance(planned, Retrieval):
             notify(
                 self.observers,
@@ -227,10 +244,10 @@ class MemoryService:
             return StoreOutcome(
                 status="disabled", reason="this route does not auto-store (memory.auto_store)"
             )
-        problem = scope_problem(user, tenant)
-        if problem is not None:
+        unusable = _scope_problem(user, tenant)
+        if unusable is not None:
             self._stored("skipped")
-            return StoreOutcome(status="skipped", reason=problem)
+            return StoreOutcome(status="skipped", reason=unusable[0])
         assert user is not None  # scope_problem checked them
         assert tenant is not None
         planned = plan_store(
@@ -265,12 +282,15 @@ class MemoryService:
     # --- the right to be forgotten -----------------------------------------------------
 
     def _scope(self, user: object, tenant: object) -> Scope:
-        if scope_problem(user, tenant) is not None:
+        unusable = _scope_problem(user, tenant)
+        if unusable is not None:
+            wrong = scope_id_problem(unusable[1], user if unusable[1] == "user" else tenant)
             msg = (
                 f"user={user!r:.60} and tenant={tenant!r:.60} must both be non-empty strings of "
-                "at most 256 characters: memories belong to a user of a tenant"
+                "at most 256 characters, without lone surrogates: memories belong to a user of "
+                f"a tenant ({wrong})"
             )
-            raise ConfigError.single(msg, yaml_path="user")
+            raise ConfigError.single(msg, yaml_path=unusable[1])
         return Scope(user=str(user), tenant=str(tenant))
 
     def _collections(self, doing: str) -> tuple[Any, tuple[str, ...]]:

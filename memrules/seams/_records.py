@@ -36,15 +36,35 @@ __all__ = [
     "Scope",
     "StoreWrite",
     "build_records",
+    "check_storable",
     "content_hash",
     "decode_message",
     "encode_message",
     "index_text",
     "message_json",
+    "record_key",
+    "scope_id_problem",
 ]
 
 MAX_SCOPE_CHARS = 256
 """The longest conversation, user or tenant id, in characters."""
+
+
+def scope_id_problem(name: str, value: object) -> str | None:
+    """What is wrong with ``value`` as the scope id ``name`` (a conversation,
+    user or tenant id), if anything: it must be a non-empty string of at
+    most :data:`MAX_SCOPE_CHARS` characters that UTF-8 can carry (no lone
+    surrogate: no store could keep it, so no forget could find it)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_SCOPE_CHARS:
+        return (
+            f"{name}={value!r:.80} must be a non-empty string of at most "
+            f"{MAX_SCOPE_CHARS} characters"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{name}={value!r:.80} holds a lone surrogate, which UTF-8 cannot carry"
+    return None
 
 
 def _scope_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -56,6 +76,17 @@ def _scope_id(instance: object, attribute: attrs.Attribute[Any], value: object) 
             f"{MAX_SCOPE_CHARS} characters, or None"
         )
         raise ConfigError.single(msg, yaml_path=attribute.name)
+
+
+def check_storable(scope: Scope) -> None:
+    """Raise :class:`ConfigError`, naming the field, when an id of
+    ``scope`` is one no store can keep (see :func:`scope_id_problem`):
+    refused before anything is written, so nothing is stored that no
+    forget could find."""
+    for name, value in scope.to_dict().items():
+        problem = None if value is None else scope_id_problem(name, value)
+        if problem is not None:
+            raise ConfigError.single(problem, yaml_path=name)
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -233,6 +264,25 @@ def _short(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+_SEPARATOR = "\x1f"
+
+
+def record_key(parts: Sequence[str]) -> str:
+    """The record id of the key ``parts`` (scope ids, hashes, text): 32 hex
+    digits, a different id for every different sequence of parts.
+
+    Parts free of U+001F are joined by it, as ids always were, so the
+    records a store holds keep their ids (and a re-store finds them). A
+    part holding U+001F would make that join ambiguous (tenant ``a\x1fb``
+    and user ``c`` against tenant ``a`` and user ``b\x1fc``), so such parts
+    are written as a JSON array instead, which is unambiguous and, its
+    control characters escaped, never holds U+001F, so it cannot equal a
+    join (which holds one between every two parts)."""
+    if len(parts) > 1 and not any(_SEPARATOR in p for p in parts):
+        return _short(_SEPARATOR.join(parts))
+    return _short(json.dumps(list(parts), ensure_ascii=True))
+
+
 @attrs.frozen(kw_only=True, slots=True)
 class MemoryRecord:
     """One message as a store keeps it.
@@ -265,13 +315,22 @@ class MemoryRecord:
 @attrs.frozen(kw_only=True, slots=True)
 class StoreWrite:
     """What one write did: the ids of the records it stored, and of those
-    that were there already (which were not embedded again)."""
+    that were there already (which were not embedded again); and whether
+    the store confirmed them durable (``True``: on disk where it opened
+    them, or acknowledged by a server; ``False``: kept in memory only, lost
+    when the process ends; ``None``: the store does not say)."""
 
     added: tuple[str, ...] = ()
     existing: tuple[str, ...] = ()
+    durable: bool | None = None
 
-    def to_dict(self) -> dict[str, list[str]]:
-        return {"added": list(self.added), "existing": list(self.existing)}
+    def to_dict(self) -> dict[str, Any]:
+        """The write as JSON; ``durable`` only when it is False (a store
+        that keeps its records in memory only says so)."""
+        out: dict[str, Any] = {"added": list(self.added), "existing": list(self.existing)}
+        if self.durable is False:
+            out["durable"] = False
+        return out
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -401,7 +460,7 @@ def build_records(
             raise StoreError(msg) from exc
         records.append(
             MemoryRecord(
-                id=_short("\x1f".join(parts)),
+                id=record_key(parts),
                 message=m,
                 text=index_text(m, calls),
                 scope=scope,

@@ -8,11 +8,19 @@
   rest, and writes them in chunks of ``batch_size``. When a write fails, the
   records this call wrote are deleted again, so the store holds what it held
   before, and :class:`~memrules._errors.StoreError` says at which write it
-  failed (and whether the clean-up failed too).
+  failed (and whether the clean-up failed too). Then it makes them durable
+  and checks that they are: the backend flushes them (Milvus Lite), the
+  records read back, and a local store's files are still the ones it
+  opened (:mod:`memrules.seams._durable`); a :class:`StoreError` when not,
+  so an offload never drops messages a store did not keep.
+  :attr:`StoreWrite.durable` is False for a store in memory only.
 - **search**: dense (the query's embedding against the stored ones), lexical
   (BM25, computed by the engine) or hybrid (both rankings, fused by
   reciprocal rank; see :mod:`memrules.seams._fusion`), always within the
   caller's user and tenant.
+- **scopes** whose ids no store can keep (a lone surrogate) are refused by
+  every method, naming the field
+  (:func:`~memrules.seams._records.check_storable`).
 
 A collection is bound to its embedder's identity: the store records it when
 it makes the collection, and refuses to write or search with another; and to
@@ -41,7 +49,7 @@ from memrules._errors import CollectionError, ConfigError, EmbedderError, StoreE
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
 from memrules.seams._protocols import SEARCH_MODES, Embedder
-from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite
+from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite, check_storable
 
 __all__ = ["DEFAULT_COLLECTION", "Backend", "MessageStore", "check_collection", "check_mode"]
 
@@ -74,6 +82,14 @@ class Backend(Protocol):
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove these records."""
+
+    def persist(self, wrote: bool) -> bool:
+        """Make what was written durable (``wrote``: this call wrote
+        records) and check that it is: True when it is on disk where the
+        store opened its files, or acknowledged by a server that keeps it;
+        False when the engine keeps it in memory only. Raises when the
+        records cannot be confirmed (the files were removed under the
+        process)."""
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
         """The ``k`` records nearest ``vector`` (cosine), best first."""
@@ -244,6 +260,8 @@ class MessageStore:
             unique.setdefault(r.id, r)
         if not unique:
             return StoreWrite()
+        for scope in {r.scope for r in unique.values()}:
+            check_storable(scope)
         with self._lock:
             exists = self._exists()
             try:
@@ -253,7 +271,7 @@ class MessageStore:
             new = [r for r in unique.values() if r.id not in held]
             existing = tuple(i for i in unique if i in held)
             if not new:
-                return StoreWrite(existing=existing)
+                return StoreWrite(existing=existing, durable=self._persist([]))
             vectors = self._embed([r.text for r in new])
             self._check_dimension(len(vectors[0]))
             if not exists:
@@ -264,7 +282,29 @@ class MessageStore:
                 self._dimension = len(vectors[0])
                 self._checked = True
             self._write(list(zip(new, vectors, strict=True)))
-        return StoreWrite(added=tuple(r.id for r in new), existing=existing)
+            durable = self._persist([r.id for r in new])
+        return StoreWrite(added=tuple(r.id for r in new), existing=existing, durable=durable)
+
+    def _persist(self, written: list[str]) -> bool:
+        """Make the records of ``written`` durable and check them (see the
+        module docs); whether the store keeps them beyond this process."""
+        doing = (
+            f"to confirm that the {len(written)} records it wrote are kept"
+            if written
+            else "to confirm that the records it holds are kept"
+        )
+        try:
+            durable = self._backend.persist(bool(written))
+            missing = set(written) - self._backend.existing(written) if written else set()
+        except Exception as exc:
+            raise self._fail(doing, exc) from exc
+        if missing:
+            msg = (
+                f"{self._description} failed {doing}: {len(missing)} of them do not read "
+                "back; they may not be stored"
+            )
+            raise StoreError(msg)
+        return durable
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         try:
@@ -337,6 +377,7 @@ class MessageStore:
             msg = f"k={k} must be at most {MAX_K}"
             raise ConfigError.single(msg, yaml_path="k")
         mode = self.search_mode if mode is None else check_mode(mode, "mode")
+        check_storable(scope)
         if not query.strip():
             return ()
         with self._lock:
@@ -391,6 +432,7 @@ class MessageStore:
         default; any collection of the engine, whatever embedder made it),
         sorted by id, each with score 0. Raises
         :class:`~memrules._errors.StoreError` on failure."""
+        check_storable(scope)
         with self._lock:
             name = self._target(collection)
             if name is None:
@@ -405,6 +447,7 @@ class MessageStore:
         """Delete every record of ``scope`` (as :meth:`scan` finds them) from
         ``collection`` (this store's by default): how many there were.
         Raises :class:`~memrules._errors.StoreError` on failure."""
+        check_storable(scope)
         with self._lock:
             name = self._target(collection)
             if name is None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from memrules._checks import check_api_key_env
 from memrules._errors import ConfigError, StoreError
+from memrules.seams._durable import Files, local_path
 from memrules.seams._protocols import Embedder
 from memrules.seams._records import MAX_SCOPE_CHARS, MemoryRecord, RecallHit, Scope, decode_message
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
@@ -36,12 +37,20 @@ MAX_TEXT_BYTES = _PIECE_BYTES
 MAX_MESSAGE_BYTES = _PIECE_BYTES * _PIECES
 _IDENTITY = "memrules.embedder"
 _QUERY_WINDOW = 16_384  # the most rows one Milvus query returns
+_SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 _FIELDS = ["id", "text", "conversation_id", "user", "tenant", "turn", "exchange", "message"]
 
 
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _literal(value: str) -> str:
-    """``value`` as a string literal of Milvus's filter language."""
-    return json.dumps(value, ensure_ascii=False)
+    """``value`` as a string literal of Milvus's filter language: only the
+    escapes Milvus Lite reads (quote, backslash, newline, carriage return,
+    tab); any other character, control characters too, as itself (a ``\\u``
+    escape is an "unknown escape sequence" to Milvus Lite, so an id holding
+    one could be stored but never listed or forgotten)."""
+    return '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
 
 
 def _filter(scope: Scope) -> str:
@@ -76,6 +85,11 @@ def _pieces(payload: str) -> list[str]:
     return out or [""]
 
 
+def is_server(uri: str) -> bool:
+    """Whether ``uri`` names a Milvus server (else a Milvus Lite file)."""
+    return uri.startswith(_SERVER_SCHEMES)
+
+
 class _Milvus:
     engine = "milvus"
 
@@ -84,6 +98,8 @@ class _Milvus:
         self.collection = collection
         self.api_key_env = api_key_env
         self._client: Any = None
+        self._loaded: set[str] = set()
+        self._files = None if is_server(uri) else Files(uri)
 
     def _open(self) -> Any:
         if self._client is None:
@@ -91,7 +107,24 @@ class _Milvus:
 
             token = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
             self._client = MilvusClient(uri=self.uri, token=token)
+            self._loaded = set()
+            if self._files is not None:
+                self._files.watch(self.uri)
         return self._client
+
+    def _ready(self, collection: str) -> Any:
+        """The client, with ``collection`` (which exists) loaded: a
+        collection another process made or wrote is released until it is
+        loaded, and answers no search, query or write before."""
+        client = self._open()
+        if collection not in self._loaded:
+            state = client.get_load_state(collection).get("state")
+            if getattr(state, "name", str(state)) != "Loaded":
+                client.load_collection(collection)
+            self._loaded.add(collection)
+            if self._files is not None:
+                self._files.watch(os.path.join(self.uri, "collections", collection))
+        return client
 
     def identity(self) -> dict[str, Any] | None:
         client = self._open()
@@ -156,9 +189,10 @@ class _Milvus:
             consistency_level="Strong",
             properties={_IDENTITY: json.dumps(identity, sort_keys=True)},
         )
+        self._ready(self.collection)
 
     def existing(self, ids: Sequence[str]) -> set[str]:
-        client = self._open()
+        client = self._ready(self.collection)
         found: set[str] = set()
         for start in range(0, len(ids), 512):
             chunk = list(ids[start : start + 512])
@@ -185,11 +219,21 @@ class _Milvus:
             }
             for r, vector in rows
         ]
-        self._open().upsert(self.collection, data)
+        self._ready(self.collection).upsert(self.collection, data)
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            self._open().delete(self.collection, ids=list(ids))
+            self._ready(self.collection).delete(self.collection, ids=list(ids))
+
+    def persist(self, wrote: bool) -> bool:
+        """A server acknowledged the write (it keeps what it acknowledged);
+        a Milvus Lite file is flushed and checked to be the one opened."""
+        if self._files is None:
+            return True
+        if wrote:
+            self._ready(self.collection).flush(self.collection)
+        self._files.check()
+        return True
 
     def _hits(self, result: Any, *, absolute: bool) -> list[RecallHit]:
         hits = []
@@ -199,7 +243,7 @@ class _Milvus:
         return hits
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
-        result = self._open().search(
+        result = self._ready(self.collection).search(
             self.collection,
             data=[vector],
             anns_field="dense",
@@ -211,7 +255,7 @@ class _Milvus:
         return self._hits(result, absolute=False)
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
-        result = self._open().search(
+        result = self._ready(self.collection).search(
             self.collection,
             data=[query],
             anns_field="sparse",
@@ -227,7 +271,7 @@ class _Milvus:
         return list(self._open().list_collections())
 
     def scan(self, scope: Scope, *, collection: str) -> list[RecallHit]:
-        client = self._open()
+        client = self._ready(collection)
         rows = client.query(
             collection, filter=_filter(scope), output_fields=_FIELDS, limit=_QUERY_WINDOW
         )
@@ -248,13 +292,14 @@ class _Milvus:
     def delete_where(self, scope: Scope, *, collection: str) -> int:
         ids = [hit.id for hit in self.scan(scope, collection=collection)]
         if ids:
-            self._open().delete(collection, filter=_filter(scope))
+            self._ready(collection).delete(collection, filter=_filter(scope))
         return len(ids)
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+            self._loaded = set()
 
 
 def _hit(row: Any, record_id: str, score: float) -> RecallHit:
@@ -287,7 +332,9 @@ def milvus_store(
     candidates: int = 50,
 ) -> MessageStore:
     """A Milvus store. ``uri`` is a Milvus Lite file (a path ending ``.db``,
-    made on first write) or a server's ``http(s)://host:19530``;
+    made on first write; relative to the working directory when the store
+    is made, and named by its real path in the store's messages) or a
+    server's ``http(s)://host:19530``;
     ``api_key_env`` names the environment variable holding a server's token
     (``user:password`` or an API key), read when the client connects and
     never recorded. ``search`` is ``hybrid`` (dense and BM25 rankings fused),
@@ -298,7 +345,7 @@ def milvus_store(
     if not isinstance(uri, str) or not uri:
         msg = f"uri={uri!r} must be a Milvus Lite file (ending .db) or an http(s):// URL"
         raise ConfigError.single(msg, yaml_path="uri")
-    if not uri.startswith(("http://", "https://", "tcp://", "unix:")) and not uri.endswith(".db"):
+    if not is_server(uri) and not uri.endswith(".db"):
         msg = (
             f"uri={uri!r} must be a Milvus Lite file (a path ending .db) or a server's "
             "http(s)://host:port"
@@ -310,6 +357,8 @@ def milvus_store(
     if milvus_missing():
         msg = "the milvus backend needs pymilvus: pip install 'memrules[milvus]'"
         raise ConfigError.single(msg, yaml_path="backend")
+    if not is_server(uri):
+        uri = local_path(uri, "uri")
     token = f", api_key_env={api_key_env!r}" if api_key_env else ""
     description = f"milvus_store(uri={uri!r}, collection={collection!r}, search={search!r}{token})"
     return MessageStore(

@@ -22,6 +22,7 @@ from typing import Any
 
 from memrules._checks import check_api_key_env
 from memrules._errors import ConfigError, StoreError
+from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._protocols import Embedder
 from memrules.seams._records import MemoryRecord, RecallHit, Scope, decode_message
@@ -56,6 +57,7 @@ class _Qdrant:
         self.collection = collection
         self.api_key_env = api_key_env
         self._client: Any = None
+        self._files = None if url is not None or path in (None, MEMORY) else Files(str(path))
 
     def _open(self) -> Any:
         if self._client is None:
@@ -72,7 +74,13 @@ class _Qdrant:
                     self._client = QdrantClient(location=MEMORY)
                 else:
                     self._client = QdrantClient(path=self.path)
+            if self._files is not None:
+                self._files.watch(self._files.root, self._storage())
         return self._client
+
+    def _storage(self) -> str:
+        """Where local mode keeps this collection's points."""
+        return os.path.join(str(self.path), "collection", self.collection, "storage.sqlite")
 
     def identity(self) -> dict[str, Any] | None:
         client = self._open()
@@ -166,6 +174,18 @@ class _Qdrant:
                 points_selector=models.PointIdsList(points=[_point_id(i) for i in ids]),
                 wait=True,
             )
+
+    def persist(self, wrote: bool) -> bool:
+        """A server acknowledged the write (``wait=True``); local mode on
+        disk committed it, and its files are checked to be the ones opened;
+        in memory it is not durable."""
+        if self.url is not None:
+            return True
+        if self._files is None:
+            return False
+        self._files.watch(self._storage())
+        self._files.check()
+        return True
 
     def _filter(self, scope: Scope) -> Any:
         from qdrant_client import models
@@ -282,9 +302,11 @@ def qdrant_store(
     it in memory; :data:`DEFAULT_PATH` when neither is given). ``search``
     is ``hybrid`` (dense and BM25 rankings fused), ``dense`` or
     ``lexical``; hybrid fetches ``candidates`` of each. Writes go in chunks
-    of ``batch_size`` points. Opens on first use; raises :class:`StoreError`
-    on failure, and a :class:`ConfigError` here without the ``qdrant``
-    extra. Local mode is for one process: a directory is locked while open.
+    of ``batch_size`` points. A relative ``path`` is the working
+    directory's when the store is made (its messages name the real path);
+    in memory, writes report ``durable=False``. Opens on first use; raises
+    :class:`StoreError` on failure, and a :class:`ConfigError` here without
+    the ``qdrant`` extra. Local mode is for one process: a directory is locked while open.
     """
     if url is not None and path is not None:
         msg = f"url={url!r} and path={path!r} are both set; a store is a server or local"
@@ -299,6 +321,8 @@ def qdrant_store(
         if not isinstance(path, str) or not path:
             msg = f"path={path!r} must be a directory, or {MEMORY!r}"
             raise ConfigError.single(msg, yaml_path="path")
+        if path != MEMORY:
+            path = local_path(path, "path")
     check_api_key_env(api_key_env)
     check_collection(collection)
     check_mode(search)

@@ -136,10 +136,13 @@ class _Offload:
             "messages": len(gone),
             "records": [r.to_dict() for r in records],
         }
-        _, call = _call("store", "add", request, lambda: store.add(records), _written)
+        write, call = _call("store", "add", request, lambda: store.add(records), _written)
+        note = f"offloaded {len(gone)} messages ({len(moved)} units)"
+        if isinstance(write, StoreWrite) and write.durable is False:
+            note += "; the store keeps them in memory only: they are lost when the process ends"
         return Outcome(
             messages=without_indices(conversation, gone),
-            note=f"offloaded {len(gone)} messages ({len(moved)} units)",
+            note=note,
             seam_calls=(call,),
         )
 
@@ -151,7 +154,11 @@ class _Offload:
 def offload(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
     """Move the oldest ``turns`` units into the vector store, or more when
     the budget needs more, all or nothing: when the store fails they stay
-    where they were. Without a store it does nothing.
+    where they were. Without a store it does nothing. A store of memrules
+    confirms that what it wrote is kept (flushed, read back, its files the
+    ones it opened) before anything leaves the conversation; one that keeps
+    records in memory only says so in the report's note (and the seam
+    call's ``"durable": false``).
 
     A unit is a turn before the latest one or, inside the latest turn, a
     completed tool exchange older than the newest ``keep_exchanges`` (see
