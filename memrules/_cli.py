@@ -50,6 +50,7 @@ from memrules._pipeline import Pipeline
 from memrules._progress import Progress, ProgressObserver
 from memrules._replay import replay_trace
 from memrules._report import CompressionReport, CompressionResult
+from memrules._secrets import redact_text
 from memrules._trace import TracedPipeline, TraceWriter
 
 __all__ = ["UsageError", "main"]
@@ -71,7 +72,7 @@ def _say(line: str) -> None:
     """One line on stderr, if there is a stderr."""
     if sys.stderr is not None:
         try:
-            sys.stderr.write(_one_line(line) + "\n")
+            sys.stderr.write(redact_text(_one_line(line)) + "\n")
             sys.stderr.flush()
         except OSError:
             pass
