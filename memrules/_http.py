@@ -212,8 +212,7 @@ class JSONClient:
 
     @retries.validator
     def _check_retries(self, attribute: attrs.Attribute[int], value: int) -> None:
-        check_whole("retries", value, 0)
-        _at_most("retries", value, MAX_RETRIES)
+        check_whole("retries", value, 0, MAX_RETRIES)
 
     @timeout.validator
     def _check_timeout(self, attribute: attrs.Attribute[float], value: float) -> None:
