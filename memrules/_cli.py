@@ -45,6 +45,7 @@ from memrules._config import load_config
 from memrules._demo import add_arguments as add_demo_arguments
 from memrules._demo import render as render_demo
 from memrules._errors import MemrulesError, MessageFormatError, ReplayMismatch
+from memrules._jsontext import TOO_DEEP, JSONTextError, parse_json
 from memrules._messages import Conversation
 from memrules._pipeline import Pipeline
 from memrules._progress import Progress, ProgressObserver
@@ -109,20 +110,16 @@ def _read_json(source: str) -> Any:
         msg = f"cannot read {name}: {exc.strerror or exc}"
         raise UsageError(msg) from None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        msg = f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}"
-        raise UsageError(msg) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
-        raise UsageError(msg) from None
-    except RecursionError:
-        msg = f"{name}: invalid input: JSON nested too deeply to read"
-        raise UsageError(msg) from None
-    except ValueError as exc:  # a number over Python's digit limit
-        msg = f"{name}: invalid JSON: {_one_line(str(exc)).split(';')[0]}"
+        return parse_json(raw)
+    except JSONTextError as exc:
+        if exc.reason.startswith("not UTF-8"):
+            msg = f"{name} is {exc.reason}"
+        elif exc.reason == TOO_DEEP:
+            msg = f"{name}: {exc.reason}"
+        elif exc.line is not None:
+            msg = f"{name}:{exc.line}:{exc.column}: invalid JSON: {exc.reason}"
+        else:
+            msg = f"{name}: invalid JSON: {exc.reason}"
         raise UsageError(msg) from None
 
 
@@ -587,6 +584,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("memrules: interrupted")
         return 130
+    except RecursionError:  # a value read whole but too deep for what is done with it
+        _say(f"memrules: error: {TOO_DEEP.replace('to read', 'to process')}")
+        return 2
     return status
 
 

@@ -80,6 +80,7 @@ from memrules._budget import Budget
 from memrules._canonical import canonical_config, config_sha256, described, encoder_fingerprint
 from memrules._checks import is_whole
 from memrules._errors import TraceError
+from memrules._jsontext import TOO_DEEP, JSONTextError, parse_json
 from memrules._logged import (
     LoggedExtractor,
     LoggedResolver,
@@ -803,13 +804,17 @@ class PluginTracer:
 
 def _parse(raw: bytes, where: str) -> Any:
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        msg = f"{where}: not UTF-8 text: {exc.reason} at byte {exc.start}"
-        raise TraceError(msg) from None
-    except ValueError as exc:
-        msg = f"{where}: not JSON: {exc}"
-        raise TraceError(msg) from None
+        return parse_json(raw)
+    except JSONTextError as exc:
+        raise TraceError(f"{where}: {_json_problem(exc)}") from None
+
+
+def _json_problem(exc: JSONTextError) -> str:
+    """What a line's :class:`JSONTextError` says, as a trace reader words it."""
+    if exc.reason == TOO_DEEP or exc.reason.startswith("not UTF-8"):
+        return exc.reason
+    where = f": line {exc.line} column {exc.column}" if exc.line is not None else ""
+    return f"not JSON: {exc.reason}{where}"
 
 
 def _read_header(data: Any, where: str) -> TraceHeader:

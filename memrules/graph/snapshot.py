@@ -35,6 +35,7 @@ from typing import Any
 import attrs
 
 from memrules._errors import GraphError
+from memrules._jsontext import TOO_DEEP, JSONTextError, parse_json
 from memrules.graph.model import GraphNode, GraphRelationship
 
 __all__ = [
@@ -214,12 +215,17 @@ class GraphSnapshot:
         line. ``NaN`` and ``Infinity`` (which Python's JSON writer emits)
         are read, and then refused where they stand, naming the entry."""
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            msg = f"a graph snapshot is JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-            raise GraphError(msg) from None
-        except UnicodeDecodeError as exc:
-            msg = f"a graph snapshot is UTF-8 JSON: {exc.reason} at byte {exc.start}"
+            data = parse_json(text)
+        except JSONTextError as exc:
+            if exc.reason == TOO_DEEP:
+                msg = TOO_DEEP
+            elif exc.line is not None:
+                msg = (
+                    f"a graph snapshot is JSON: {exc.reason} at line {exc.line}, "
+                    f"column {exc.column}"
+                )
+            else:
+                msg = f"a graph snapshot is UTF-8 JSON: {exc.reason}"
             raise GraphError(msg) from None
         return cls.from_dict(data)
 
