@@ -80,6 +80,15 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """Write ``message`` (``--help``'s text) and flush it, letting a
+        failure be raised (argparse would drop it, and exit 0)."""
+        if message:
+            stream = file or sys.stderr
+            if stream is not None:
+                stream.write(message)
+                stream.flush()
+
 
 # --- reading ----------------------------------------------------------------------
 
@@ -526,18 +535,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a bad argument (already said on stderr)
-        code = exc.code if isinstance(exc.code, int) else 2
-        try:
-            if sys.stdout is not None:
-                sys.stdout.flush()  # --help's text: a full disk is said, not lost
-        except BrokenPipeError:
-            _silence_stdout()
-            return 1
-        except OSError as error:
-            _silence_stdout()
-            _say(f"memrules: error: cannot write the output: {error.strerror or error}")
-            return 2
-        return code
+        return exc.code if isinstance(exc.code, int) else 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    except OSError as error:  # --help's text on a full disk: said, not lost
+        _silence_stdout()
+        _say(f"memrules: error: cannot write the output: {error.strerror or error}")
+        return 2
     try:
         status: int = args.handler(args)
     except MemrulesError as exc:

@@ -63,6 +63,7 @@ A request that raises writes no line: it returned nothing to reproduce.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -392,6 +393,7 @@ class TraceWriter:
         self._lock = threading.Lock()
         self._atomic: AtomicFile | None = None
         self._closed = False
+        self._failed: str | None = None
         try:
             check_output(self.path, "the trace")
             if atomic:
@@ -419,6 +421,10 @@ class TraceWriter:
         return cls(path, _header(entries), atomic=atomic)
 
     def _put(self, data: bytes) -> None:
+        """Write ``data`` whole, or fail: the first failure (a full disk)
+        ends the trace, and every later write raises it again."""
+        if self._failed is not None:
+            raise TraceError(self._failed)
         if self._closed:
             msg = f"cannot write the trace {self.path}: it is closed"
             raise TraceError(msg)
@@ -428,12 +434,22 @@ class TraceWriter:
             else:
                 self._file.write(data)
                 self._file.flush()
-        except OutputError as exc:
-            self._closed = True
-            raise TraceError(str(exc)) from None
-        except OSError as exc:
-            msg = f"cannot write the trace {self.path}: {exc.strerror or exc}"
-            raise TraceError(msg) from None
+        except OSError as exc:  # OutputError included
+            if isinstance(exc, OutputError):
+                self._failed = str(exc)
+            else:
+                self._failed = f"cannot write the trace {self.path}: {exc.strerror or exc}"
+            self._give_up()
+            raise TraceError(self._failed) from None
+
+    def _give_up(self) -> None:
+        """Drop what could not be written, and the file: nothing is retried."""
+        self._closed = True
+        if self._atomic is not None:
+            self._atomic.abort()
+            return
+        with contextlib.suppress(OSError):
+            self._file.close()
 
     def write(self, line: dict[str, Any]) -> int:
         """Write one request's line (numbered here); returns its number."""
