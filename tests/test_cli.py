@@ -544,3 +544,39 @@ def test_a_snapshot_nested_too_deeply_is_a_graph_error(tmp_path: Path) -> None:
         load_snapshot(path)
     with pytest.raises(GraphError, match=TOO_DEEP):
         GraphSnapshot.from_json(DEEP)
+
+
+BAD_COMMAND_LINES = [
+    ["demo", "--base-url", "http://[::1"],
+    ["demo", "--base-url", "ftp://host/v1"],
+    ["demo", "--base-url", "http://host:port/v1"],
+    ["demo", "--timeout", "soon"],
+    ["demo", "--timeout", "-1"],
+    ["demo", "--model", "m"],
+    ["demo", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "A B"],
+    ["bench", "--sizes", "1"],
+    ["bench", "--seed", "x"],
+    ["bench", "--rounds", "z"],
+    ["eval", "--config", "c.yaml", "--jobs", "x", "d.jsonl"],
+    ["eval", "--config", "c.yaml", "-k", "0", "d.jsonl"],
+    ["eval", "--config", "c.yaml", "--max-tokens", "zero", "d.jsonl"],
+    ["compact", "--format", "xml", "--config", "c.yaml", "in.json"],
+    ["compact"],
+    ["replay"],
+    ["replay", "missing.jsonl"],
+    ["nonsense"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_COMMAND_LINES, ids=" ".join)
+def test_no_command_line_message_names_a_private_function(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    import re
+
+    done = invoke(capsys, *argv)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    private = re.findall(r"(?<![\w./-])_[A-Za-z]\w*", done.stderr)
+    assert not private, done.stderr
+    assert "Traceback" not in done.stderr
