@@ -517,7 +517,8 @@ def test_every_reader_says_the_same_line_of_json_nested_too_deeply(
 
     config, source = seed_files
     trace = tmp_path / "run.jsonl"
-    assert run("compact", "--config", str(config), "--trace", str(trace), str(source)).returncode == 0
+    done = run("compact", "--config", str(config), "--trace", str(trace), str(source))
+    assert done.returncode == 0, done.stderr
     deep_trace = tmp_path / "deep_trace.jsonl"
     deep_trace.write_text(trace.read_text().splitlines()[0] + "\n" + DEEP + "\n")
     dataset = tmp_path / "deep_dataset.jsonl"

@@ -81,7 +81,8 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 def trace(files: tuple[Path, Path], tmp_path: Path) -> Path:
     config, source = files
     path = tmp_path / "run.jsonl"
-    assert run("compact", "--config", str(config), "--trace", str(path), str(source)).returncode == 0
+    done = run("compact", "--config", str(config), "--trace", str(path), str(source))
+    assert done.returncode == 0, done.stderr
     return path
 
 
@@ -252,14 +253,18 @@ def test_every_file_option_on_a_full_disk_is_one_line_and_exit_2(
 
 def test_a_plugin_trace_on_a_full_disk_raises(small_disk: Path) -> None:
     fill(small_disk, leave=20_000)
-    plugin = None
-    with pytest.raises(MemrulesError, match="No space left on device"):
-        plugin = MemoryPlugin(load_config(CONFIG), trace=small_disk / "p.jsonl")
+    plugin = MemoryPlugin(load_config(CONFIG), trace=small_disk / "p.jsonl")
+
+    def talk() -> None:
         for i in range(200):
             plugin.on_openai_request(
                 {"model": "m", "messages": MESSAGES[: 2 + i % 40]}, conversation_id=f"c{i}"
             )
-    assert plugin is not None, "the header did not fit: leave more room"
+
+    with pytest.raises(MemrulesError, match="No space left on device"):
+        talk()
+    with pytest.raises(MemrulesError, match="No space left on device"):  # and stays failed
+        talk()
     plugin.close()
 
 
