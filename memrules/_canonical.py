@@ -45,6 +45,7 @@ import yaml
 from memrules._config import SECTIONS, SETTINGS, MemoryConfig, load_config
 from memrules._errors import ConfigError, TraceError
 from memrules._interpreter import NamedStrategy
+from memrules._secrets import redact_text
 from memrules._tokens import TokenCounter
 from memrules._typing import StrategyFactory
 from memrules.graph.extract import _OfflineExtractor
@@ -65,13 +66,12 @@ CANONICAL_MARK = "__memrules_canonical__"
 """An attribute a stand-in carries: the canonical value of what it stands in for."""
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_URL_PASSWORD = re.compile(r"(://[^\s/@:'\"]*:)[^\s/@'\"]*@")
 
 
 def described(value: object) -> str:
     """``repr(value)`` as a trace may hold it: without memory addresses
     (which change between runs) or URL passwords (``://user:***@host``)."""
-    return _URL_PASSWORD.sub(r"\1***@", _ADDRESS.sub("", repr(value)))
+    return redact_text(_ADDRESS.sub("", repr(value)))
 
 
 def _code(value: object) -> str:

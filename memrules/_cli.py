@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -44,12 +42,15 @@ from memrules._bench import command as bench_command
 from memrules._config import load_config
 from memrules._demo import add_arguments as add_demo_arguments
 from memrules._demo import render as render_demo
-from memrules._errors import MemrulesError, MessageFormatError, ReplayMismatch
+from memrules._errors import MemrulesError, MessageFormatError, OutputError, ReplayMismatch
+from memrules._files import check_output, write_atomic
+from memrules._jsontext import TOO_DEEP, JSONTextError, parse_json
 from memrules._messages import Conversation
 from memrules._pipeline import Pipeline
 from memrules._progress import Progress, ProgressObserver
 from memrules._replay import replay_trace
 from memrules._report import CompressionReport, CompressionResult
+from memrules._secrets import redact_text
 from memrules._trace import TracedPipeline, TraceWriter
 
 __all__ = ["UsageError", "main"]
@@ -57,10 +58,6 @@ __all__ = ["UsageError", "main"]
 
 class UsageError(MemrulesError, ValueError):
     """A command line that cannot be carried out."""
-
-
-class OutputError(MemrulesError, OSError):
-    """Output that cannot be written (a full disk, a closed stdout)."""
 
 
 def _one_line(text: str) -> str:
@@ -71,7 +68,7 @@ def _say(line: str) -> None:
     """One line on stderr, if there is a stderr."""
     if sys.stderr is not None:
         try:
-            sys.stderr.write(_one_line(line) + "\n")
+            sys.stderr.write(redact_text(_one_line(line)) + "\n")
             sys.stderr.flush()
         except OSError:
             pass
@@ -82,6 +79,15 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """Write ``message`` (``--help``'s text) and flush it, letting a
+        failure be raised (argparse would drop it, and exit 0)."""
+        if message:
+            stream = file or sys.stderr
+            if stream is not None:
+                stream.write(message)
+                stream.flush()
 
 
 # --- reading ----------------------------------------------------------------------
@@ -108,20 +114,16 @@ def _read_json(source: str) -> Any:
         msg = f"cannot read {name}: {exc.strerror or exc}"
         raise UsageError(msg) from None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        msg = f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}"
-        raise UsageError(msg) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
-        raise UsageError(msg) from None
-    except RecursionError:
-        msg = f"{name}: invalid input: JSON nested too deeply to read"
-        raise UsageError(msg) from None
-    except ValueError as exc:  # a number over Python's digit limit
-        msg = f"{name}: invalid JSON: {_one_line(str(exc)).split(';')[0]}"
+        return parse_json(raw)
+    except JSONTextError as exc:
+        if exc.reason.startswith("not UTF-8"):
+            msg = f"{name} is {exc.reason}"
+        elif exc.reason == TOO_DEEP:
+            msg = f"{name}: {exc.reason}"
+        elif exc.line is not None:
+            msg = f"{name}:{exc.line}:{exc.column}: invalid JSON: {exc.reason}"
+        else:
+            msg = f"{name}: invalid JSON: {exc.reason}"
         raise UsageError(msg) from None
 
 
@@ -177,56 +179,18 @@ def _write_all(stream: Any, data: bytes) -> None:
     stream.flush()
 
 
-def _writable(path: Path, what: str) -> None:
-    """Raise :class:`UsageError` unless ``path`` can be written, before any work."""
-    if path.is_dir():
-        msg = f"cannot write {what} {path}: it is a directory"
-        raise UsageError(msg)
-    parent = path.parent
-    if not parent.is_dir():
-        msg = f"cannot write {what} {path}: no directory {parent}"
-        raise UsageError(msg)
-    if path.exists() and not path.is_file():
-        if not os.access(path, os.W_OK):
-            msg = f"cannot write {what} {path}: permission denied"
-            raise UsageError(msg)
-        return
-    if not os.access(parent, os.W_OK | os.X_OK):
-        msg = f"cannot write {what} {path}: permission denied in {parent}"
-        raise UsageError(msg)
-
-
-def _mode(path: Path) -> int:
-    """The permissions ``path`` has, or those a new file gets (mkstemp's
-    temporary files are private, which a report should not stay)."""
-    if path.exists():
-        return stat.S_IMODE(path.stat().st_mode)
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+def _writable(
+    path: Path, what: str, *inputs: str | os.PathLike[str] | None
+) -> None:
+    """Raise :class:`OutputError` unless ``path`` can be written (it is no
+    input of the run, and no device or directory), before any work."""
+    check_output(path, what, inputs=[i for i in inputs if i is not None])
 
 
 def _write_file(path: Path, text: str, what: str) -> None:
     """Write ``text`` to ``path`` whole or not at all: into a temporary file
-    beside it, then renamed over it (a device or pipe is written directly)."""
-    data = _encode(text)
-    try:
-        if path.exists() and not path.is_file():
-            with open(path, "wb") as device:
-                _write_all(device, data)
-            return
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            os.fchmod(fd, _mode(path))
-            with os.fdopen(fd, "wb") as file:
-                _write_all(file, data)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-    except OSError as exc:
-        msg = f"cannot write {what} {path}: {exc.strerror or exc}"
-        raise OutputError(msg) from None
+    beside it, synced, then renamed over it (:mod:`memrules._files`)."""
+    write_atomic(path, _encode(text), what)
 
 
 def _stdout() -> Any:
@@ -298,10 +262,10 @@ def _progress(args: argparse.Namespace) -> Progress:
 def _compact(args: argparse.Namespace) -> int:
     report_path = Path(args.report) if args.report else None
     if report_path is not None:
-        _writable(report_path, "the report")
+        _writable(report_path, "the report", args.config, args.input)
     trace_path = Path(args.trace) if args.trace else None
     if trace_path is not None:
-        _writable(trace_path, "the trace")
+        _writable(trace_path, "the trace", args.config, args.input, report_path)
     _stdout()
     with _progress(args) as progress:
         pipeline = _pipeline(args, progress)
@@ -425,7 +389,7 @@ def _eval(args: argparse.Namespace) -> int:
         msg = f"cannot read the dataset {args.dataset}: no such file"
         raise UsageError(msg)
     if args.trace is not None:
-        _writable(args.trace, "the trace")
+        _writable(args.trace, "the trace", args.dataset, *args.config)
     _stdout()
     settings = eval_command.EvalSettings(
         configs=tuple(args.config),
@@ -572,6 +536,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a bad argument (already said on stderr)
         return exc.code if isinstance(exc.code, int) else 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    except OSError as error:  # --help's text on a full disk: said, not lost
+        _silence_stdout()
+        _say(f"memrules: error: cannot write the output: {error.strerror or error}")
+        return 2
     try:
         status: int = args.handler(args)
     except MemrulesError as exc:
@@ -586,6 +557,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("memrules: interrupted")
         return 130
+    except RecursionError:  # a value read whole but too deep for what is done with it
+        _say(f"memrules: error: {TOO_DEEP.replace('to read', 'to process')}")
+        return 2
     return status
 
 

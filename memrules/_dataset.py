@@ -43,6 +43,7 @@ import attrs
 
 from memrules._adapters import from_openai
 from memrules._errors import MemrulesError, MessageFormatError
+from memrules._jsontext import TOO_DEEP, JSONTextError, parse_json
 from memrules._messages import Conversation, Message
 
 __all__ = ["DatasetError", "EvalConversation", "Question", "parse_conversation", "read_dataset"]
@@ -216,10 +217,11 @@ def read_dataset(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             if not raw.strip():
                 continue
             try:
-                yield number, json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                msg = f"{name}:{number}: not UTF-8 text: {exc.reason}"
+                value = parse_json(raw)
+            except JSONTextError as exc:
+                if exc.reason == TOO_DEEP or exc.reason.startswith("not UTF-8"):
+                    msg = f"{name}:{number}: {exc.reason}"
+                else:
+                    msg = f"{name}:{number}: not JSON: {exc.reason} (column {exc.column})"
                 raise DatasetError(msg) from None
-            except ValueError as exc:
-                msg = f"{name}:{number}: not JSON: {exc}"
-                raise DatasetError(msg) from None
+            yield number, value

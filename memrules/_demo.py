@@ -53,6 +53,7 @@ from memrules._http import (
 from memrules._messages import Conversation, Message, message
 from memrules._plugin import MemoryPlugin, Request
 from memrules._report import CompressionReport
+from memrules._secrets import redact_url
 from memrules._usage import ContextUsage, ContextUsageObserver
 from memrules.graph.extract import offline_extractor
 from memrules.graph.render import GraphContext, RenderedGraph
@@ -152,7 +153,9 @@ class OpenAIChat:
     the API key. Raises an :class:`~memrules._http.EndpointError` on failure.
     """
 
-    base_url: str = attrs.field(converter=check_base_url)
+    base_url: str = attrs.field(
+        converter=check_base_url, repr=lambda url: repr(redact_url(url))
+    )
     model: str | None = None
     api_key_env: str | None = None
     timeout: float = 60.0
@@ -173,10 +176,9 @@ class OpenAIChat:
 
     @property
     def api_root(self) -> str:
-        root = self.base_url.rstrip("/")
-        if urllib.parse.urlsplit(root).path == "":
-            root += "/v1"
-        return root
+        parts = urllib.parse.urlsplit(self.base_url)
+        path = parts.path.rstrip("/") or "/v1"
+        return urllib.parse.urlunsplit(parts._replace(path=path))
 
     def model_name(self) -> str:
         """``model``, or the first model the endpoint lists at ``/models``."""
@@ -393,7 +395,7 @@ def _url_argument(text: str) -> str:
     try:
         return check_base_url(text)
     except ConfigError:
-        msg = f"{text!r} is not an http:// or https:// URL with a host"
+        msg = f"{redact_url(text)!r} is not an http:// or https:// URL with a host"
         raise argparse.ArgumentTypeError(msg) from None
 
 
@@ -426,7 +428,7 @@ def render(args: argparse.Namespace) -> str:
             timeout=args.timeout,
         ).with_model()
         chat, model = client, client.model
-        label = f"{model} at {client.api_root}"
+        label = f"{model} at {redact_url(client.api_root)}"
     if args.json:
         transcript = {
             "model": label,

@@ -23,6 +23,7 @@ __all__ = [
     "MessageFormatError",
     "MessageTypeError",
     "ObserverError",
+    "OutputError",
     "ReplayMismatch",
     "SeamError",
     "StateStoreError",
@@ -144,6 +145,13 @@ class StateStoreError(MemrulesError, OSError):
     out, it holds data memrules cannot read, or an update lost the race too
     many times. Nothing was written: the state is as it was before the call.
     An ``OSError``, as the network and disk errors behind it are."""
+
+class OutputError(MemrulesError, OSError):
+    """A file memrules was asked to write that it could not write (a full
+    disk, a closed stdout) or must not write (a path that is also an input,
+    a device or a directory). The message names the path; the file there is
+    as it was before. An ``OSError``, as the disk errors behind it are."""
+
 
 class SeamError(MemrulesError, RuntimeError):
     """A seam (a vector store, an embedder, a summarizer) failed. The

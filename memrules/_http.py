@@ -10,7 +10,11 @@ message: :class:`EndpointUnreachableError`, :class:`EndpointTimeoutError`,
 
 The API key is read from an environment variable that the client names
 (``api_key_env="OPENAI_API_KEY"``) when a request is made, sent as a bearer
-token, and never put in a ``repr``, a log or an error message::
+token, and never put in a ``repr``, a log or an error message. A password
+in the URL (``http://user:secret@host/v1``) is sent as an
+``Authorization: Basic`` header (when no key takes that header), and the URL
+is shown everywhere with it, and any key-like query value, as ``***``
+(:func:`memrules._secrets.redact_url`)::
 
     client = JSONClient(base_url="http://127.0.0.1:8080/v1", api_key_env="OPENAI_API_KEY")
     reply = client.post("chat/completions", {"model": "m", "messages": [...]})
@@ -19,6 +23,7 @@ token, and never put in a ``repr``, a log or an error message::
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import functools
 import http.client
@@ -35,11 +40,16 @@ from typing import Any
 
 import attrs
 
-from memrules._checks import check_whole
+from memrules._checks import check_api_key_env, check_whole
 from memrules._errors import ConfigError, MemrulesError
+from memrules._secrets import SECRET_QUERY, redact_text, redact_url, split_credentials
 
 __all__ = [
+    "MAX_RETRIES",
+    "MAX_TIMEOUT",
+    "MAX_TOTAL_TIMEOUT",
     "RETRY_STATUSES",
+    "TOTAL_TIMEOUT",
     "EndpointError",
     "EndpointStatusError",
     "EndpointTimeoutError",
@@ -52,6 +62,19 @@ __all__ = [
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 """Answers worth asking again: rate limited, or the server failed for now."""
+
+MAX_RETRIES = 10
+"""The most ``retries`` a client takes: more would only stretch an outage."""
+
+MAX_TIMEOUT = 600.0
+"""The longest ``timeout`` (seconds per attempt) a client takes."""
+
+TOTAL_TIMEOUT = 600.0
+"""Seconds a call may take in all, attempts and the waits between them
+included, unless the client is given another ``total_timeout``."""
+
+MAX_TOTAL_TIMEOUT = 3600.0
+"""The longest ``total_timeout`` a client takes."""
 
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 """The largest reply read; a bigger one is a :class:`MalformedReplyError`."""
@@ -96,15 +119,19 @@ def one_line(raw: bytes | str, limit: int = 200) -> str:
 
 def check_base_url(url: object) -> str:
     """``url`` if it is an ``http``/``https`` URL with a host, else
-    :class:`ConfigError` naming it."""
-    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    :class:`ConfigError` naming it (its credentials masked)."""
+    shown = repr(redact_url(url)) if isinstance(url, str) else repr(url)
+    try:
+        parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    except ValueError:  # an unclosed IPv6 bracket
+        parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        msg = f"base_url={url!r} must be an http:// or https:// URL with a host"
+        msg = f"base_url={shown} must be an http:// or https:// URL with a host"
         raise ConfigError.single(msg, yaml_path="base_url")
     try:
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError:
-        msg = f"base_url={url!r} has a port that is not a number from 0 to 65535"
+        msg = f"base_url={shown} has a port that is not a number from 0 to 65535"
         raise ConfigError.single(msg, yaml_path="base_url") from None
     return url  # type: ignore[return-value]
 
@@ -114,6 +141,12 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         msg = f"{attribute.name}={value!r} must be a number above 0"
         raise ConfigError.single(msg, yaml_path=attribute.name)
+
+
+def _at_most(name: str, value: float, limit: float) -> None:
+    if value > limit:
+        msg = f"{name}={value!r} must be at most {limit:g}"
+        raise ConfigError.single(msg, yaml_path=name)
 
 
 def _not_negative(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -137,38 +170,74 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-@attrs.frozen(kw_only=True, slots=True)
+@attrs.frozen(kw_only=True, slots=True, repr=False)
 class JSONClient:
     """POST (or GET) JSON under ``base_url`` and get JSON back.
 
-    ``timeout`` is per attempt, in seconds. ``retries`` is how many more
-    attempts an answer in :data:`RETRY_STATUSES` gets, waiting ``backoff``
-    seconds, doubled each time, at most ``max_backoff`` (or what
-    ``Retry-After`` asks, within the same cap). Connection failures and
-    timeouts are not retried: the caller decides. ``api_key_env`` names the
-    environment variable that holds the API key, read per request; an unset
-    or empty variable sends no key. The key goes as a bearer token, or, when
-    ``api_key_header`` names another header (Anthropic's ``x-api-key``), as
-    that header's value. ``headers`` are sent with every request.
+    ``timeout`` is per attempt, in seconds (at most :data:`MAX_TIMEOUT`).
+    ``retries`` is how many more attempts an answer in :data:`RETRY_STATUSES`
+    gets (at most :data:`MAX_RETRIES`), waiting ``backoff`` seconds, doubled
+    each time, at most ``max_backoff`` (or what ``Retry-After`` asks, within
+    the same cap). ``total_timeout`` bounds the whole call, attempts and
+    waits included (default :data:`TOTAL_TIMEOUT`, at most
+    :data:`MAX_TOTAL_TIMEOUT`): no attempt or wait runs past it, so a server
+    that answers 500 forever costs at most that long. Connection failures
+    and timeouts are not retried: the caller decides. ``api_key_env`` names
+    the environment variable that holds the API key, read per request; an
+    unset or empty variable sends no key. The key goes as a bearer token, or,
+    when ``api_key_header`` names another header (Anthropic's
+    ``x-api-key``), as that header's value. ``headers`` are sent with every
+    request.
+
+    ``base_url`` reads back with its credentials masked
+    (:func:`~memrules._secrets.redact_url`), as every message shows it; the
+    URL as given is used only to send.
     """
 
-    base_url: str = attrs.field(converter=check_base_url)
-    api_key_env: str | None = None
+    _given_url: str = attrs.field(alias="base_url", converter=check_base_url)
+    api_key_env: str | None = attrs.field(default=None)
     api_key_header: str = "Authorization"
     timeout: float = attrs.field(default=60.0, validator=_positive)
     retries: int = attrs.field(default=2)
     backoff: float = attrs.field(default=0.5, validator=_not_negative)
     max_backoff: float = attrs.field(default=8.0, validator=_not_negative)
-    headers: tuple[tuple[str, str], ...] = attrs.field(default=(), repr=False)
-    sleep: Callable[[float], None] = attrs.field(default=time.sleep, repr=False)
+    total_timeout: float = attrs.field(default=TOTAL_TIMEOUT, validator=_positive)
+    headers: tuple[tuple[str, str], ...] = attrs.field(default=())
+    sleep: Callable[[float], None] = attrs.field(default=time.sleep)
+    clock: Callable[[], float] = attrs.field(default=time.monotonic)
+
+    @api_key_env.validator
+    def _check_api_key_env(self, attribute: attrs.Attribute[str | None], value: object) -> None:
+        check_api_key_env(value)
 
     @retries.validator
     def _check_retries(self, attribute: attrs.Attribute[int], value: int) -> None:
-        check_whole("retries", value, 0)
+        check_whole("retries", value, 0, MAX_RETRIES)
+
+    @timeout.validator
+    def _check_timeout(self, attribute: attrs.Attribute[float], value: float) -> None:
+        _at_most("timeout", value, MAX_TIMEOUT)
+
+    @total_timeout.validator
+    def _check_total(self, attribute: attrs.Attribute[float], value: float) -> None:
+        _at_most("total_timeout", value, MAX_TOTAL_TIMEOUT)
+
+    def __repr__(self) -> str:
+        key = f", api_key_env={self.api_key_env!r}" if self.api_key_env else ""
+        return (
+            f"JSONClient(base_url={self.base_url!r}{key}, timeout={self.timeout!r}, "
+            f"retries={self.retries!r}, total_timeout={self.total_timeout!r})"
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The base URL, its credentials masked: what every message shows."""
+        return redact_url(self._given_url)
 
     def url(self, path: str) -> str:
-        """The URL of ``path`` under ``base_url`` (``"chat/completions"``)."""
-        return self.base_url.rstrip("/") + "/" + path.lstrip("/")
+        """The URL of ``path`` under ``base_url`` (``"chat/completions"``),
+        credentials masked, as messages show it."""
+        return redact_url(_joined(self._given_url, path))
 
     def post(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` as JSON to ``path``; the decoded JSON reply."""
@@ -179,40 +248,73 @@ class JSONClient:
         """GET ``path``; the decoded JSON reply."""
         return self._request("GET", path, None)
 
-    def _prepare(
-        self, method: str, path: str, data: bytes | None
-    ) -> tuple[str, dict[str, str], str]:
-        """The URL, headers and key (read now) of a request: the same for
-        the blocking and the awaitable client."""
-        url = self.url(path)
+    def _prepare(self, path: str, data: bytes | None) -> _Prepared:
+        """What a request sends and what its errors show: the same for the
+        blocking and the awaitable client. The key is read now; a password
+        in the URL becomes a Basic ``Authorization`` header (unless the key
+        takes that header), since no HTTP client sends it from the URL alike."""
+        joined = _joined(self._given_url, path)
+        wire, credentials = split_credentials(joined)
         headers = {"Accept": "application/json", **dict(self.headers)}
         if data is not None:
             headers["Content-Type"] = "application/json"
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        secrets = [key] if key else []
+        if credentials is not None:
+            user, password = credentials
+            secrets += [s for s in (password, user if not password else "") if s]
+            token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            headers["Authorization"] = f"Basic {token}"
         if key:
             bearer = self.api_key_header.lower() == "authorization"
             headers[self.api_key_header] = f"Bearer {key}" if bearer else key
-        return url, headers, key
+        secrets += _query_secrets(wire)
+        return _Prepared(
+            wire=wire, shown=redact_url(joined), headers=headers, secrets=tuple(secrets)
+        )
+
+    def _remaining(self, start: float) -> float:
+        return self.total_timeout - (self.clock() - start)
 
     def _request(self, method: str, path: str, data: bytes | None) -> Any:
-        url, headers, key = self._prepare(method, path, data)
+        prepared = self._prepare(path, data)
+        start = self.clock()
         delay = self.backoff
         for attempt in range(self.retries + 1):
-            request = urllib.request.Request(url, data=data, method=method, headers=headers)
+            request = urllib.request.Request(
+                prepared.wire, data=data, method=method, headers=prepared.headers
+            )
             try:
-                raw = self._send(request, url, key)
+                raw = self._send(request, prepared, self._remaining(start))
             except _RetryableError as retry:
-                if attempt == self.retries:
-                    raise retry.error from None
-                self.sleep(retry.wait(delay, self.max_backoff))
+                wait = retry.wait(delay, self.max_backoff)
+                if attempt == self.retries or wait >= self._remaining(start):
+                    raise self._gave_up(retry.error, attempt) from None
+                self.sleep(wait)
                 delay *= 2
                 continue
-            return _decoded(raw, url)
+            return _decoded(raw, prepared.shown)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _send(self, request: urllib.request.Request, url: str, key: str) -> bytes:
+    def _gave_up(self, error: EndpointStatusError, attempt: int) -> EndpointStatusError:
+        """The last answer's error; saying so when the time ran out first."""
+        if attempt == self.retries:
+            return error
+        msg = (
+            f"{error} (gave up after {attempt + 1} attempts: "
+            f"total_timeout {self.total_timeout:g} s)"
+        )
+        return EndpointStatusError(msg, url=error.url, status=error.status, body=error.body)
+
+    def _send(
+        self, request: urllib.request.Request, prepared: _Prepared, remaining: float
+    ) -> bytes:
+        url = prepared.shown
+        timeout = min(self.timeout, remaining)
+        if timeout <= 0:
+            raise self._timed_out(url, self.total_timeout)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 raw: bytes = response.read(MAX_REPLY_BYTES + 1)
         except urllib.error.HTTPError as exc:
             try:
@@ -220,27 +322,31 @@ class JSONClient:
             except (OSError, http.client.HTTPException):
                 body = b""
             raise _status_error(
-                url, exc.code, str(exc.reason), body, key, exc.headers.get("Retry-After")
+                url, exc.code, str(exc.reason), body, prepared.secrets,
+                exc.headers.get("Retry-After"),
             ) from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                raise self._timed_out(url) from None
-            msg = f"cannot reach {url}: {one_line(str(exc.reason))}"
+                raise self._timed_out(url, timeout) from None
+            msg = f"cannot reach {url}: {_masked(one_line(str(exc.reason)), prepared.secrets)}"
             raise EndpointUnreachableError(msg, url=url) from None
         except TimeoutError:
-            raise self._timed_out(url) from None
+            raise self._timed_out(url, timeout) from None
         except (OSError, http.client.HTTPException) as exc:
-            raise _unreachable(url, exc) from None
+            raise _unreachable(url, exc, prepared.secrets) from None
         return _within_limit(raw, url)
 
-    def _timed_out(self, url: str) -> EndpointTimeoutError:
-        msg = f"{url} did not answer within {self.timeout:g} s"
+    def _timed_out(self, url: str, seconds: float) -> EndpointTimeoutError:
+        within = f"{seconds:g} s" if seconds == self.timeout else (
+            f"{seconds:g} s (what was left of total_timeout {self.total_timeout:g} s)"
+        )
+        msg = f"{url} did not answer within {within}"
         return EndpointTimeoutError(msg, url=url)
 
     # --- without blocking the event loop ------------------------------------------------
 
     async def post_async(self, path: str, body: Mapping[str, Any]) -> Any:
-        """:meth:`post`, awaited: the same request, timeout, retries (waiting
+        """:meth:`post`, awaited: the same request, timeouts, retries (waiting
         with ``asyncio.sleep``) and errors, over ``httpx`` (the ``async``
         extra) without blocking the event loop. Each call opens its own
         connection, as :meth:`post` does. Without ``httpx`` installed it is
@@ -251,49 +357,100 @@ class JSONClient:
             import httpx
         except ImportError:  # pragma: no cover - the async extra is missing
             return await asyncio.to_thread(self._request, "POST", path, data)
-        url, headers, key = self._prepare("POST", path, data)
+        prepared = self._prepare(path, data)
+        start = self.clock()
         delay = self.backoff
         for attempt in range(self.retries + 1):
             try:
-                raw = await self._send_async(httpx, url, headers, data, key)
+                raw = await self._send_async(httpx, prepared, data, self._remaining(start))
             except _RetryableError as retry:
-                if attempt == self.retries:
-                    raise retry.error from None
-                await asyncio.sleep(retry.wait(delay, self.max_backoff))
+                wait = retry.wait(delay, self.max_backoff)
+                if attempt == self.retries or wait >= self._remaining(start):
+                    raise self._gave_up(retry.error, attempt) from None
+                await asyncio.sleep(wait)
                 delay *= 2
                 continue
-            return _decoded(raw, url)
+            return _decoded(raw, prepared.shown)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send_async(
-        self, httpx: Any, url: str, headers: dict[str, str], data: bytes, key: str
+        self, httpx: Any, prepared: _Prepared, data: bytes, remaining: float
     ) -> bytes:
+        url = prepared.shown
+        timeout = min(self.timeout, remaining)
+        if timeout <= 0:
+            raise self._timed_out(url, self.total_timeout)
         try:
-            async with (
-                httpx.AsyncClient(
-                    timeout=self.timeout, follow_redirects=True, verify=_tls()
-                ) as client,
-                client.stream("POST", url, content=data, headers=headers) as response,
-            ):
-                raw = bytearray()
-                async for chunk in response.aiter_bytes():
-                    raw += chunk
-                    if len(raw) > MAX_REPLY_BYTES:
-                        break
-                if response.status_code >= 400:
-                    raise _status_error(
-                        url,
-                        response.status_code,
-                        response.reason_phrase,
-                        bytes(raw[:4096]),
-                        key,
-                        response.headers.get("Retry-After"),
-                    )
-        except httpx.TimeoutException:
-            raise self._timed_out(url) from None
+            async with asyncio.timeout(timeout):
+                raw, status, reason, retry_after = await self._exchange(
+                    httpx, prepared, data, timeout
+                )
+        except (httpx.TimeoutException, TimeoutError):
+            raise self._timed_out(url, timeout) from None
         except httpx.TransportError as exc:
-            raise _unreachable(url, exc) from None
-        return _within_limit(bytes(raw), url)
+            raise _unreachable(url, exc, prepared.secrets) from None
+        if status >= 400:
+            raise _status_error(
+                url, status, reason, raw[:4096], prepared.secrets, retry_after
+            )
+        return _within_limit(raw, url)
+
+    async def _exchange(
+        self, httpx: Any, prepared: _Prepared, data: bytes, timeout: float
+    ) -> tuple[bytes, int, str, str | None]:
+        async with (
+            httpx.AsyncClient(timeout=timeout, follow_redirects=True, verify=_tls()) as client,
+            client.stream(
+                "POST", prepared.wire, content=data, headers=prepared.headers
+            ) as response,
+        ):
+            raw = bytearray()
+            async for chunk in response.aiter_bytes():
+                raw += chunk
+                if len(raw) > MAX_REPLY_BYTES:
+                    break
+            return (
+                bytes(raw),
+                response.status_code,
+                response.reason_phrase,
+                response.headers.get("Retry-After"),
+            )
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class _Prepared:
+    """One request: the URL it goes to (``wire``, without userinfo), the
+    URL its messages show (``shown``, masked), its headers, and the secrets
+    to mask in whatever a server echoes back."""
+
+    wire: str
+    shown: str
+    headers: dict[str, str]
+    secrets: tuple[str, ...]
+
+
+def _joined(base: str, path: str) -> str:
+    """``path`` under ``base``, a query on ``base`` kept at the end."""
+    parts = urllib.parse.urlsplit(base)
+    joined = parts.path.rstrip("/") + "/" + path.lstrip("/")
+    return urllib.parse.urlunsplit(parts._replace(path=joined))
+
+
+def _query_secrets(url: str) -> list[str]:
+    """The values of ``url``'s secret-looking query parameters."""
+    query = urllib.parse.urlsplit(url).query
+    return [
+        value
+        for name, value in urllib.parse.parse_qsl(query, keep_blank_values=False)
+        if SECRET_QUERY.search(name) and value
+    ]
+
+
+def _masked(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with each of ``secrets`` (and any URL's credentials) as ``***``."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return redact_text(text)
 
 
 @functools.cache
@@ -305,14 +462,13 @@ def _tls() -> ssl.SSLContext:
 
 
 def _status_error(
-    url: str, code: int, reason: str, raw: bytes, key: str, retry_after: str | None
+    url: str, code: int, reason: str, raw: bytes, secrets: tuple[str, ...], retry_after: str | None
 ) -> EndpointStatusError | _RetryableError:
     """What an HTTP error status is: an :class:`EndpointStatusError` naming
-    it and the start of the body (the key masked: some servers echo the key
-    they refused), wrapped to be retried when the status says so."""
-    body = one_line(raw[:4096])
-    if key:
-        body = body.replace(key, "***")
+    it and the start of the body (the key and URL credentials masked: some
+    servers echo what they refused), wrapped to be retried when the status
+    says so."""
+    body = _masked(one_line(raw[:4096]), secrets)
     msg = f"{url} answered HTTP {code} {one_line(reason)}" + (f": {body}" if body else "")
     error = EndpointStatusError(msg, url=url, status=code, body=body)
     if code in RETRY_STATUSES:
@@ -320,8 +476,10 @@ def _status_error(
     return error
 
 
-def _unreachable(url: str, exc: BaseException) -> EndpointUnreachableError:
-    msg = f"cannot reach {url}: {type(exc).__name__}: {one_line(str(exc))}"
+def _unreachable(
+    url: str, exc: BaseException, secrets: tuple[str, ...] = ()
+) -> EndpointUnreachableError:
+    msg = f"cannot reach {url}: {type(exc).__name__}: {_masked(one_line(str(exc)), secrets)}"
     return EndpointUnreachableError(msg, url=url)
 
 
@@ -336,7 +494,7 @@ def _decoded(raw: bytes, url: str) -> Any:
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
-        msg = f"{url} did not answer JSON: {one_line(raw)}"
+        msg = f"{url} did not answer JSON: {redact_text(one_line(raw))}"
         raise MalformedReplyError(msg, url=url) from None
 
 

@@ -32,7 +32,6 @@ deltas (a version 1 trace comes back as version 2).
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from memrules._canonical import (
 )
 from memrules._config import MemoryConfig
 from memrules._errors import ReplayMismatch, TraceError
+from memrules._files import AtomicFile
 from memrules._jsondiff import Difference, describe, differences
 from memrules._logged import (
     LoggedExtractor,
@@ -372,24 +372,21 @@ def _compare(
 
 
 class _Rewrite:
-    """The updated trace, written beside the original and renamed over it."""
+    """The updated trace, written beside the original, synced and renamed
+    over it (:class:`memrules._files.AtomicFile`): the trace is the old one
+    or the new one, whatever happens."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        fd, self.temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        self.file = os.fdopen(fd, "wb")
+        self.file = AtomicFile(path, "the trace")
 
     def write(self, data: bytes) -> None:
         self.file.write(data)
 
     def finish(self) -> None:
-        self.file.close()
-        os.chmod(self.temporary, self.path.stat().st_mode & 0o777)
-        os.replace(self.temporary, self.path)
+        self.file.commit()
 
     def discard(self) -> None:
-        self.file.close()
-        Path(self.temporary).unlink(missing_ok=True)
+        self.file.abort()
 
 
 def _replayers(

@@ -63,10 +63,10 @@ A request that raises writes no line: it returned nothing to reproduce.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -79,7 +79,9 @@ import attrs
 from memrules._budget import Budget
 from memrules._canonical import canonical_config, config_sha256, described, encoder_fingerprint
 from memrules._checks import is_whole
-from memrules._errors import TraceError
+from memrules._errors import OutputError, TraceError
+from memrules._files import AtomicFile, check_output
+from memrules._jsontext import TOO_DEEP, JSONTextError, parse_json
 from memrules._logged import (
     LoggedExtractor,
     LoggedResolver,
@@ -389,15 +391,17 @@ class TraceWriter:
         self.requests = 0
         self._deltas = InputDeltas(enabled=header.version >= 2)
         self._lock = threading.Lock()
-        self._temporary: str | None = None
+        self._atomic: AtomicFile | None = None
+        self._closed = False
+        self._failed: str | None = None
         try:
+            check_output(self.path, "the trace")
             if atomic:
-                fd, self._temporary = tempfile.mkstemp(
-                    prefix=f".{self.path.name}.", dir=self.path.parent or "."
-                )
-                self._file: IO[bytes] = os.fdopen(fd, "wb")
+                self._atomic = AtomicFile(self.path, "the trace")
             else:
-                self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+                self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        except OutputError as exc:
+            raise TraceError(str(exc)) from None
         except OSError as exc:
             msg = f"cannot write the trace {self.path}: {exc.strerror or exc}"
             raise TraceError(msg) from None
@@ -417,12 +421,35 @@ class TraceWriter:
         return cls(path, _header(entries), atomic=atomic)
 
     def _put(self, data: bytes) -> None:
+        """Write ``data`` whole, or fail: the first failure (a full disk)
+        ends the trace, and every later write raises it again."""
+        if self._failed is not None:
+            raise TraceError(self._failed)
+        if self._closed:
+            msg = f"cannot write the trace {self.path}: it is closed"
+            raise TraceError(msg)
         try:
-            self._file.write(data)
-            self._file.flush()
-        except OSError as exc:
-            msg = f"cannot write the trace {self.path}: {exc.strerror or exc}"
-            raise TraceError(msg) from None
+            if self._atomic is not None:
+                self._atomic.write(data)
+            else:
+                self._file.write(data)
+                self._file.flush()
+        except OSError as exc:  # OutputError included
+            if isinstance(exc, OutputError):
+                self._failed = str(exc)
+            else:
+                self._failed = f"cannot write the trace {self.path}: {exc.strerror or exc}"
+            self._give_up()
+            raise TraceError(self._failed) from None
+
+    def _give_up(self) -> None:
+        """Drop what could not be written, and the file: nothing is retried."""
+        self._closed = True
+        if self._atomic is not None:
+            self._atomic.abort()
+            return
+        with contextlib.suppress(OSError):
+            self._file.close()
 
     def write(self, line: dict[str, Any]) -> int:
         """Write one request's line (numbered here); returns its number."""
@@ -440,20 +467,16 @@ class TraceWriter:
     def close(self) -> None:
         """Finish the trace (an atomic one is renamed into place)."""
         with self._lock:
-            if self._file.closed:
+            if self._closed:
                 return
+            self._closed = True
             try:
-                self._file.close()
-                if self._temporary is not None:
-                    mode = self.path.stat().st_mode & 0o777 if self.path.exists() else None
-                    if mode is not None:
-                        os.chmod(self._temporary, mode)
-                    else:
-                        umask = os.umask(0)
-                        os.umask(umask)
-                        os.chmod(self._temporary, 0o666 & ~umask)
-                    os.replace(self._temporary, self.path)
-                    self._temporary = None
+                if self._atomic is not None:
+                    self._atomic.commit()
+                else:
+                    self._file.close()
+            except OutputError as exc:
+                raise TraceError(str(exc)) from None
             except OSError as exc:
                 msg = f"cannot write the trace {self.path}: {exc.strerror or exc}"
                 raise TraceError(msg) from None
@@ -461,10 +484,11 @@ class TraceWriter:
     def discard(self) -> None:
         """Drop an atomic trace that will not be finished (nothing is renamed)."""
         with self._lock:
-            self._file.close()
-            if self._temporary is not None:
-                Path(self._temporary).unlink(missing_ok=True)
-                self._temporary = None
+            self._closed = True
+            if self._atomic is not None:
+                self._atomic.abort()
+            else:
+                self._file.close()
 
     def __enter__(self) -> TraceWriter:
         return self
@@ -803,13 +827,17 @@ class PluginTracer:
 
 def _parse(raw: bytes, where: str) -> Any:
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        msg = f"{where}: not UTF-8 text: {exc.reason} at byte {exc.start}"
-        raise TraceError(msg) from None
-    except ValueError as exc:
-        msg = f"{where}: not JSON: {exc}"
-        raise TraceError(msg) from None
+        return parse_json(raw)
+    except JSONTextError as exc:
+        raise TraceError(f"{where}: {_json_problem(exc)}") from None
+
+
+def _json_problem(exc: JSONTextError) -> str:
+    """What a line's :class:`JSONTextError` says, as a trace reader words it."""
+    if exc.reason == TOO_DEEP or exc.reason.startswith("not UTF-8"):
+        return exc.reason
+    where = f": line {exc.line} column {exc.column}" if exc.line is not None else ""
+    return f"not JSON: {exc.reason}{where}"
 
 
 def _read_header(data: Any, where: str) -> TraceHeader:

@@ -505,3 +505,79 @@ def test_the_anthropic_format_keeps_a_user_message_first(seed_files: tuple[Path,
     config.write_text(SEED_CONFIG + "user_first: true\n")
     args = _parser().parse_args(["compact", "--config", str(config), str(source)])
     assert _pipeline(args).config.user_first is True
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_every_reader_says_the_same_line_of_json_nested_too_deeply(
+    tmp_path: Path, seed_files: tuple[Path, Path]
+) -> None:
+    from memrules._jsontext import TOO_DEEP
+
+    config, source = seed_files
+    trace = tmp_path / "run.jsonl"
+    done = run("compact", "--config", str(config), "--trace", str(trace), str(source))
+    assert done.returncode == 0, done.stderr
+    deep_trace = tmp_path / "deep_trace.jsonl"
+    deep_trace.write_text(trace.read_text().splitlines()[0] + "\n" + DEEP + "\n")
+    dataset = tmp_path / "deep_dataset.jsonl"
+    dataset.write_text(DEEP + "\n")
+    done = run("replay", "--no-progress", str(deep_trace))
+    assert_clean(done, 2, f"memrules: error: {deep_trace}:2: {TOO_DEEP}")
+    done = run("replay", "--update", "--no-progress", str(deep_trace))
+    assert_clean(done, 2, f"memrules: error: {deep_trace}:2: {TOO_DEEP}")
+    done = run("eval", "--config", str(config), "--no-progress", str(dataset))
+    assert_clean(done, 2, f"memrules: error: {dataset}:1: {TOO_DEEP}")
+    source.write_text(DEEP)
+    done = run("compact", "--config", str(config), str(source))
+    assert_clean(done, 2, f"memrules: error: {source}: {TOO_DEEP}")
+
+
+def test_a_snapshot_nested_too_deeply_is_a_graph_error(tmp_path: Path) -> None:
+    from memrules._errors import GraphError
+    from memrules._jsontext import TOO_DEEP
+    from memrules.graph.snapshot import GraphSnapshot, load_snapshot
+
+    path = tmp_path / "deep.json"
+    path.write_text('{"nodes": ' + DEEP + "}")
+    with pytest.raises(GraphError, match=f"{path}: {TOO_DEEP}"):
+        load_snapshot(path)
+    with pytest.raises(GraphError, match=TOO_DEEP):
+        GraphSnapshot.from_json(DEEP)
+
+
+BAD_COMMAND_LINES = [
+    ["demo", "--base-url", "http://[::1"],
+    ["demo", "--base-url", "ftp://host/v1"],
+    ["demo", "--base-url", "http://host:port/v1"],
+    ["demo", "--timeout", "soon"],
+    ["demo", "--timeout", "-1"],
+    ["demo", "--model", "m"],
+    ["demo", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "A B"],
+    ["bench", "--sizes", "1"],
+    ["bench", "--seed", "x"],
+    ["bench", "--rounds", "z"],
+    ["eval", "--config", "c.yaml", "--jobs", "x", "d.jsonl"],
+    ["eval", "--config", "c.yaml", "-k", "0", "d.jsonl"],
+    ["eval", "--config", "c.yaml", "--max-tokens", "zero", "d.jsonl"],
+    ["compact", "--format", "xml", "--config", "c.yaml", "in.json"],
+    ["compact"],
+    ["replay"],
+    ["replay", "missing.jsonl"],
+    ["nonsense"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_COMMAND_LINES, ids=" ".join)
+def test_no_command_line_message_names_a_private_function(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    import re
+
+    done = invoke(capsys, *argv)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    private = re.findall(r"(?<![\w./-])_[A-Za-z]\w*", done.stderr)
+    assert not private, done.stderr
+    assert "Traceback" not in done.stderr

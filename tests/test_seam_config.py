@@ -62,6 +62,31 @@ BAD = [
     ("summarizer:\n" + OPENAI + "  retries: -1\n", "summarizer.retries", 5, "retries=-1"),
     ("summarizer:\n" + OPENAI + "  timeout_s: 0\n", "summarizer.timeout_s", 5, "timeout_s=0"),
     (
+        "summarizer:\n" + OPENAI + "  retries: 99999999999\n",
+        "summarizer.retries",
+        5,
+        "from 0 to 10",
+    ),
+    (
+        "store: {}\nembedder:\n" + OPENAI + "  retries: 11\n",
+        "embedder.retries",
+        6,
+        "from 0 to 10",
+    ),
+    ("summarizer:\n" + OPENAI + "  timeout_s: 601\n", "summarizer.timeout_s", 5, "at most 600"),
+    (
+        "summarizer:\n" + OPENAI + "  api_key_env: 'A B'\n",
+        "summarizer.api_key_env",
+        5,
+        "must name an environment variable",
+    ),
+    (
+        "store: {}\nembedder:\n" + OPENAI + "  api_key_env: 1KEY\n",
+        "embedder.api_key_env",
+        6,
+        "must name an environment variable",
+    ),
+    (
         "summarizer:\n  type: openai\n  base_url: nope\n  model: m\n",
         "summarizer.base_url",
         3,

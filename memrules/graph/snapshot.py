@@ -23,10 +23,8 @@ the nodes, and builds nothing when it refuses.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -35,6 +33,8 @@ from typing import Any
 import attrs
 
 from memrules._errors import GraphError
+from memrules._files import write_atomic
+from memrules._jsontext import TOO_DEEP, JSONTextError, parse_json
 from memrules.graph.model import GraphNode, GraphRelationship
 
 __all__ = [
@@ -214,12 +214,17 @@ class GraphSnapshot:
         line. ``NaN`` and ``Infinity`` (which Python's JSON writer emits)
         are read, and then refused where they stand, naming the entry."""
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            msg = f"a graph snapshot is JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-            raise GraphError(msg) from None
-        except UnicodeDecodeError as exc:
-            msg = f"a graph snapshot is UTF-8 JSON: {exc.reason} at byte {exc.start}"
+            data = parse_json(text)
+        except JSONTextError as exc:
+            if exc.reason == TOO_DEEP:
+                msg = TOO_DEEP
+            elif exc.line is not None:
+                msg = (
+                    f"a graph snapshot is JSON: {exc.reason} at line {exc.line}, "
+                    f"column {exc.column}"
+                )
+            else:
+                msg = f"a graph snapshot is UTF-8 JSON: {exc.reason}"
             raise GraphError(msg) from None
         return cls.from_dict(data)
 
@@ -280,42 +285,15 @@ def _relationship(entry: Mapping[str, Any]) -> GraphRelationship:
 
 def save_snapshot(snapshot: GraphSnapshot, path: str | os.PathLike[str]) -> None:
     """Write ``snapshot`` as JSON to ``path``, atomically: into a temporary
-    file beside it, flushed to disk, then renamed over ``path``. A reader
-    sees the old file or the new one, never a part; a failure leaves the old
-    file as it was (and no temporary file behind). Raises the ``OSError``
-    the file system gives."""
-    target = Path(path)
+    file beside it, flushed to disk, then renamed over ``path``
+    (:func:`memrules._files.write_atomic`). A reader sees the old file or the
+    new one, never a part. A path that exists and is not a regular file (a
+    device, a directory) is refused, never replaced; a failure (a full disk)
+    is an :class:`~memrules._errors.OutputError` (an ``OSError``) naming
+    ``path``, and leaves the old file as it was, with no temporary file
+    behind. The snapshot itself is a value: nothing about it changes."""
     text = snapshot.to_json(indent=1) + "\n"
-    fd, temporary = tempfile.mkstemp(
-        dir=target.parent if str(target.parent) else ".",
-        prefix=f".{target.name}.",
-        suffix=".tmp",
-    )
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    _sync_directory(target.parent)
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the rename durable where the platform allows it."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    write_atomic(path, text.encode("utf-8"), "the graph snapshot")
 
 
 def load_snapshot(path: str | os.PathLike[str]) -> GraphSnapshot:

@@ -47,6 +47,7 @@ import attrs
 
 from memrules._checks import check_whole, is_whole
 from memrules._errors import ConfigError, ConfigProblem, GraphError, StateStoreError
+from memrules._secrets import redact_url
 from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.snapshot import GraphSnapshot
@@ -397,19 +398,9 @@ class StateStoreConfig:
 
 
 def redact(url: object) -> str:
-    """``url`` with any password replaced by ``***``."""
-    text = str(url)
-    try:
-        parts = urllib.parse.urlsplit(text)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None:
-        return text
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host += f":{parts.port}"
-    user = parts.username or ""
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` with its credentials replaced by ``***``
+    (:func:`memrules._secrets.redact_url`, the one redaction every message uses)."""
+    return redact_url(url)
 
 
 def open_state_store(

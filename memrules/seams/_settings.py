@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 
 from memrules._errors import ConfigError, ConfigProblem
+from memrules._secrets import redact_text
 from memrules._yaml import Node
 from memrules.seams._protocols import Embedder, Summarizer, VectorStore
 from memrules.seams.embedders import local_embedder, local_embedder_missing, openai_embedder
@@ -90,7 +91,7 @@ class SeamSettings:
     def __repr__(self) -> str:
         key = _KINDS[self.section][0]
         shown = ", ".join(f"{k}={v!r}" for k, v in ((key, self.kind), *self.params))
-        return f"{self.section}({shown})"
+        return redact_text(f"{self.section}({shown})")
 
     def build(self, **extra: Any) -> Any:
         """The seam these settings describe (no I/O: seams connect on first use)."""

@@ -30,9 +30,11 @@ from typing import Any
 
 import attrs
 
-from memrules._checks import check_api_key_env, check_whole
+from memrules._checks import check_api_key_env, check_seconds, check_whole
 from memrules._errors import ConfigError, EmbedderError
 from memrules._http import (
+    MAX_RETRIES,
+    MAX_TIMEOUT,
     EndpointError,
     JSONClient,
     check_base_url,
@@ -399,11 +401,9 @@ def openai_embedder(
     if dimensions is not None:
         check_whole("dimensions", dimensions, 1)
     check_whole("batch_size", batch_size, 1)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0:
-        msg = f"timeout_s={timeout_s!r} must be a number above 0"
-        raise ConfigError.single(msg, yaml_path="timeout_s")
-    check_whole("retries", retries, 0)
+    timeout = check_seconds("timeout_s", timeout_s, MAX_TIMEOUT)
+    check_whole("retries", retries, 0, MAX_RETRIES)
     client = JSONClient(
-        base_url=base_url, api_key_env=api_key_env, timeout=float(timeout_s), retries=retries
+        base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries
     )
     return _OpenAIEmbedder(client, model, dimensions, batch_size)

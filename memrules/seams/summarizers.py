@@ -23,9 +23,11 @@ from typing import Any
 
 import attrs
 
-from memrules._checks import check_api_key_env, check_whole
+from memrules._checks import check_api_key_env, check_seconds, check_whole
 from memrules._errors import ConfigError, SummarizerError
 from memrules._http import (
+    MAX_RETRIES,
+    MAX_TIMEOUT,
     EndpointError,
     JSONClient,
     check_base_url,
@@ -268,11 +270,9 @@ def openai_summarizer(
     check_api_key_env(api_key_env)
     check_whole("max_tokens", max_tokens, 1)
     check_whole("max_message_chars", max_message_chars, 100)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0:
-        msg = f"timeout_s={timeout_s!r} must be a number above 0"
-        raise ConfigError.single(msg, yaml_path="timeout_s")
-    check_whole("retries", retries, 0)
+    timeout = check_seconds("timeout_s", timeout_s, MAX_TIMEOUT)
+    check_whole("retries", retries, 0, MAX_RETRIES)
     client = JSONClient(
-        base_url=base_url, api_key_env=api_key_env, timeout=float(timeout_s), retries=retries
+        base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries
     )
     return _OpenAISummarizer(client, model, max_tokens, max_message_chars)
