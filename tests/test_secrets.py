@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -215,3 +215,30 @@ def test_a_bad_url_in_a_config_error_is_masked(tmp_path: Path) -> None:
         load_config(config)
     assert "base_url" in str(caught.value)
     assert_clean("a config error", str(caught.value))
+
+
+def test_store_reprs_and_errors_hold_no_url_secret() -> None:
+    """A server store's URL shows masked in its repr, its config errors and
+    the errors of a failed call (here: nothing listens on the port)."""
+    pytest.importorskip("qdrant_client")
+    from memrules._errors import StoreError
+    from memrules.seams._records import Scope
+    from memrules.seams.qdrant import qdrant_store
+
+    class Constant:
+        dimension = 4
+        identity: ClassVar[dict[str, Any]] = {"model": "constant", "dimension": 4}
+
+        def embed(self, texts: Any) -> list[list[float]]:
+            return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+
+    url = "http://ops:hunter2@127.0.0.1:9/?api_key=k3y"
+    store = qdrant_store(url=url, collection="c", embedder=Constant())
+    with pytest.raises(StoreError) as caught:
+        store.search("where", k=1, scope=Scope(user="u"))
+    with pytest.raises(MemrulesError) as bad:
+        qdrant_store(url=url, path="/tmp/x", embedder=Constant())
+    for text in (repr(store), str(caught.value), repr(caught.value), str(bad.value)):
+        assert "hunter2" not in text
+        assert "k3y" not in text
+    assert "127.0.0.1" in repr(store)

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 from memrules._checks import check_whole
 from memrules._errors import CollectionError, ConfigError, EmbedderError, StoreError
+from memrules._secrets import redact_text
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
 from memrules.seams._protocols import SEARCH_MODES, Embedder
@@ -190,7 +191,7 @@ class MessageStore:
     # --- the collection and its identity ---------------------------------------------
 
     def _fail(self, doing: str, exc: BaseException) -> StoreError:
-        detail = " ".join(str(exc).split()) or type(exc).__name__
+        detail = redact_text(" ".join(str(exc).split())) or type(exc).__name__
         msg = f"{self._description} failed {doing}: {detail}"
         return StoreError(msg)
 
@@ -346,7 +347,7 @@ class MessageStore:
         try:
             self._backend.delete(ids)
         except Exception as exc:
-            detail = " ".join(str(exc).split()) or type(exc).__name__
+            detail = redact_text(" ".join(str(exc).split())) or type(exc).__name__
             return (
                 f"removing the {len(ids)} records this call may have written failed too "
                 f"({detail}): they stay, and the next offload of the same messages finds them"

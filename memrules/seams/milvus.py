@@ -20,6 +20,7 @@ from typing import Any
 
 from memrules._checks import check_api_key_env
 from memrules._errors import ConfigError, StoreError
+from memrules._secrets import redact_url
 from memrules.seams._durable import Files, local_path
 from memrules.seams._protocols import Embedder
 from memrules.seams._records import MAX_SCOPE_CHARS, MemoryRecord, RecallHit, Scope, decode_message
@@ -343,11 +344,13 @@ def milvus_store(
     :class:`StoreError` on failure, and a :class:`ConfigError` here without
     the ``milvus`` extra."""
     if not isinstance(uri, str) or not uri:
-        msg = f"uri={uri!r} must be a Milvus Lite file (ending .db) or an http(s):// URL"
+        msg = (
+            f"uri={redact_url(uri)!r} must be a Milvus Lite file (ending .db) or an http(s):// URL"
+        )
         raise ConfigError.single(msg, yaml_path="uri")
     if not is_server(uri) and not uri.endswith(".db"):
         msg = (
-            f"uri={uri!r} must be a Milvus Lite file (a path ending .db) or a server's "
+            f"uri={redact_url(uri)!r} must be a Milvus Lite file (a path ending .db) or a server's "
             "http(s)://host:port"
         )
         raise ConfigError.single(msg, yaml_path="uri")
@@ -360,7 +363,10 @@ def milvus_store(
     if not is_server(uri):
         uri = local_path(uri, "uri")
     token = f", api_key_env={api_key_env!r}" if api_key_env else ""
-    description = f"milvus_store(uri={uri!r}, collection={collection!r}, search={search!r}{token})"
+    description = (
+        f"milvus_store(uri={redact_url(uri)!r}, collection={collection!r}, "
+        f"search={search!r}{token})"
+    )
     return MessageStore(
         backend=_Milvus(uri, collection, api_key_env),
         embedder=embedder,

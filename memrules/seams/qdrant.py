@@ -22,6 +22,7 @@ from typing import Any
 
 from memrules._checks import check_api_key_env
 from memrules._errors import ConfigError, StoreError
+from memrules._secrets import redact_url
 from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._protocols import Embedder
@@ -309,12 +310,15 @@ def qdrant_store(
     the ``qdrant`` extra. Local mode is for one process: a directory is locked while open.
     """
     if url is not None and path is not None:
-        msg = f"url={url!r} and path={path!r} are both set; a store is a server or local"
+        msg = (
+            f"url={redact_url(url)!r} and path={path!r} are both set; "
+            "a store is a server or local"
+        )
         raise ConfigError.single(msg, yaml_path="path")
     if url is not None and (
         not isinstance(url, str) or not url.startswith(("http://", "https://"))
     ):
-        msg = f"url={url!r} must be a Qdrant server's http(s)://host:port"
+        msg = f"url={redact_url(url)!r} must be a Qdrant server's http(s)://host:port"
         raise ConfigError.single(msg, yaml_path="url")
     if url is None:
         path = DEFAULT_PATH if path is None else path
@@ -329,7 +333,7 @@ def qdrant_store(
     if qdrant_missing():
         msg = "the qdrant backend needs qdrant-client: pip install 'memrules[qdrant]'"
         raise ConfigError.single(msg, yaml_path="backend")
-    where = f"url={url!r}" if url is not None else f"path={path!r}"
+    where = f"url={redact_url(url)!r}" if url is not None else f"path={path!r}"
     key = f", api_key_env={api_key_env!r}" if api_key_env else ""
     description = f"qdrant_store({where}, collection={collection!r}, search={search!r}{key})"
     return MessageStore(
