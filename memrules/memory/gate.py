@@ -50,7 +50,15 @@ import attrs
 from memrules._messages import Message, message
 from memrules._tokens import estimate_tokens
 from memrules.memory.config import ReflectionConfig
-from memrules.memory.text import CUT_MARKER, cut_text, header, memory_line, numbers, text_units
+from memrules.memory.text import (
+    CUT_MARKER,
+    cut_text,
+    forges_framing,
+    header,
+    memory_line,
+    numbers,
+    text_units,
+)
 
 __all__ = ["GateResult", "Memory", "decay", "jaccard", "memory_message", "reflect", "render"]
 
@@ -128,7 +136,9 @@ def memory_message(text: str) -> Message:
 
 def render(memories: Sequence[Memory], marker: str) -> str:
     """The message text for ``memories``, in their order."""
-    return "\n".join([header(marker), *(memory_line(m.text, m.stored_at) for m in memories)])
+    return "\n".join(
+        [header(marker), *(memory_line(m.text, m.stored_at, marker) for m in memories)]
+    )
 
 
 _DAY = 86_400.0
@@ -157,15 +167,18 @@ def jaccard(a: str, b: str) -> float:
 
 
 def _blocked(
-    memories: Iterable[Memory], config: ReflectionConfig
+    memories: Iterable[Memory], config: ReflectionConfig, marker: str
 ) -> tuple[list[Memory], list[tuple[str, str]]]:
     kept, blocked = [], []
     for m in memories:
-        pattern = config.blocks(m.text)
-        if pattern is None:
-            kept.append(m)
-        else:
+        forged = forges_framing(m.text, marker)
+        pattern = config.blocks(m.text) if forged is None else None
+        if forged is not None:
+            blocked.append((m.id, f"forged framing: {forged}"))
+        elif pattern is not None:
             blocked.append((m.id, pattern.pattern))
+        else:
+            kept.append(m)
     return kept, blocked
 
 
@@ -229,7 +242,7 @@ def reflect(
         return GateResult(
             memories=tuple(memories), text=everything, tokens=estimate_tokens(everything)
         )
-    kept, blocked = _blocked(memories, config)
+    kept, blocked = _blocked(memories, config, marker)
     decayed = [
         attrs.evolve(m, score=decay(m.score, m.stored_at, now, config.recency_decay_days))
         for m in kept
