@@ -16,7 +16,8 @@ plain words catches them all:
   (twice: ``1`` as ``i`` and as ``l``), runs of single characters split by
   one separator joined into a word, and every run of space one space;
 - the same for the text of every base64 run (standard or URL-safe, at
-  least 16 characters) that decodes to readable UTF-8 text.
+  least 16 characters) that decodes to readable UTF-8 text;
+- the skeleton in ROT13.
 
 :func:`squeezed` is a skeleton with nothing but letters and digits: the
 text of ``i g n o r e a l l p r e v i o u s`` whatever spaced it out. Only
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import re
 import unicodedata
 
@@ -51,6 +53,16 @@ _LOOK_ALIKES = str.maketrans(
         "ı": "i", "ł": "l", "ø": "o", "ß": "ss", "ɑ": "a", "ɩ": "i", "ʀ": "r",
     }
 )  # fmt: skip
+# Capitals that look like Latin ones but fold to letters that do not
+# (Greek Ν folds to ν, which reads as v): mapped before case folding.
+_CAPITALS = str.maketrans(
+    {
+        "Α": "a", "Β": "b", "Ε": "e", "Ζ": "z", "Η": "h", "Ι": "i", "Κ": "k", "Μ": "m", "Ν": "n",
+        "Ο": "o", "Ρ": "p", "Τ": "t", "Υ": "y", "Χ": "x", "А": "a", "В": "b", "Е": "e", "К": "k",
+        "М": "m", "Н": "h", "О": "o", "Р": "p", "С": "c", "Т": "t", "У": "y", "Х": "x", "Ѕ": "s",
+        "І": "i", "Ј": "j",
+    }
+)  # fmt: skip
 _LEET = {"0": "o", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g", "@": "a",
          "$": "s", "!": "i", "|": "l", "€": "e"}  # fmt: skip
 _LEET_I = str.maketrans({**_LEET, "1": "i"})
@@ -60,7 +72,9 @@ _WORD = re.compile(r"[^\s]+")
 _LETTER = re.compile(r"[^\W\d_]")
 # Runs of three or more single characters, each split from the next by one
 # separator: "i g n o r e", "i.g.n.o.r.e", "i-g-n-o-r-e".
-_SPACED = re.compile(r"(?<![^\W_])(?:[^\W_][ .\-_*·/|+~,]){2,}[^\W_](?![^\W_])")
+_SPACED = re.compile(
+    r"(?<![^\W_])[^\W_](?P<sep>[ .\-_*·/|+~,])(?:[^\W_](?P=sep)){1,}[^\W_](?![^\W_])"
+)
 _SPACE = re.compile(r"\s+")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9_-]{16,}={0,2}")
@@ -82,7 +96,8 @@ def _folded(text: str) -> str:
     text = "".join(
         c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) not in ("Cf", "Mn")
     )
-    return unicodedata.normalize("NFKC", text).casefold().translate(_LOOK_ALIKES)
+    text = unicodedata.normalize("NFKC", text).translate(_CAPITALS)
+    return text.casefold().translate(_LOOK_ALIKES)
 
 
 def skeleton(text: str) -> tuple[str, ...]:
@@ -138,6 +153,7 @@ def views(text: str) -> tuple[str, ...]:
     forms = [text, *skeleton(text)]
     for inner in encoded(text):
         forms.extend((inner, *skeleton(inner)))
+    forms.append(codecs.encode(forms[1], "rot13"))
     return tuple(dict.fromkeys(forms))
 
 

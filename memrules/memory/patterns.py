@@ -57,7 +57,7 @@ _QUALIFIERS = (
 _RULES = (
     r"instructions?|prompts?|rules|guidelines?|guidance|directives?|commands|guardrails?"
     r"|polic(?:y|ies)|restrictions|constraints|programming|safeguards|filters|training|orders"
-    r"|configuration"
+    r"|configuration|directions"
 )
 _MODEL = r"ai|assistant|model|llm|bot|chatbot|agent|gpt|language\W+model"
 
@@ -75,7 +75,8 @@ DEFAULT_BLOCK_PATTERNS: tuple[str, ...] = (
     r"\W+(?:told|given|instructed))",
     # Declaring them void.
     r"\b(?:previous|prior|above|earlier|original|old|initial|existing|all|your|safety|system)"
-    rf"\W+(?:\w+\W+){{0,2}}?(?:{_RULES})\W+(?:(?:are|is|have\W+been|has\W+been)\W+)?(?:now\W+)?"
+    rf"\W+(?:\w+\W+){{0,2}}?(?:{_RULES})\W+(?:\w+\W+){{0,5}}?(?:(?:are|is|were|was|have\W+been"
+    r"|has\W+been)\W+)?(?:now\W+)?"
     r"(?:void|null|cancel+ed|revoked|suspended|lifted|obsolete|invalid|overridden|superseded"
     r"|disabled|deactivated|removed|no\W+longer\W+(?:valid|apply|applies|in\W+effect|relevant))\b",
     rf"\b(?:overrides?|supersedes?|takes\W+precedence\W+over|has\W+priority\W+over)\W+(?:(?:all|any"
@@ -106,10 +107,10 @@ DEFAULT_BLOCK_PATTERNS: tuple[str, ...] = (
     r"(?:\w+\W+)?(?:rules|restrictions|filters|limits|limitations|guidelines|censorship|morals"
     r"|ethics)\b",
     r"\bact\W+as\W+(?:an?\W+)?(?:dan|jailbroken|unrestricted|unfiltered|uncensored)\b",
-    rf"\b(?:{_MODEL})\W+(?:without|with\W+no)\W+(?:any\W+)?(?:restrictions|rules|limits|filters"
-    r"|guidelines|censorship)\b",
+    rf"\b(?:{_MODEL})\W+(?:without|with\W+no)\W+(?:any\W+)?(?:\w+\W+)?(?:restrictions|rules|limits"
+    r"|filters|guidelines|censorship)\b",
     r"\b(?:developer|god|admin|debug|sudo|jailbreak|dan|unrestricted|maintenance)\W+mode\W+"
-    r"(?:is\W+)?(?:now\W+)?(?:enabled|activated|on|engaged|unlocked)\b",
+    r"(?:is\W+)?(?:now\W+)?(?:enabled|activated|engaged|unlocked|on\s*(?:[.!;:,)]|$))",
     r"\b(?:enable|activate|enter|switch\W+to|turn\W+on)\W+(?:the\W+)?(?:developer|god|admin|debug"
     r"|sudo|jailbreak|dan|unrestricted)\W+mode\b",
     r"\bdo\W+anything\W+now\b",
@@ -134,6 +135,37 @@ DEFAULT_BLOCK_PATTERNS: tuple[str, ...] = (
     r"|creators|openai|anthropic|makers|system)\b",
     r"\b(?:the\W+developers|openai|anthropic|your\W+creators)\W+(?:have|has)\W+(?:authori[sz]ed"
     r"|approved|allowed|enabled|permitted)\b",
+    rf"\b(?:{_VERBS})\W+(?:what|whatever|anything)\W+(?:\w+\W+){{0,3}}?(?:system|developer)\W+"
+    r"(?:message|prompt|instructions?)\b",
+    r"\b(?:system|admin|administrator|developer|root|security|emergency|priority)\W+(?:override"
+    r"|directive|command|instruction|update|notice|alert)\s*:",
+    r"\bi(?:\W+am|'m|’m)\W+(?:your|the)\W+(?:developer|creator|admin|administrator|operator|owner"
+    r"|programmer|maker)s?\b",
+    rf"\b(?:your|the\W+system|safety|the\W+(?:{_MODEL})(?:'s)?)\W+(?:{_RULES})\W+(?:have|has)\W+"
+    r"been\W+(?:updated|changed|replaced|revised|modified|rewritten|removed|lifted|suspended"
+    r"|disabled)\b",
+    r"\byou\W+(?:may|can|are\W+allowed\W+to|are\W+permitted\W+to|are\W+free\W+to)\W+now\W+"
+    r"(?:share|reveal|disclose|ignore|bypass|send|leak)\b",
+    rf"\bstop\W+being\W+(?:an?\W+)?(?:helpful\W+)?(?:{_MODEL})\b",
+    r"\b(?:from\W+now\W+on|from\W+this\W+point(?:\W+forward|\W+on)?|henceforth|starting\W+now)\W+"
+    r"you\W+(?:will|are|must|shall|should)\W+(?:now\W+)?(?:answer|act|respond|reply|behave|be"
+    r"|pretend|roleplay|speak|play)\W+(?:only\W+)?as\b",
+    r"\byou(?:\W+are|'re|’re)\W+(?:now\W+)?(?:an?\W+)?(?:linux\W+)?(?:terminal|shell|console)\W+now\b",
+    r"\bexecute\W+(?:whatever|everything|anything|any\W+command)\b",
+    r"\btell\W+(?:every|all|any|each|the)\W+users?\b",
+    r"\b(?:respond|reply|answer)\W+(?:to\W+)?(?:every|all|each|any)\W+(?:future\W+|subsequent\W+"
+    r"|later\W+)?(?:questions?|messages?|requests?|prompts?|queries)\W+(?:only\W+)?with\W*[\"'“‘]",
+    r"\bnever\W+(?:disclose|reveal|mention|say|admit)\W+(?:that\W+)?(?:you\W+were\W+(?:told|asked"
+    r"|instructed)|this\W+(?:note|memory|instruction|message)|these\W+instructions)\b",
+    r"\bnew\W+(?:rule|instruction|directive|order|task)s?\W+for\W+you\b",
+    r"\b(?:safety|security|content|moderation|policy)\W+(?:checks?|filters?|rules|policies"
+    r"|restrictions|measures|guidelines)\W+(?:should|must|can|will|are\W+to)\W+(?:all\W+)?be\W+"
+    r"(?:skipped|bypassed|disabled|ignored|turned\W+off|lifted|waived)\b",
+    r"\b(?:disable|turn\W+off|deactivate|bypass|remove|lift)\W+(?:the\W+|your\W+|all\W+)?"
+    r"(?:content|safety|security|moderation)\W+(?:policy|policies|filters?|rules|guidelines|checks"
+    r"|restrictions)\b",
+    r"\b(?:call|invoke|trigger|execute)\W+(?:the\W+)?(?:\w+\W+){0,2}?(?:tool|function)\b",
+    r"\bwhatever\W+the\W+user\W+(?:asks|says|writes|types)\b",
     # Sending what the conversation holds elsewhere.
     r"\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak|copy|share|report|submit)"
     r"\W+(?:\w+\W+){0,6}?(?:passwords?|credentials|api\W+keys?|tokens?|secrets|conversation|chat"
@@ -141,6 +173,8 @@ DEFAULT_BLOCK_PATTERNS: tuple[str, ...] = (
     r"|internal\W+notes|confidential|passport\W+number)\W+(?:\w+\W+){0,6}?(?:to|at|with)\W+"
     r"(?:\S+@\S+|https?://|anyone|whoever|any\W+caller|every(?:one|body)|third\W+part)",
     r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|%7b|\$\{)",
+    r"\b(?:send|forward|post|upload|transmit)\W+(?:\w+\W+){0,6}?(?:messages?|inputs?|everything"
+    r"|whatever|all)\W+(?:\w+\W+){0,5}?to\W+https?://",
     r"\b(?:in\W+(?:every|each|all)|always|at\W+the\W+end\W+of\W+(?:every|each))\W+(?:\w+\W+){0,5}?"
     r"(?:include|add|insert|append|end\W+\w+\W+\w+\W+with|embed|put|show|render)\W+(?:\w+\W+){0,4}?"
     r"(?:link|url|image|pixel|https?://)",
@@ -170,12 +204,12 @@ silently."""
 
 SQUEEZED_BLOCK_PATTERNS: tuple[str, ...] = (
     r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your)*(?:previous|prior|above"
-    r"|earlier|preceding|original|system|developer|safety)+(?:instructions?|prompts?|rules"
+    r"|earlier|preceding|original|system|developer|safety)*(?:instructions?|prompts?|rules"
     r"|guidelines|directives)",
     r"(?:reveal|print|show|repeat|leak|output|display|dump)(?:me)?(?:the|your)?(?:system|hidden"
     r"|developer|initial|secret)(?:prompt|instructions?|message)",
     r"youarenow(?:in)?(?:dan|jailbroken|unrestricted|unfiltered|developermode|godmode)",
-    r"(?:developer|god|dan|jailbreak)mode(?:enabled|activated|on)",
+    r"(?:developer|god|dan|jailbreak)mode(?:is)?(?:now)?(?:enabled|activated|unlocked)",
 )
 """Defaults matched against a memory's letters and digits only
 (:func:`memrules.memory.normalize.squeezed_views`): the spaced-out
