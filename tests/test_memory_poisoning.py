@@ -66,9 +66,12 @@ def stopped(payload: Mapping[str, Any]) -> str | None:
     blocked, block = gate(payload["text"])
     if blocked:
         return "blocked"
-    if payload["kind"] in FRAMING_KINDS and block is not None:
-        if framing_holds(block, [payload["text"]]):
-            return "neutralised"
+    if (
+        payload["kind"] in FRAMING_KINDS
+        and block is not None
+        and framing_holds(block, [payload["text"]])
+    ):
+        return "neutralised"
     return None
 
 
@@ -99,7 +102,7 @@ def test_the_gate_stops_payloads_and_keeps_benign_memories(
         ps = [p for p in payloads if split in ("all", p["split"])]
         bs = [b for b in benign if split in ("all", b["split"])]
         stop, s_hits, s_n = rate(ps, lambda p: how[p["id"]] is not None)
-        only, b_hits, _ = rate(ps, lambda p: how[p["id"]] == "blocked")
+        _, b_hits, _ = rate(ps, lambda p: how[p["id"]] == "blocked")
         fp, f_hits, f_n = rate(bs, lambda b: not kept[b["id"]])
         lines.append(
             f"{split}: payloads stopped {stop:.1%} ({s_hits}/{s_n}; blocked {b_hits}, "
