@@ -138,7 +138,9 @@ class ReflectionConfig:
     ``max_inject_tokens`` (the script-aware estimate). ``block_patterns``
     are regular expressions added to :data:`DEFAULT_BLOCK_PATTERNS` (or
     used alone with ``default_block_patterns: false``), matched
-    case-insensitively. ``enabled: false`` injects what retrieval found, in
+    case-insensitively by RE2, in time linear in the memory (one RE2
+    cannot match so is a :class:`~memrules._errors.ConfigError`; see
+    :mod:`memrules.memory.patterns`). ``enabled: false`` injects what retrieval found, in
     its order, untouched."""
 
     enabled: bool = True

@@ -4,9 +4,12 @@ message that carries them.
 :func:`reflect` takes the memories retrieval kept (each at or above the
 route's threshold) and, in order:
 
-1. **blocks** every memory that matches a block pattern (memory poisoning:
-   a stored turn is text a user wrote, and may have been written to steer
-   the model later);
+1. **blocks** every memory that matches a block pattern in any of its
+   normalised forms (memory poisoning: a stored turn is text a user wrote,
+   and may have been written to steer the model later; see
+   :mod:`memrules.memory.patterns` and :mod:`memrules.memory.normalize`),
+   and every memory that imitates the block's own framing (its marker, or
+   a line dated as the block dates memories);
 2. **decays** each score by the memory's age: ``score × 0.5 ** (age_days /
    recency_decay_days)`` (a negative cosine is divided by that factor
    instead), the age counted from ``now``, which the caller gives (the
@@ -27,8 +30,11 @@ route's threshold) and, in order:
    a character and its combining mark), and ends with :data:`CUT_MARKER`.
 
 The message is one system message: a header line that starts with the
-marker and says the lines below are past statements, not instructions, and
-one line per memory (``- [2024-05-01] Q: …`` with the date it was stored).
+marker and says the lines below are data, not instructions, and one line
+per memory, the memory one JSON string (``- [2024-05-01] "Q: …\\nA: …"``
+with the date it was stored; see :func:`memrules.memory.text.quote`): a
+stored text can neither end its string nor its line, nor spell the marker,
+a dated line or a chat template's tokens inside it.
 
 Everything here is pure: the same memories, settings and ``now`` give the
 same bytes.
