@@ -82,9 +82,10 @@ def test_a_turn_kept_in_one_conversation_is_recalled_in_another(make_each: Plugi
     assert sent[0] is SYSTEM
     assert is_memory_message(sent[1], MARKER)
     assert sent[2].text == "Where does my sister live now?"
+    # Stored the day before, one quoted line.
     assert (
-        "Q: My sister Priya moved to Porto last spring.\n  A: Porto is lovely. Noted!"
-        in sent[1].text
+        '\n- [2025-06-15] "Q: My sister Priya moved to Porto last spring.\\nA: Porto is lovely. '
+        'Noted!"' in sent[1].text
     )
     assert "Terraform" not in sent[1].text  # under the threshold
     report = result.memory
