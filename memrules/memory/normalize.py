@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import re
 import unicodedata
 
@@ -65,6 +66,7 @@ _CAPITALS = str.maketrans(
 )  # fmt: skip
 _LEET = {"0": "o", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g", "@": "a",
          "$": "s", "!": "i", "|": "l", "€": "e"}  # fmt: skip
+_LEET_CHARS = frozenset((*_LEET, "1"))
 _LEET_I = str.maketrans({**_LEET, "1": "i"})
 _LEET_L = str.maketrans({**_LEET, "1": "l"})
 # A word that holds a letter: its digits and symbols may be leetspeak.
@@ -82,6 +84,8 @@ _MIN_PRINTABLE = 0.9
 
 
 def _leet(text: str, table: dict[int, str]) -> str:
+    if not any(c in _LEET_CHARS for c in text):
+        return text
     return _WORD.sub(
         lambda m: m.group().translate(table) if _LETTER.search(m.group()) else m.group(), text
     )
@@ -100,6 +104,7 @@ def _folded(text: str) -> str:
     return text.casefold().translate(_LOOK_ALIKES)
 
 
+@functools.lru_cache(maxsize=1024)
 def skeleton(text: str) -> tuple[str, ...]:
     """``text``'s skeletons (see the module docs): one with ``1`` read as
     ``i``, one with it read as ``l`` (the same string twice when ``text``

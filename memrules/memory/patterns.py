@@ -23,6 +23,7 @@ All pure: the same text and patterns give the same answer, in bounded time.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
@@ -263,6 +264,24 @@ def compile_pattern(pattern: str) -> BlockPattern:
 _SQUEEZED = tuple(compile_pattern(p) for p in SQUEEZED_BLOCK_PATTERNS)
 
 
+@functools.lru_cache(maxsize=64)
+def _combined(patterns: tuple[BlockPattern, ...]) -> BlockPattern | None:
+    """One program that matches where any of ``patterns`` does: a memory
+    that matches none (nearly all) costs one pass per form, not one per
+    pattern. None when the union is too large to compile."""
+    try:
+        return compile_pattern("|".join(f"(?:{p.pattern})" for p in patterns))
+    except PatternError:
+        return None
+
+
+def _first(forms: tuple[str, ...], patterns: tuple[BlockPattern, ...]) -> BlockPattern | None:
+    union = _combined(patterns) if patterns else None
+    if union is not None and not any(union.search(form) for form in forms):
+        return None
+    return next((p for p in patterns if any(p.search(form) for form in forms)), None)
+
+
 def first_match(
     text: str, patterns: tuple[BlockPattern, ...], *, squeezed: bool
 ) -> BlockPattern | None:
@@ -270,11 +289,7 @@ def first_match(
     (:func:`~memrules.memory.normalize.views`), else (with ``squeezed``)
     the first of :data:`SQUEEZED_BLOCK_PATTERNS` that matches its letters;
     None when nothing does."""
-    forms = views(text)
-    for pattern in patterns:
-        if any(pattern.search(form) for form in forms):
-            return pattern
-    if squeezed:
-        letters = squeezed_views(text)
-        return next((p for p in _SQUEEZED if any(p.search(t) for t in letters)), None)
-    return None
+    found = _first(views(text), patterns)
+    if found is None and squeezed:
+        found = _first(squeezed_views(text), _SQUEEZED)
+    return found
