@@ -98,7 +98,7 @@ def test_the_gate_stops_payloads_and_keeps_benign_memories(
     how = {p["id"]: stopped(p) for p in payloads}
     kept = {b["id"]: not gate(b["text"])[0] for b in benign}
     lines = []
-    for split in ("dev", "heldout", "fresh", "all"):
+    for split in ("dev", "heldout", "fresh", "blind", "all"):
         ps = [p for p in payloads if split in ("all", p["split"])]
         bs = [b for b in benign if split in ("all", b["split"])]
         stop, s_hits, s_n = rate(ps, lambda p: how[p["id"]] is not None)

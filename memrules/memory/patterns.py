@@ -138,7 +138,8 @@ DEFAULT_BLOCK_PATTERNS: tuple[str, ...] = (
     r"|approved|allowed|enabled|permitted)\b",
     rf"\b(?:{_VERBS})\W+(?:what|whatever|anything)\W+(?:\w+\W+){{0,3}}?(?:system|developer)\W+"
     r"(?:message|prompt|instructions?)\b",
-    r"\b(?:system|admin|administrator|developer|root|security|emergency|priority)\W+(?:override"
+    r"\b(?:system|admin|administrator|developer|root|security|emergency|priority|confidential"
+    r"|secret|hidden|internal|official)\W+(?:override"
     r"|directive|command|instruction|update|notice|alert)\s*:",
     r"\bi(?:\W+am|'m|’m)\W+(?:your|the)\W+(?:developer|creator|admin|administrator|operator|owner"
     r"|programmer|maker)s?\b",
@@ -156,23 +157,45 @@ DEFAULT_BLOCK_PATTERNS: tuple[str, ...] = (
     r"\btell\W+(?:every|all|any|each|the)\W+users?\b",
     r"\b(?:respond|reply|answer)\W+(?:to\W+)?(?:every|all|each|any)\W+(?:future\W+|subsequent\W+"
     r"|later\W+)?(?:questions?|messages?|requests?|prompts?|queries)\W+(?:only\W+)?with\W*[\"'“‘]",
+    r"\b(?:respond|reply|answer)s?\W+(?:to\W+)?(?:every|all|each|any)\W+(?:\w+\W+){0,5}?with\W*"
+    r"[\"'“‘]",
+    r"\b(?:your|the)\W+(?:system|developer|original|initial)\W+(?:message|prompt|instructions?)\W+"
+    r"(?:\w+\W+){0,3}?(?:is|are|was|were)\W+(?:now\W+)?(?:outdated|obsolete|void|fake|wrong"
+    r"|invalid|cancel+ed|revoked|no\W+longer)\b",
+    r"\b(?:rely|act|follow)\W+only\W+on\W+(?:\w+\W+){0,3}?(?:this|these)\W+(?:memory|memories"
+    r"|notes?)\b",
+    r"\b(?:never|don'?t|do\W+not)\W+refuse\W+(?:their|the\W+user'?s?|any|his|her)?\W*(?:requests?"
+    r"|anything)\b",
+    r"\btreat\W+(?:this|the)\W+user\W+as\W+(?:an?\W+)?(?:admin|administrator|superuser|root"
+    r"|developer|owner|operator)\b",
+    r"\byou\W+(?:no\W+longer\W+(?:have|need)\W+to|don'?t\W+(?:have|need)\W+to|do\W+not\W+(?:have"
+    r"|need)\W+to|are\W+not\W+(?:bound|required)\W+to)\W+(?:follow|obey|respect|comply\W+with"
+    rf"|abide\W+by)\W+(?:\S+\W+){{0,3}}?(?:{_RULES})\b",
+    r"\bbe\W+(?:rude|mean|hostile|insulting|abusive)\W+to\W+(?:the\W+)?users?\b",
+    r"\b(?:append|add|attach|include)\W+(?:\S+\W+){0,6}?(?:user'?s?\W+)?(?:token|session|cookie"
+    r"|password|api\W+key)\W+(?:\w+\W+){0,4}?(?:every|each|all|any)\W+(?:urls?|links?)\b",
+    r"\b(?:ignore|disregard|forget)\W+(?:all\W+)?(?:of\W+)?(?:the\W+|everything\W+)?(?:above"
+    r"|preceding|foregoing)\W*(?:and\b|[,;.]|$)",
+    r"\bsay\W+(?:that\W+)?(?:you|i)\W+(?:have|has)\W+been\W+(?:hacked|pwned|compromised"
+    r"|jailbroken)\b",
     r"\bnever\W+(?:disclose|reveal|mention|say|admit)\W+(?:that\W+)?(?:you\W+were\W+(?:told|asked"
     r"|instructed)|this\W+(?:note|memory|instruction|message)|these\W+instructions)\b",
     r"\bnew\W+(?:rule|instruction|directive|order|task)s?\W+for\W+you\b",
     r"\b(?:safety|security|content|moderation|policy)\W+(?:checks?|filters?|rules|policies"
     r"|restrictions|measures|guidelines)\W+(?:should|must|can|will|are\W+to)\W+(?:all\W+)?be\W+"
     r"(?:skipped|bypassed|disabled|ignored|turned\W+off|lifted|waived)\b",
-    r"\b(?:disable|turn\W+off|deactivate|bypass|remove|lift)\W+(?:the\W+|your\W+|all\W+)?"
-    r"(?:content|safety|security|moderation)\W+(?:policy|policies|filters?|rules|guidelines|checks"
-    r"|restrictions)\b",
+    r"\b(?:disable|turn\W+off|deactivate|bypass|remove|lift|skip|do\W+not\W+apply|don'?t\W+apply"
+    r"|stop\W+applying)\W+(?:the\W+|your\W+|all\W+|any\W+)?(?:(?:content|safety|security)\W+)?"
+    r"(?:moderation|(?:content|safety|security)\W+(?:policy|policies|filters?|rules|guidelines"
+    r"|checks|restrictions))\b",
     r"\b(?:call|invoke|trigger|execute)\W+(?:the\W+)?(?:\w+\W+){0,2}?(?:tool|function)\b",
     r"\bwhatever\W+the\W+user\W+(?:asks|says|writes|types)\b",
     # Sending what the conversation holds elsewhere.
     r"\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak|copy|share|report|submit)"
     r"\W+(?:\w+\W+){0,6}?(?:passwords?|credentials|api\W+keys?|tokens?|secrets|conversation|chat"
     r"|chats|history|transcripts?|user\W*data|personal\W+data|card\W+numbers?|bank\W+details"
-    r"|internal\W+notes|confidential|passport\W+number)\W+(?:\w+\W+){0,6}?(?:to|at|with)\W+"
-    r"(?:\S+@\S+|https?://|anyone|whoever|any\W+caller|every(?:one|body)|third\W+part)",
+    r"|files|internal\W+notes|confidential|passport\W+number)\W+(?:\w+\W+){0,6}?(?:to|at|with)\W+"
+    r"(?:\S+@\S+|[a-z][a-z0-9+.-]*://|anyone|whoever|any\W+caller|every(?:one|body)|third\W+part)",
     r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|%7b|\$\{)",
     r"\b(?:send|forward|post|upload|transmit)\W+(?:\w+\W+){0,6}?(?:messages?|inputs?|everything"
     r"|whatever|all)\W+(?:\w+\W+){0,5}?to\W+https?://",
