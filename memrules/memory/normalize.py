@@ -13,7 +13,8 @@ plain words catches them all:
   order marks, soft hyphens) and combining marks removed, case folded,
   Cyrillic and Greek look-alikes mapped to the Latin letters they imitate,
   leetspeak digits and symbols in words that hold a letter read as letters
-  (twice: ``1`` as ``i`` and as ``l``), runs of single characters split by
+  (twice: ``1`` as ``i`` and as ``l``; a text that needs both readings at
+  once, ``1gn0r3 ru135``, is read one way per skeleton), runs of single characters split by
   one separator joined into a word, and every run of space one space;
 - the same for the text of every base64 run (standard or URL-safe, at
   least 16 characters) that decodes to readable UTF-8 text;
