@@ -569,7 +569,9 @@ def test_scan_and_delete_scope_touch_one_user_and_tenant_only(make_client: Store
     assert [h.id for h in store.scan(SCOPE)] == sorted(r.id for r in mine)
     assert store.delete_scope(everything) == 6
     assert store.scan(everything) == ()
-    assert [h.id for h in store.scan(Scope(user="u2", tenant="t1"))] == sorted(r.id for r in theirs)
+    assert [h.id for h in store.scan(Scope(user="u2", tenant="t1"))] == sorted(
+        r.id for r in theirs
+    )
     assert [h.id for h in store.scan(Scope(user="u1", tenant="t2"))] == sorted(
         r.id for r in elsewhere
     )
