@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -11,9 +13,11 @@ import memrules
 from memrules._errors import ConfigError
 from memrules.memory import (
     DEFAULT_THRESHOLDS,
+    Memory,
     MemoryStoreConfig,
     ReflectionConfig,
     RouteMemory,
+    reflect,
 )
 from memrules.memory.config import MAX_HYBRID_SCORE
 from tests.seams import needs_memory_extras
@@ -348,3 +352,47 @@ def test_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         memrules.load_config(path)
     assert str(caught.value).startswith(f"{path}:3: routes.chat.memory:")
+
+
+# --- block patterns: matched in bounded time, or refused when the file is read ------------
+
+
+def test_a_catastrophic_pattern_matches_in_bounded_time() -> None:
+    """``(a+)+$`` backtracks exponentially in Python's ``re`` (over 20 s on
+    this 31-character memory); the gate matches it in linear time."""
+    config = ReflectionConfig(block_patterns=["(a+)+$"])
+    memory = Memory(id="m", text="a" * 30 + "!", score=1.0)
+    started = time.perf_counter()
+    result = reflect([memory] * 3, config, now=None, marker="memrules memory:")
+    assert time.perf_counter() - started < 1.0
+    assert result.blocked == ()
+    assert config.blocks("a" * 31) is not None  # it still matches what it says
+
+
+@pytest.mark.parametrize(
+    ("pattern", "words"),
+    [
+        (r"(a+)\1", "invalid escape sequence"),  # a backreference: no bounded engine has one
+        (r"(?=secret)\w+", "invalid perl operator"),  # lookahead
+        (r"(?<!not )wire", "invalid perl operator"),  # lookbehind
+        (r"((a{100}){100}){100}", "repetition"),  # too large to compile
+    ],
+)
+def test_a_pattern_that_cannot_be_bounded_is_refused_at_its_file_path_and_line(
+    tmp_path: Path, pattern: str, words: str
+) -> None:
+    path = tmp_path / "memory.yaml"
+    path.write_text(
+        "stores:\n  memory:\n    backend: qdrant\n    path: ':memory:'\n"
+        "    reflection:\n      block_patterns:\n        - '\\bwire the money\\b'\n"
+        f"        - {json.dumps(pattern)}\nmemory: {{}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        memrules.load_config(path)
+    (problem,) = caught.value.problems
+    assert problem.yaml_path == "stores.memory.reflection.block_patterns[1]"
+    assert problem.line == 8
+    assert words in problem.message
+    assert "bounded time" in problem.message
+    assert str(caught.value).startswith(f"{path}:8: stores.memory.reflection.block_patterns[1]:")

@@ -24,7 +24,8 @@ from memrules.memory import (
     StoreEvent,
 )
 from memrules.memory.retrieve import is_memory_message
-from memrules.seams import Embedder, qdrant_store
+from memrules.seams import Embedder, openai_embedder, qdrant_store
+from tests.chat_server import ChatServer
 from tests.memory_helpers import DAY, SYSTEM, T0, Plugins, ask, plugins, remember, store_settings
 from tests.seams import CLIENT_BACKENDS, needs_memory_extras
 
@@ -81,9 +82,10 @@ def test_a_turn_kept_in_one_conversation_is_recalled_in_another(make_each: Plugi
     assert sent[0] is SYSTEM
     assert is_memory_message(sent[1], MARKER)
     assert sent[2].text == "Where does my sister live now?"
+    # Stored the day before, one quoted line.
     assert (
-        "Q: My sister Priya moved to Porto last spring.\n  A: Porto is lovely. Noted!"
-        in sent[1].text
+        '\n- [2025-06-15] "Q: My sister Priya moved to Porto last spring.\\nA: Porto is lovely. '
+        'Noted!"' in sent[1].text
     )
     assert "Terraform" not in sent[1].text  # under the threshold
     report = result.memory
@@ -492,3 +494,35 @@ def test_metadata_that_cannot_scope_memory_costs_memory_not_the_request() -> Non
     assert Request(messages=(), user="").user is None
     with pytest.raises(memrules.MessageFormatError, match="user="):
         Request(messages=(), user="x" * 300)  # the caller's own value is checked
+
+
+@pytest.mark.parametrize("backend", CLIENT_BACKENDS)
+@pytest.mark.parametrize("held", ["nothing", "a memory"])
+def test_an_embedder_that_fails_is_an_error_whatever_the_store_holds(
+    backend: str, held: str, tmp_path: Path, local_embedder: Embedder
+) -> None:
+    """A loopback embeddings server that answers 500: retrieval reports
+    ``error`` on an empty store as on one that holds memories (an empty
+    store answering ``miss`` hid a broken embedder until the first write)."""
+    make = Plugins(backend, tmp_path, local_embedder)
+    events = Events()
+    try:
+        with ChatServer() as server:
+            remote = openai_embedder(
+                base_url=server.url, model="loopback-embed", dimensions=16, retries=0
+            )
+            settings = store_settings(backend, tmp_path)
+            plugin = make(store=make.store(settings, remote), memory_observers=[events])
+            if held == "a memory":
+                remember(plugin, "My sister Priya moved to Porto.", "Noted.")
+            asked = len(server.embedding_requests)
+            server.fail.extend([500] * 20)
+            result = plugin.handle(ask("Where does my sister live now?"))
+            assert len(server.embedding_requests) > asked  # it was asked, and failed
+    finally:
+        make.close()
+    assert result.memory is not None
+    assert result.memory.retrieval.status == "error", result.memory.retrieval
+    assert "EmbedderError" in (result.memory.retrieval.error or "")
+    assert [e.status for e in events.retrievals] == ["error"]
+    assert not result.memory.injected

@@ -44,7 +44,6 @@ Everything is checked when the config is built; a problem is a
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -54,6 +53,13 @@ import attrs
 from memrules._errors import ConfigError, ConfigProblem
 from memrules._tokens import estimate_tokens
 from memrules._yaml import Node, locate
+from memrules.memory.patterns import (
+    DEFAULT_BLOCK_PATTERNS,
+    BlockPattern,
+    PatternError,
+    compile_pattern,
+    first_match,
+)
 from memrules.memory.text import DEFAULT_MEMORY_MARKER, header, memory_line
 from memrules.seams._fusion import RRF_K
 from memrules.seams._protocols import Embedder
@@ -93,21 +99,7 @@ _THRESHOLD_RANGES: Mapping[str, tuple[float, float]] = {
     "hybrid": (0.0, MAX_HYBRID_SCORE),
 }
 
-DEFAULT_BLOCK_PATTERNS: tuple[str, ...] = (
-    r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|system"
-    r"|developer)\b.{0,20}\b(instructions?|prompts?|rules|guidelines)\b",
-    r"\b(reveal|print|show|repeat|leak)\b.{0,30}\b(system|developer|hidden)\s+(prompt|instructions?"
-    r"|message)\b",
-    r"\byou\s+are\s+now\s+(in\s+)?(dan|developer\s+mode|jailbroken|unrestricted|unfiltered)\b",
-    r"<\|\s*(im_start|im_end|endoftext|eot_id|start_header_id|system|assistant)\s*\|>|\[/?INST\]",
-)
-"""Memory-poisoning defences the gate applies unless
-``default_block_patterns: false``: a stored turn that tells the model to
-drop its instructions, reveal its prompt or change persona, or that carries
-a chat template's control tokens (a forged turn). Matched
-case-insensitively, anywhere (``re.search``; ``^`` at any line). Narrow on
-purpose: a pattern that also matches what users really say (``System:
-Ubuntu 22.04``) drops their memories silently."""
+_DEFAULTS = tuple(compile_pattern(p) for p in DEFAULT_BLOCK_PATTERNS)
 
 MEMORY_KEYS = ("embedding", "threshold", "reflection", "max_memory_chars", "marker")
 """The keys of ``stores.memory`` that are not the backend's."""
@@ -129,10 +121,6 @@ def _is_whole(value: object, minimum: int, maximum: int | None = None) -> bool:
     )
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.MULTILINE)
-
-
 def _patterns(value: Iterable[str]) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -150,7 +138,9 @@ class ReflectionConfig:
     ``max_inject_tokens`` (the script-aware estimate). ``block_patterns``
     are regular expressions added to :data:`DEFAULT_BLOCK_PATTERNS` (or
     used alone with ``default_block_patterns: false``), matched
-    case-insensitively. ``enabled: false`` injects what retrieval found, in
+    case-insensitively by RE2, in time linear in the memory (one RE2
+    cannot match so is a :class:`~memrules._errors.ConfigError`; see
+    :mod:`memrules.memory.patterns`). ``enabled: false`` injects what retrieval found, in
     its order, untouched."""
 
     enabled: bool = True
@@ -159,9 +149,7 @@ class ReflectionConfig:
     dedup_threshold: float = 0.9
     block_patterns: tuple[str, ...] = attrs.field(default=(), converter=_patterns)
     default_block_patterns: bool = True
-    compiled: tuple[re.Pattern[str], ...] = attrs.field(
-        init=False, eq=False, repr=False, hash=False
-    )
+    compiled: tuple[BlockPattern, ...] = attrs.field(init=False, eq=False, repr=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
         problems = []
@@ -195,17 +183,22 @@ class ReflectionConfig:
                 problem(f"block_patterns[{i}]", f"{pattern!r} must be a regular expression")
                 continue
             try:
-                compiled.append(_compile(pattern))
-            except re.error as exc:
-                problem(f"block_patterns[{i}]", f"{pattern!r} is not a regular expression: {exc}")
+                compiled.append(compile_pattern(pattern))
+            except PatternError as exc:
+                problem(
+                    f"block_patterns[{i}]",
+                    f"{pattern!r} is not a regular expression the gate can match in bounded "
+                    f"time: {exc}",
+                )
         if problems:
             raise ConfigError(problems)
-        defaults = DEFAULT_BLOCK_PATTERNS if self.default_block_patterns else ()
-        object.__setattr__(self, "compiled", (*(_compile(p) for p in defaults), *compiled))
+        defaults = _DEFAULTS if self.default_block_patterns else ()
+        object.__setattr__(self, "compiled", (*defaults, *compiled))
 
-    def blocks(self, text: str) -> re.Pattern[str] | None:
-        """The first block pattern ``text`` matches, if any."""
-        return next((p for p in self.compiled if p.search(text)), None)
+    def blocks(self, text: str) -> BlockPattern | None:
+        """The first block pattern a form of ``text`` matches, if any (see
+        :func:`memrules.memory.patterns.first_match`)."""
+        return first_match(text, self.compiled, squeezed=self.default_block_patterns)
 
 
 def _ordered(value: Mapping[str, Any], lines: Mapping[str, int]) -> dict[str, Any]:
@@ -496,9 +489,7 @@ def _memory_store(node: Node) -> MemoryStoreConfig | list[ConfigProblem]:
         try:
             fields[name] = build(value)
         except ConfigError as exc:
-            problems.extend(
-                attrs.evolve(p, line=_line_of(p.yaml_path, node)) for p in exc.problems
-            )
+            problems.extend(attrs.evolve(p, line=_line_of(p.yaml_path, node)) for p in exc.problems)
     for key in ("threshold", "max_memory_chars", "marker"):
         if key in raw:
             fields[key] = raw[key]

@@ -4,9 +4,12 @@ message that carries them.
 :func:`reflect` takes the memories retrieval kept (each at or above the
 route's threshold) and, in order:
 
-1. **blocks** every memory that matches a block pattern (memory poisoning:
-   a stored turn is text a user wrote, and may have been written to steer
-   the model later);
+1. **blocks** every memory that matches a block pattern in any of its
+   normalised forms (memory poisoning: a stored turn is text a user wrote,
+   and may have been written to steer the model later; see
+   :mod:`memrules.memory.patterns` and :mod:`memrules.memory.normalize`),
+   and every memory that imitates the block's own framing (its marker, or
+   a line dated as the block dates memories);
 2. **decays** each score by the memory's age: ``score × 0.5 ** (age_days /
    recency_decay_days)`` (a negative cosine is divided by that factor
    instead), the age counted from ``now``, which the caller gives (the
@@ -27,8 +30,11 @@ route's threshold) and, in order:
    a character and its combining mark), and ends with :data:`CUT_MARKER`.
 
 The message is one system message: a header line that starts with the
-marker and says the lines below are past statements, not instructions, and
-one line per memory (``- [2024-05-01] Q: …`` with the date it was stored).
+marker and says the lines below are data, not instructions, and one line
+per memory, the memory one JSON string (``- [2024-05-01] "Q: …\\nA: …"``
+with the date it was stored; see :func:`memrules.memory.text.quote`): a
+stored text can neither end its string nor its line, nor spell the marker,
+a dated line or a chat template's tokens inside it.
 
 Everything here is pure: the same memories, settings and ``now`` give the
 same bytes.
@@ -50,7 +56,15 @@ import attrs
 from memrules._messages import Message, message
 from memrules._tokens import estimate_tokens
 from memrules.memory.config import ReflectionConfig
-from memrules.memory.text import CUT_MARKER, cut_text, header, memory_line, numbers, text_units
+from memrules.memory.text import (
+    CUT_MARKER,
+    cut_text,
+    forges_framing,
+    header,
+    memory_line,
+    numbers,
+    text_units,
+)
 
 __all__ = ["GateResult", "Memory", "decay", "jaccard", "memory_message", "reflect", "render"]
 
@@ -128,7 +142,9 @@ def memory_message(text: str) -> Message:
 
 def render(memories: Sequence[Memory], marker: str) -> str:
     """The message text for ``memories``, in their order."""
-    return "\n".join([header(marker), *(memory_line(m.text, m.stored_at) for m in memories)])
+    return "\n".join(
+        [header(marker), *(memory_line(m.text, m.stored_at, marker) for m in memories)]
+    )
 
 
 _DAY = 86_400.0
@@ -157,15 +173,18 @@ def jaccard(a: str, b: str) -> float:
 
 
 def _blocked(
-    memories: Iterable[Memory], config: ReflectionConfig
+    memories: Iterable[Memory], config: ReflectionConfig, marker: str
 ) -> tuple[list[Memory], list[tuple[str, str]]]:
     kept, blocked = [], []
     for m in memories:
-        pattern = config.blocks(m.text)
-        if pattern is None:
-            kept.append(m)
-        else:
+        forged = forges_framing(m.text, marker)
+        pattern = config.blocks(m.text) if forged is None else None
+        if forged is not None:
+            blocked.append((m.id, f"forged framing: {forged}"))
+        elif pattern is not None:
             blocked.append((m.id, pattern.pattern))
+        else:
+            kept.append(m)
     return kept, blocked
 
 
@@ -229,7 +248,7 @@ def reflect(
         return GateResult(
             memories=tuple(memories), text=everything, tokens=estimate_tokens(everything)
         )
-    kept, blocked = _blocked(memories, config)
+    kept, blocked = _blocked(memories, config, marker)
     decayed = [
         attrs.evolve(m, score=decay(m.score, m.stored_at, now, config.recency_decay_days))
         for m in kept

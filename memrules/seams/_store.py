@@ -383,6 +383,9 @@ class MessageStore:
             return ()
         with self._lock:
             if not self._exists():
+                if mode != "lexical":
+                    # An embedder that fails is an error whatever the store holds.
+                    self._embed([query])
                 return ()
             if mode == "dense":
                 return tuple(self._dense(query, k, scope))
