@@ -32,6 +32,7 @@ PUBLIC = {
     "ObserverError",
     "Opaque",
     "Outcome",
+    "OutputError",
     "Part",
     "Pipeline",
     "RecallHit",
