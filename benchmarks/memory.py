@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from memrules import MemoryConfig, MemoryPlugin, Request
-from memrules._messages import message
+from memrules._core.messages import message
 from memrules.memory import MemoryStoreConfig, ReflectionConfig, RouteMemory, reflect
 from memrules.memory.autostore import memory_record, memory_text
 from memrules.memory.binding import open_store

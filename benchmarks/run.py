@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from memrules._cli import main
+from memrules._cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["bench", *sys.argv[1:]]))

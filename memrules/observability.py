@@ -31,8 +31,8 @@ import re
 import time
 from collections.abc import Callable
 
-from memrules._observe import PipelineObserver, RunInfo, StepInfo
-from memrules._report import CompressionAction, CompressionResult
+from memrules._core.report import CompressionAction, CompressionResult
+from memrules._engine.observe import PipelineObserver, RunInfo, StepInfo
 
 __all__ = [
     "LoggingObserver",

@@ -29,7 +29,7 @@ The generators:
   so that graphs overlap and merges meet conflicts.
 
 The checks: :func:`assert_invariants` (the invariants of
-:mod:`memrules._invariants`, with a readable failure) and
+:mod:`memrules._core.invariants`, with a readable failure) and
 :func:`check_strategy` (one strategy run held to the invariants, the
 no-op-keeps-identity rule, the interpreter's view, and determinism).
 :func:`register_profiles` registers the ``ci`` and ``dev`` hypothesis
@@ -47,10 +47,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from memrules._budget import Budget
-from memrules._interpreter import NamedStrategy, run_once, run_pipeline
-from memrules._invariants import Enforced, check_invariants, enforce
-from memrules._messages import (
+from memrules._core.budget import Budget
+from memrules._core.invariants import Enforced, check_invariants, enforce
+from memrules._core.messages import (
     ROLES,
     Conversation,
     Message,
@@ -61,8 +60,9 @@ from memrules._messages import (
     ToolCall,
     ToolResult,
 )
-from memrules._report import CompressionResult
-from memrules._typing import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
+from memrules._core.report import CompressionResult
+from memrules._engine.contract import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
+from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 from memrules.graph import GraphLimits, GraphNode, GraphRelationship, MemoryGraph
 
 __all__ = [
@@ -530,8 +530,8 @@ def render(conversation: Conversation) -> str:
 
 def assert_invariants(before: Conversation, after: Conversation) -> None:
     """Fail with a readable message when ``after`` breaks the invariants of
-    :mod:`memrules._invariants` relative to ``before`` (see
-    :func:`memrules._invariants.check_invariants`)."""
+    :mod:`memrules._core.invariants` relative to ``before`` (see
+    :func:`memrules._core.invariants.check_invariants`)."""
     problems = check_invariants(before, after)
     if problems:
         listed = "\n".join(f"  - {p}" for p in problems)
@@ -575,7 +575,7 @@ def check_strategy(
     """Run ``strategy`` once on ``conversation`` and hold it to the contract.
 
     Checks that it returns a tuple of messages (or an :class:`Outcome`),
-    that the output stands after :func:`memrules._invariants.enforce` and keeps
+    that the output stands after :func:`memrules._core.invariants.enforce` and keeps
     the invariants (:func:`assert_invariants`), that the interpreter, running
     it once under ``context.budget``, arrives at the same messages,
     and that a second run gives an equal result (determinism). With
@@ -584,7 +584,7 @@ def check_strategy(
     interpreter records an error, and when a no-op returns a new tuple
     instead of ``conversation`` itself (``new is old`` means nothing happened).
 
-    Returns what :func:`~memrules._invariants.enforce` made of the output.
+    Returns what :func:`~memrules._core.invariants.enforce` made of the output.
     Exceptions the strategy raises propagate.
     """
     name = getattr(strategy, "__name__", None) or repr(strategy)

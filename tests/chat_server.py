@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from memrules._adapters import from_openai
-from memrules._demo import scripted_reply
+from memrules._cli.demo import scripted_reply
 
 Reply = Callable[[list[dict[str, Any]]], str]
 Embeddings = Callable[[dict[str, Any]], Any]

@@ -11,7 +11,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from memrules._tokens import TiktokenCounter, counter_for
+from memrules._counting.tokens import TiktokenCounter, counter_for
 from memrules.testing import register_profiles
 
 register_profiles()

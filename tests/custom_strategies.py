@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from memrules import Conversation, StrategyContext, strategy_factory
-from memrules._conversation import survivor_indices
+from memrules._core.conversation import survivor_indices
 
 
 def drop_everything_old(conversation: Conversation, context: StrategyContext) -> Conversation:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memrules import MemoryConfig, MemoryPlugin, Request
-from memrules._messages import Message, message
+from memrules._core.messages import Message, message
 from memrules.memory import MemoryStoreConfig, RouteMemory
 from memrules.memory.binding import open_store
 from memrules.seams import Embedder, MessageStore

@@ -20,7 +20,7 @@ from typing import Any
 
 import memrules
 from memrules import Request
-from memrules._messages import message
+from memrules._core.messages import message
 from memrules.seams import Scope
 from tests.test_units import agent_loop
 

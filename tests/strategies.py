@@ -5,7 +5,7 @@ here; this module adds what only our own tests need: in-memory seams (real
 implementations of the protocols, not mocks), contexts, random pipelines
 drawn from the registry, and small reference implementations of the
 structure the strategies read (survivors, tool-linked messages, turns),
-written independently of :mod:`memrules._conversation` so the tests do not
+written independently of :mod:`memrules._core.conversation` so the tests do not
 grade the library with its own helpers.
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from memrules._budget import Budget
-from memrules._interpreter import NamedStrategy
-from memrules._messages import Conversation, Message, Text, ToolCall, ToolResult
-from memrules._tokens import TokenCounter, counter_for
-from memrules._typing import Outcome, StrategyContext, StrategyResult
+from memrules._core.budget import Budget
+from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult
+from memrules._counting.tokens import TokenCounter, counter_for
+from memrules._engine.contract import Outcome, StrategyContext, StrategyResult
+from memrules._engine.interpreter import NamedStrategy
 from memrules.seams import (
     MemoryRecord,
     RecallHit,

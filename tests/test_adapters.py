@@ -17,8 +17,8 @@ from memrules._adapters import (
     to_anthropic_request,
     to_openai,
 )
-from memrules._errors import MessageFormatError
-from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult
+from memrules._core.errors import MessageFormatError
+from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult
 from tests.adapter_json import (
     anthropic_messages,
     anthropic_requests,

@@ -21,7 +21,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
-from memrules._errors import MessageFormatError
+from memrules._core.errors import MessageFormatError
 from tests.adapter_json import anthropic_messages, openai_messages
 
 NAN = float("nan")

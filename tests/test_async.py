@@ -17,13 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrules import load_pipeline
-from memrules._async import SeamAnswers
-from memrules._budget import Budget
-from memrules._config import MemoryConfig
-from memrules._interpreter import NamedStrategy
-from memrules._messages import Conversation, message
-from memrules._pipeline import Pipeline
-from memrules._plugin import MemoryPlugin, Request, StepResult
+from memrules._config.load import MemoryConfig
+from memrules._core.budget import Budget
+from memrules._core.messages import Conversation, message
+from memrules._engine.interpreter import NamedStrategy
+from memrules._plugin.plugin import MemoryPlugin, Request, StepResult
+from memrules._runtime.awaiting import SeamAnswers
+from memrules._runtime.pipeline import Pipeline
 from memrules.seams import (
     Seams,
     extractive_summarizer,
@@ -161,7 +161,7 @@ def test_the_core_runs_once_more_than_it_calls_seams() -> None:
     calls: list[str] = []
 
     def core() -> str:
-        from memrules._logged import LoggedSummarizer
+        from memrules._runtime.logged import LoggedSummarizer
 
         summarizer = LoggedSummarizer(ExtractiveSummarizer())
         first = summarizer.summarize((message("user", "one"),))

@@ -19,9 +19,9 @@ from memrules._bench import render
 from memrules._bench.histories import History, agent_history, request_points
 from memrules._bench.measure import sample_turns
 from memrules._bench.targets import judge
-from memrules._cli import main as cli_main
-from memrules._messages import Text, ToolCall, ToolResult
-from memrules._tokens import TiktokenCounter, load_encoding
+from memrules._cli.main import main as cli_main
+from memrules._core.messages import Text, ToolCall, ToolResult
+from memrules._counting.tokens import TiktokenCounter, load_encoding
 
 
 def main(argv: list[str]) -> int:
@@ -336,8 +336,8 @@ def test_the_library_does_not_import_the_bench_or_langchain() -> None:
         "import sys, memrules\n"
         "memrules.load_pipeline('max_messages: 3').apply(())\n"
         "bench = sorted(m for m in sys.modules if m.startswith('memrules._bench'))\n"
-        "print(bench, 'langchain_core' in sys.modules, 'memrules._cli' in sys.modules)\n"
-        "import memrules._cli\n"
+        "print(bench, 'langchain_core' in sys.modules, 'memrules._cli.main' in sys.modules)\n"
+        "import memrules._cli.main\n"
         "print('langchain_core' in sys.modules)\n"
     )
     done = subprocess.run(

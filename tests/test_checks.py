@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import pytest
 
 from memrules import ConfigError, EncodingError, MemoryConfig, MemoryPlugin, TiktokenCounter
-from memrules._checks import check_whole, is_whole
-from memrules._http import JSONClient
+from memrules._core.checks import check_whole, is_whole
+from memrules._io.http import JSONClient
 from memrules.graph import InMemoryStateStore
 from memrules.seams import (
     extractive_summarizer,

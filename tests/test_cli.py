@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memrules import from_openai
-from memrules._cli import _parser, _pipeline, main
+from memrules._cli.main import _parser, _pipeline, main
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = ROOT / "examples" / "agent_history.json"
@@ -513,7 +513,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 def test_every_reader_says_the_same_line_of_json_nested_too_deeply(
     tmp_path: Path, seed_files: tuple[Path, Path]
 ) -> None:
-    from memrules._jsontext import TOO_DEEP
+    from memrules._core.jsontext import TOO_DEEP
 
     config, source = seed_files
     trace = tmp_path / "run.jsonl"
@@ -535,8 +535,8 @@ def test_every_reader_says_the_same_line_of_json_nested_too_deeply(
 
 
 def test_a_snapshot_nested_too_deeply_is_a_graph_error(tmp_path: Path) -> None:
-    from memrules._errors import GraphError
-    from memrules._jsontext import TOO_DEEP
+    from memrules._core.errors import GraphError
+    from memrules._core.jsontext import TOO_DEEP
     from memrules.graph.snapshot import GraphSnapshot, load_snapshot
 
     path = tmp_path / "deep.json"

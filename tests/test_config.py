@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 import memrules
-import memrules._typing
+import memrules._engine.contract
 from memrules import Budget, ConfigError, MemoryConfig, load_config, load_pipeline
-from memrules._framing import FramedCounter
+from memrules._counting.framing import FramedCounter
 from memrules.strategies import (
     BUILTIN_ORDER,
     STRATEGIES,
@@ -119,7 +119,7 @@ BAD = [
     ),
     ("strategies:\n  - type: 'os:system'\n", "strategies[0].type", 2, "importing 'os' is not"),
     ("strategies:\n  - type: 'a b:f'\n", "strategies[0].type", 2, "not 'package.module:function'"),
-    # Limits and strictness of the YAML reader (memrules._yaml).
+    # Limits and strictness of the YAML reader (memrules._core.yaml_nodes).
     ("a: \x00\n", "", 1, "unacceptable character #x0000"),
     ("strategies: &a [*a]\n", "strategies[0]", 1, "a cycle"),
     ("a: &a {b: *a}\n", "a.b", 1, "a cycle"),
@@ -344,7 +344,7 @@ def test_the_registry_is_read_only() -> None:
 
 
 def test_register_fills_a_registry_of_your_own() -> None:
-    mine: dict[str, memrules._typing.StrategyFactory] = {}
+    mine: dict[str, memrules._engine.contract.StrategyFactory] = {}
 
     @register("keep_first", mine)
     def keep_first(*, count: int = 1) -> memrules.Strategy:

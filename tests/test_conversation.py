@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-import memrules._conversation as structure
-from memrules._measure import Measure
-from memrules._messages import Conversation
+import memrules._core.conversation as structure
+from memrules._core.messages import Conversation
+from memrules._counting.measure import Measure
 from memrules.testing import conversations
 from tests.strategies import COUNTER
 

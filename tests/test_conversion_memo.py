@@ -1,4 +1,4 @@
-"""Converting with a conversation's memo (memrules._adapters._memo) gives
+"""Converting with a conversation's memo (memrules._adapters.conversion_memo) gives
 what converting afresh gives, whatever the conversation went through
 between two requests; the request hook sends back what it kept as the
 body's own objects and converts only the rest."""
@@ -23,9 +23,9 @@ from memrules import (
     from_openai,
     to_openai,
 )
-from memrules._adapters._memo import ConversionMemo, fingerprint
+from memrules._adapters.conversion_memo import ConversionMemo, fingerprint
 from memrules._adapters.openai import write_back
-from memrules._pipeline import Pipeline
+from memrules._runtime.pipeline import Pipeline
 from memrules.strategies import sliding_window, trim_to_budget
 from tests.adapter_json import anthropic_messages, openai_messages
 from tests.strategies import COUNTER
@@ -203,13 +203,13 @@ def test_the_hook_sends_back_the_bodys_own_messages() -> None:
 
 
 def test_the_plugin_keeps_a_bounded_memo_per_conversation() -> None:
-    from memrules._memo import ConversationMemos
+    from memrules._plugin.conversation_memos import ConversationMemos
 
     made: list[int] = []
     pipeline = Pipeline.from_config(MemoryConfig(), counter=COUNTER)
 
     def make() -> Any:
-        from memrules._memo import ConversationMemo
+        from memrules._plugin.conversation_memos import ConversationMemo
 
         made.append(1)
         return ConversationMemo(pipeline)

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 
 from memrules import ConfigError, EncodingError, Message, load_pipeline
-from memrules._http import EndpointStatusError, MalformedReplyError
-from memrules._messages import message
-from memrules._provider import ProviderCounter, anthropic_counter
-from memrules._tokens import counter_for, counter_named
+from memrules._core.messages import message
+from memrules._counting.provider import ProviderCounter, anthropic_counter
+from memrules._counting.tokens import counter_for, counter_named
+from memrules._io.http import EndpointStatusError, MalformedReplyError
 from memrules.testing import conversations, messages, texts
 from tests.count_server import CountServer
 
@@ -159,7 +159,8 @@ def test_schemes_are_only_hf_and_anthropic() -> None:
 
 def test_importing_memrules_imports_no_tokenizer_or_framework() -> None:
     code = (
-        "import sys, memrules, memrules._schemes, memrules._hf, memrules._provider, "
+        "import sys, memrules, memrules._counting.schemes, memrules._counting.hf, "
+        "memrules._counting.provider, "
         "memrules.observability, memrules.integrations\n"
         "heavy = {'tokenizers', 'langchain_core', 'langgraph', 'agents', 'pydantic_ai', "
         "'opentelemetry', 'prometheus_client'}\n"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memrules._dataset import DatasetError, parse_conversation, read_dataset
-from memrules._messages import ToolCall
+from memrules._cli.dataset import DatasetError, parse_conversation, read_dataset
+from memrules._core.messages import ToolCall
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The seed's four-turn example (memrules._demo): offline, and against a real
+"""The seed's four-turn example (memrules._cli.demo): offline, and against a real
 OpenAI-compatible server on loopback (tests/chat_server.py)."""
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from memrules._cli import main as cli_main
-from memrules._config import load_config
-from memrules._demo import (
+from memrules._cli.demo import (
     SYSTEM_PROMPT,
     TURNS,
     OpenAIChat,
@@ -24,9 +22,11 @@ from memrules._demo import (
     scripted_reply,
     shape,
 )
-from memrules._http import MalformedReplyError
-from memrules._messages import message
-from memrules._typing import DEFAULT_WARNING_MARKER
+from memrules._cli.main import main as cli_main
+from memrules._config.load import load_config
+from memrules._core.messages import message
+from memrules._engine.contract import DEFAULT_WARNING_MARKER
+from memrules._io.http import MalformedReplyError
 from tests.chat_server import ChatServer
 
 # The seed's output (seed 000, "Example"), with the model's lines left out:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memrules._errors import ConfigError
+from memrules._core.errors import ConfigError
 from memrules.seams import Embedder, local_embedder
 
 REFERENCE = json.loads(

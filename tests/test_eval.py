@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from memrules import count_tokens, from_openai, replay_trace
-from memrules._cli import main
-from memrules._eval import EvalSettings, evaluate, render_table
-from memrules._progress import Progress
-from memrules._trace import read_trace
+from memrules._cli.eval import EvalSettings, evaluate, render_table
+from memrules._cli.main import main
+from memrules._runtime.progress import Progress
+from memrules._trace.record import read_trace
 from tests.chat_server import ChatServer
 from tests.seams import needs_memory_extras
 

@@ -1,4 +1,4 @@
-"""Count rules (memrules._framing): OpenAI's framing counted as OpenAI's guide
+"""Count rules (memrules._counting.framing): OpenAI's framing counted as OpenAI's guide
 counts the request's own JSON, the Anthropic estimate, the seed's rule, and
 the safety margin."""
 
@@ -18,7 +18,8 @@ from memrules import (
     to_openai,
 )
 from memrules._bench.reference import openai_request_tokens
-from memrules._framing import (
+from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult, message
+from memrules._counting.framing import (
     ANTHROPIC,
     OPENAI,
     SEED,
@@ -27,9 +28,8 @@ from memrules._framing import (
     framed,
     per_request_tokens,
 )
-from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult, message
-from memrules._pipeline import Pipeline
-from memrules._tokens import TiktokenCounter
+from memrules._counting.tokens import TiktokenCounter
+from memrules._runtime.pipeline import Pipeline
 from memrules.testing import conversations
 from tests.adapter_json import openai_messages
 from tests.strategies import COUNTER

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyrsistent import pmap
 
-from memrules._errors import MemrulesError, MessageTypeError
-from memrules._frozen import FrozenDict, ValueProblem, freeze, freeze_json, thaw
+from memrules._core.errors import MemrulesError, MessageTypeError
+from memrules._core.frozen import FrozenDict, ValueProblem, freeze, freeze_json, thaw
 from tests.adapter_json import json_values, reordered
 
 objects = st.dictionaries(st.text(max_size=4), json_values(), max_size=6)

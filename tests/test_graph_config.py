@@ -1,12 +1,12 @@
-"""The working graph's config sections (memrules._config.SECTIONS): read
+"""The working graph's config sections (memrules._config.load.SECTIONS): read
 from YAML, checked, every problem at its path and line."""
 
 from __future__ import annotations
 
 import pytest
 
-from memrules._config import SECTIONS, MemoryConfig, load_config
-from memrules._errors import ConfigError
+from memrules._config.load import SECTIONS, MemoryConfig, load_config
+from memrules._core.errors import ConfigError
 from memrules.graph import AtCap, GraphContext, GraphLimits, StateStoreConfig
 
 

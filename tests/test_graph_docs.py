@@ -11,7 +11,7 @@ MODULES = [
     "memrules.graph.model",
     "memrules.graph.memory_graph",
     "memrules.graph.extract",
-    "memrules._plugin",
+    "memrules._plugin.plugin",
 ]
 
 

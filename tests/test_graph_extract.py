@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from memrules._errors import ConfigError
-from memrules._messages import Message, ToolCall, ToolResult, message
+from memrules._core.errors import ConfigError
+from memrules._core.messages import Message, ToolCall, ToolResult, message
 from memrules.graph import MemoryGraph, offline_extractor
 from memrules.graph.extract import extractor_from_config
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from memrules._errors import GraphError
+from memrules._core.errors import GraphError
 from memrules.graph import (
     AtCap,
     GraphLimits,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from memrules._errors import ConfigError, GraphError
+from memrules._core.errors import ConfigError, GraphError
 from memrules.graph import (
     AtCap,
     GraphDirection,

@@ -12,13 +12,13 @@ from typing import Any
 import attrs
 import pytest
 
-from memrules._cli import main as cli_main
-from memrules._config import MemoryConfig
-from memrules._errors import GraphError, StateStoreError
-from memrules._messages import Conversation, message
-from memrules._plugin import MemoryPlugin, Request, step
-from memrules._typing import StrategyContext
-from memrules._usage import ContextUsage
+from memrules._cli.main import main as cli_main
+from memrules._config.load import MemoryConfig
+from memrules._core.errors import GraphError, StateStoreError
+from memrules._core.messages import Conversation, message
+from memrules._counting.usage import ContextUsage
+from memrules._engine.contract import StrategyContext
+from memrules._plugin.plugin import MemoryPlugin, Request, step
 from memrules.graph import (
     ConversationState,
     GraphContext,

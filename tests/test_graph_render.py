@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrules._errors import ConfigError
-from memrules._messages import message
+from memrules._core.errors import ConfigError
+from memrules._core.messages import message
 from memrules.graph import (
     GraphContext,
     GraphNode,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from memrules._errors import GraphError
+from memrules._core.errors import GraphError
 from memrules.graph import (
     GraphLimits,
     GraphNode,

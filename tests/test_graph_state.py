@@ -8,7 +8,7 @@ import threading
 import attrs
 import pytest
 
-from memrules._errors import ConfigError, StateStoreError
+from memrules._core.errors import ConfigError, StateStoreError
 from memrules.graph import (
     ConversationState,
     GraphLimits,

@@ -25,7 +25,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from memrules._errors import GraphError
+from memrules._core.errors import GraphError
 from memrules.graph import (
     AtCap,
     GraphDirection,

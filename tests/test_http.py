@@ -1,4 +1,4 @@
-"""The JSON-over-HTTP client (memrules._http), against a real server on
+"""The JSON-over-HTTP client (memrules._io.http), against a real server on
 loopback (tests/chat_server.py) that can fail the way real servers do."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memrules import ConfigError, MemrulesError
-from memrules._http import (
+from memrules._io.http import (
     EndpointError,
     EndpointStatusError,
     EndpointTimeoutError,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memrules import ConfigError, load_config
-from memrules._http import (
+from memrules._io.http import (
     MAX_RETRIES,
     EndpointStatusError,
     EndpointTimeoutError,

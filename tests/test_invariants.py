@@ -1,5 +1,5 @@
-"""Unit tests of :func:`memrules._invariants.enforce` and
-:func:`~memrules._invariants.check_invariants` on hand-built cases."""
+"""Unit tests of :func:`memrules._core.invariants.enforce` and
+:func:`~memrules._core.invariants.check_invariants` on hand-built cases."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from memrules._invariants import check_invariants, enforce, pairing_problems
-from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult, message
+from memrules._core.invariants import check_invariants, enforce, pairing_problems
+from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult, message
 from memrules.testing import assert_invariants
 from tests.strategies import agent_histories, held, survivors
 

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrules import ConfigError, MessageFormatError, load_pipeline
-from memrules._messages import Conversation
-from memrules._observe import RunInfo, StepInfo
+from memrules._core.messages import Conversation
+from memrules._engine.observe import RunInfo, StepInfo
 from memrules.testing import conversations, texts
 
 pytestmark = [
@@ -237,7 +237,7 @@ def test_what_is_not_a_conversation_message_is_named_by_index() -> None:
     ):
         from_langchain([{"role": "user", "content": "hi"}])
     from memrules import ToolResult
-    from memrules._messages import message
+    from memrules._core.messages import message
 
     two = message("tool", ToolResult(call_id="a"), ToolResult(call_id="b"))
     with pytest.raises(
@@ -478,7 +478,7 @@ def test_the_thread_id_names_the_conversation_to_observers() -> None:
 
 def test_arguments_that_langchain_would_rewrite_are_kept_verbatim() -> None:
     from memrules import ToolCall
-    from memrules._messages import message
+    from memrules._core.messages import message
     from memrules.integrations.langchain import from_langchain, to_langchain
 
     calls = (

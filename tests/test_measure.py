@@ -1,4 +1,4 @@
-"""The remembered, extended answers of memrules._measure equal the answers
+"""The remembered, extended answers of memrules._counting.measure equal the answers
 worked out from scratch, whatever a conversation went through between two
 requests: grown, rebuilt from equal messages, rotated (its front dropped),
 edited, shortened, sent back as the last window, or passed as a list.
@@ -21,23 +21,23 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrules._budget import Budget
-from memrules._config import MemoryConfig
-from memrules._conversation import (
+from memrules._config.load import MemoryConfig
+from memrules._core.budget import Budget
+from memrules._core.conversation import (
     first_system_index,
     held_indices,
     last_user_index,
     tool_links,
 )
-from memrules._framing import OPENAI, framed
-from memrules._indices import Indices
-from memrules._invariants import Enforced, enforce
-from memrules._measure import Measure, _Line
-from memrules._messages import Conversation, Message, ToolCall, ToolResult, message
-from memrules._pipeline import Pipeline
-from memrules._repair import input_problems
-from memrules._tokens import TiktokenCounter
-from memrules._typing import StrategyContext
+from memrules._core.indices import Indices
+from memrules._core.invariants import Enforced, enforce
+from memrules._core.messages import Conversation, Message, ToolCall, ToolResult, message
+from memrules._core.repair import input_problems
+from memrules._counting.framing import OPENAI, framed
+from memrules._counting.measure import Measure, _Line
+from memrules._counting.tokens import TiktokenCounter
+from memrules._engine.contract import StrategyContext
+from memrules._runtime.pipeline import Pipeline
 from memrules.strategies import drop_observations, sliding_window, trim_to_budget
 from memrules.strategies.window import trim
 from tests.strategies import COUNTER, agent_histories
@@ -373,7 +373,7 @@ def test_trimmed_windows_fit_the_budget_under_openai_framing(
 ) -> None:
     from memrules._adapters import to_openai
     from memrules._bench.reference import openai_request_tokens
-    from memrules._errors import MessageFormatError
+    from memrules._core.errors import MessageFormatError
 
     result = pipeline(budget, rule="openai").apply(conversation)
     try:

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrules._messages import Message, Opaque, Text, ToolCall, message
+from memrules._core.messages import Message, Opaque, Text, ToolCall, message
+from memrules._core.seam_records import decode_message
 from memrules.memory import StoreOutcome
 from memrules.memory.autostore import memory_id, memory_record, memory_text, plan_store
 from memrules.memory.classify import is_refusal, is_small_talk, strip_reasoning
 from memrules.memory.retrieve import stored_at
-from memrules.seams._records import decode_message
 
 NOW = 1_750_000_000.0
 ASK = (message("system", "be brief"), message("user", "Where does my sister live now?"))
@@ -131,7 +131,7 @@ def test_a_reply_that_calls_tools_has_not_finished_the_turn() -> None:
 
 
 def test_the_question_is_the_turns_not_a_tool_result() -> None:
-    from memrules._messages import ToolResult
+    from memrules._core.messages import ToolResult
 
     messages = (
         message("user", "What is in src/app.py?"),

@@ -1,5 +1,5 @@
 """Retrieval memory's configuration (memrules.memory.config) and routes
-(memrules._config): what a file says, and every mistake at its path and line."""
+(memrules._config.load): what a file says, and every mistake at its path and line."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import memrules
-from memrules._errors import ConfigError
+from memrules._core.errors import ConfigError
 from memrules.memory import (
     DEFAULT_THRESHOLDS,
     Memory,

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memrules._errors import ConfigError
-from memrules._messages import message
+from memrules._core.errors import ConfigError
+from memrules._core.messages import message
 from memrules.memory.autostore import memory_record, memory_text
 from memrules.memory.retrieve import is_memory_message
 from memrules.seams import Embedder, MessageStore, Scope

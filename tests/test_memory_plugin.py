@@ -16,7 +16,7 @@ import pytest
 
 import memrules
 from memrules import ConfigError, MemoryConfig, MemoryPlugin, Request
-from memrules._messages import message
+from memrules._core.messages import message
 from memrules.memory import (
     MemoryStoreConfig,
     RetrievalEvent,

@@ -21,9 +21,9 @@ from memrules import (
     from_openai,
     load_pipeline,
 )
-from memrules._errors import MemrulesError, MessageFormatError, MessageTypeError
-from memrules._frozen import FrozenDict
-from memrules._messages import message
+from memrules._core.errors import MemrulesError, MessageFormatError, MessageTypeError
+from memrules._core.frozen import FrozenDict
+from memrules._core.messages import message
 
 
 def test_messages_are_frozen_values() -> None:

@@ -18,7 +18,7 @@ from memrules import (
     ToolResult,
     load_pipeline,
 )
-from memrules._messages import Conversation, message
+from memrules._core.messages import Conversation, message
 from memrules.observability import LoggingObserver, error_type, run_attributes
 from memrules.strategies import clear_tool_results, sliding_window
 
@@ -329,7 +329,7 @@ def test_prometheus_counts_errors_and_refuses_a_second_registration() -> None:
 
 def test_run_attributes_before_the_run_hold_no_outcome() -> None:
     from memrules import Budget
-    from memrules._observe import RunInfo
+    from memrules._engine.observe import RunInfo
 
     info = RunInfo(
         operation="apply",

@@ -17,8 +17,8 @@ from memrules import (
     Pipeline,
     load_pipeline,
 )
-from memrules._messages import Conversation, message
-from memrules._observe import PipelineObserver, RunInfo, StepInfo
+from memrules._core.messages import Conversation, message
+from memrules._engine.observe import PipelineObserver, RunInfo, StepInfo
 from memrules.strategies import sliding_window
 from memrules.testing import conversations
 

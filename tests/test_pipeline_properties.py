@@ -16,14 +16,14 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from memrules._budget import Budget
-from memrules._config import MemoryConfig, default_strategies, load_config
-from memrules._interpreter import MAX_PASSES, NamedStrategy
-from memrules._messages import Conversation
-from memrules._pipeline import Pipeline
-from memrules._report import CompressionResult, StopReason
-from memrules._tokens import TiktokenCounter
-from memrules._typing import DEFAULT_WARNING_MARKER
+from memrules._config.load import MemoryConfig, default_strategies, load_config
+from memrules._core.budget import Budget
+from memrules._core.messages import Conversation
+from memrules._core.report import CompressionResult, StopReason
+from memrules._counting.tokens import TiktokenCounter
+from memrules._engine.contract import DEFAULT_WARNING_MARKER
+from memrules._engine.interpreter import MAX_PASSES, NamedStrategy
+from memrules._runtime.pipeline import Pipeline
 from memrules.seams import Seams, openai_summarizer
 from memrules.strategies import (
     BUILTIN_ORDER,

@@ -1,4 +1,4 @@
-"""The request hook (memrules._plugin): the four steps, their order and their
+"""The request hook (memrules._plugin.plugin): the four steps, their order and their
 error rules, the one-shot warning, and the shell's thread safety."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any
 import attrs
 import pytest
 
-from memrules._budget import Budget
-from memrules._config import MemoryConfig
-from memrules._errors import ConfigError, MessageFormatError, ObserverError
-from memrules._messages import Conversation, Message, message
-from memrules._plugin import ConversationState, MemoryPlugin, Request, StepResult, step
-from memrules._report import StopReason
-from memrules._typing import DEFAULT_WARNING_MARKER, StrategyContext
-from memrules._usage import ContextUsage
+from memrules._config.load import MemoryConfig
+from memrules._core.budget import Budget
+from memrules._core.errors import ConfigError, MessageFormatError, ObserverError
+from memrules._core.messages import Conversation, Message, message
+from memrules._core.report import StopReason
+from memrules._counting.usage import ContextUsage
+from memrules._engine.contract import DEFAULT_WARNING_MARKER, StrategyContext
+from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request, StepResult, step
 from memrules.seams import MemoryRecord, RecallHit, Scope, StoreWrite
 from memrules.strategies import offload, sliding_window
 

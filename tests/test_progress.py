@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from memrules import _cli
-from memrules._progress import Progress, ProgressObserver, is_terminal
+from memrules._cli import main as _cli
+from memrules._runtime.progress import Progress, ProgressObserver, is_terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = """
@@ -106,7 +106,7 @@ def test_the_observer_reports_pass_strategy_and_tokens() -> None:
 
     progress.update = update  # type: ignore[method-assign]
     pipeline = load_pipeline(CONFIG, observers=[ProgressObserver(progress)])
-    from memrules._messages import message
+    from memrules._core.messages import message
 
     pipeline.apply(tuple(message("user", "word " * 200) for _ in range(20)))
     progress.close()

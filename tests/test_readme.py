@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memrules._cli import main as cli_main
+from memrules._cli.main import main as cli_main
 from tests.seams import needs_memory_extras
 
 ROOT = Path(__file__).resolve().parent.parent

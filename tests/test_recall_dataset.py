@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from benchmarks.recall.generate import generate
-from memrules.seams._records import decode_message
+from memrules._core.seam_records import decode_message
 
 DATASET = Path(__file__).resolve().parent.parent / "benchmarks" / "recall" / "dataset.json"
 

@@ -10,13 +10,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memrules import from_anthropic, from_openai, to_openai
-from memrules._errors import ConfigError, StoreError
-from memrules._messages import Conversation, Message, Text, ToolCall, ToolResult, message
-from memrules.memory.autostore import memory_id
-from memrules.seams import Scope
-from memrules.seams._fusion import reciprocal_rank_fusion
-from memrules.seams._lexical import document_vector, query_vector, tokens
-from memrules.seams._records import (
+from memrules._core.errors import ConfigError, StoreError
+from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules._core.seam_records import (
     build_records,
     check_storable,
     content_hash,
@@ -24,6 +20,10 @@ from memrules.seams._records import (
     encode_message,
     index_text,
 )
+from memrules.memory.autostore import memory_id
+from memrules.seams import Scope
+from memrules.seams._fusion import reciprocal_rank_fusion
+from memrules.seams._lexical import document_vector, query_vector, tokens
 from memrules.testing import conversations
 from tests.adapter_json import openai_messages
 from tests.test_units import agent_loop

@@ -8,11 +8,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from memrules import MemoryConfig, Pipeline
-from memrules._budget import Budget
-from memrules._interpreter import NamedStrategy, run_pipeline
-from memrules._invariants import enforce
-from memrules._messages import Conversation, Message, ToolCall, ToolResult, message
-from memrules._repair import input_problems, repair
+from memrules._core.budget import Budget
+from memrules._core.invariants import enforce
+from memrules._core.messages import Conversation, Message, ToolCall, ToolResult, message
+from memrules._core.repair import input_problems, repair
+from memrules._engine.interpreter import NamedStrategy, run_pipeline
 from memrules.strategies import sliding_window, trim_to_budget
 from memrules.testing import assert_invariants, check_strategy, conversations
 from tests.strategies import COUNTER, agent_histories, budgets_for, context

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from memrules import ReplayMismatch, from_openai, load_pipeline, record_trace, replay_trace
-from memrules._messages import Conversation
-from memrules._trace import dump_line
+from memrules._core.messages import Conversation
+from memrules._trace.record import dump_line
 from tests.chat_server import ChatServer
 from tests.seams import FILE_BACKENDS
 

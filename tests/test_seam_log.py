@@ -7,7 +7,7 @@ import doctest
 
 import pytest
 
-from memrules._errors import ReplayMismatch, StoreError, StrategyError
+from memrules._core.errors import ReplayMismatch, StoreError, StrategyError
 from memrules.seams._log import (
     RecordingLog,
     ReplayedError,
@@ -178,7 +178,7 @@ def test_a_nested_call_is_not_answered_on_its_own() -> None:
 
 
 def test_the_diff_module_s_example_runs() -> None:
-    import memrules._jsondiff
+    import memrules._core.jsondiff
 
-    failed, attempted = doctest.testmod(memrules._jsondiff)
+    failed, attempted = doctest.testmod(memrules._core.jsondiff)
     assert (failed, attempted) == (0, 1)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from memrules import MemoryConfig, Pipeline, load_pipeline
-from memrules._errors import ConfigError, EmbedderError, SummarizerError
-from memrules._messages import Conversation, ToolCall, ToolResult, message
+from memrules._core.errors import ConfigError, EmbedderError, SummarizerError
+from memrules._core.messages import Conversation, ToolCall, ToolResult, message
 from memrules.seams import Seams, openai_embedder, openai_summarizer
 from memrules.seams.summarizers import SUMMARY_PROMPT
 from memrules.strategies import summarize

@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 import pytest
 
 from memrules import load_config
-from memrules._cli import main
-from memrules._errors import MemrulesError
-from memrules._http import JSONClient
+from memrules._cli.main import main
+from memrules._core.errors import MemrulesError
+from memrules._io.http import JSONClient
 from memrules.seams.embedders import openai_embedder
 from memrules.seams.summarizers import openai_summarizer
 
@@ -105,7 +105,7 @@ def assert_clean(where: str, text: str) -> None:
 
 
 def test_redact_url_masks_userinfo_and_key_like_query_values() -> None:
-    from memrules._secrets import redact_text, redact_url
+    from memrules._core.redaction import redact_text, redact_url
 
     assert redact_url("http://u:p@h:1/v1?api_key=k&model=m") == (
         "http://u:***@h:1/v1?api_key=***&model=m"
@@ -221,8 +221,8 @@ def test_store_reprs_and_errors_hold_no_url_secret() -> None:
     """A server store's URL shows masked in its repr, its config errors and
     the errors of a failed call (here: nothing listens on the port)."""
     pytest.importorskip("qdrant_client")
-    from memrules._errors import StoreError
-    from memrules.seams._records import Scope
+    from memrules._core.errors import StoreError
+    from memrules._core.seam_records import Scope
     from memrules.seams.qdrant import qdrant_store
 
     class Constant:

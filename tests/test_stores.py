@@ -12,8 +12,17 @@ from typing import Any
 import pytest
 
 from memrules import MemoryConfig, Pipeline, load_pipeline
-from memrules._errors import CollectionError, EmbedderError, StoreError
-from memrules._messages import Conversation, Message, Opaque, Text, ToolCall, ToolResult, message
+from memrules._core.errors import CollectionError, EmbedderError, StoreError
+from memrules._core.messages import (
+    Conversation,
+    Message,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    message,
+)
+from memrules._core.seam_records import MemoryRecord, build_records
 from memrules.seams import (
     Embedder,
     MessageStore,
@@ -23,7 +32,6 @@ from memrules.seams import (
     local_embedder,
     recall_tool,
 )
-from memrules.seams._records import MemoryRecord, build_records
 from memrules.strategies import offload
 from tests.seams import BACKENDS, CLIENT_BACKENDS, FILE_BACKENDS, StoreMaker, maker
 from tests.strategies import COUNTER

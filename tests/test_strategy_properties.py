@@ -17,10 +17,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from memrules._budget import Budget
-from memrules._interpreter import NamedStrategy, run_once, run_pipeline
-from memrules._invariants import Enforced, enforce
-from memrules._messages import (
+from memrules._core.budget import Budget
+from memrules._core.invariants import Enforced, enforce
+from memrules._core.messages import (
     Conversation,
     Message,
     Opaque,
@@ -31,8 +30,9 @@ from memrules._messages import (
     message,
     part_text,
 )
-from memrules._report import StopReason
-from memrules._typing import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
+from memrules._core.report import StopReason
+from memrules._engine.contract import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
+from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 from memrules.strategies import (
     STRATEGIES,
     clamp_oversized_messages,

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from memrules import load_pipeline
-from memrules._budget import Budget
-from memrules._interpreter import NamedStrategy, run_once, run_pipeline
-from memrules._invariants import check_invariants, enforce
-from memrules._messages import Conversation, Message, Text, ToolCall, ToolResult, message
-from memrules._typing import StrategyContext
+from memrules._core.budget import Budget
+from memrules._core.invariants import check_invariants, enforce
+from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules._engine.contract import StrategyContext
+from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 from memrules.seams import Seams, Summarizer, extractive_summarizer, openai_summarizer
 from memrules.strategies import drop_turns, sliding_window, summarize
 from memrules.strategies.seamed import SUMMARY_PREFIX

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import InvalidArgument
 
-from memrules._budget import Budget
-from memrules._messages import Conversation, Message, Text, ToolCall, ToolResult, message
-from memrules._tokens import TiktokenCounter
-from memrules._typing import DEFAULT_WARNING_MARKER, StrategyContext
+from memrules._core.budget import Budget
+from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules._counting.tokens import TiktokenCounter
+from memrules._engine.contract import DEFAULT_WARNING_MARKER, StrategyContext
 from memrules.strategies import sliding_window
 from memrules.testing import (
     FILE_PATHS,

@@ -16,7 +16,7 @@ import pytest
 
 import memrules
 from memrules import MemoryConfig, MemoryPlugin, Request, TiktokenCounter
-from memrules._messages import Conversation, message
+from memrules._core.messages import Conversation, message
 from memrules.strategies import sliding_window
 
 T = TypeVar("T")

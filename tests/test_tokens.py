@@ -20,9 +20,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memrules import EncodingError, count_tokens, estimate_tokens
-from memrules._measure import Measure
-from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult, message
-from memrules._tokens import (
+from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult, message
+from memrules._counting.measure import Measure
+from memrules._counting.tokens import (
     CHUNK_CHARS,
     EstimatingCounter,
     TiktokenCounter,
@@ -68,7 +68,7 @@ def test_loading_never_touches_the_network() -> None:
             raise OSError("network is off in this test")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from memrules._tokens import load_encoding
+        from memrules._counting.tokens import load_encoding
         print(load_encoding("o200k_base").encode_ordinary("offline"),
               load_encoding("cl100k_base").encode_ordinary("offline"))
         """

@@ -30,11 +30,11 @@ from memrules import (
     record_trace,
     replay_trace,
 )
-from memrules._canonical import canonical_config, config_sha256, rebuild_config
-from memrules._cli import main
-from memrules._messages import Conversation, message
-from memrules._trace import dump_line, read_trace
-from memrules._typing import StrategyContext
+from memrules._cli.main import main
+from memrules._core.messages import Conversation, message
+from memrules._engine.contract import StrategyContext
+from memrules._trace.canonical import canonical_config, config_sha256, rebuild_config
+from memrules._trace.record import dump_line, read_trace
 from memrules.strategies import sliding_window
 from tests.seams import config_params, needs_memory_extras
 
@@ -579,7 +579,7 @@ routes:
 
 ROUTE_HEADER = (
     "import json, sys; from memrules import load_config; "
-    "from memrules._canonical import canonical_config; "
+    "from memrules._trace.canonical import canonical_config; "
     "config = load_config(sys.stdin.read()); "
     "print(json.dumps(canonical_config(config.route_config('support'))))"
 )

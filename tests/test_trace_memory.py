@@ -18,9 +18,9 @@ import attrs
 import pytest
 
 from memrules import MemoryConfig, MemoryPlugin, ReplayMismatch, load_config, replay_trace
-from memrules._canonical import canonical_config, rebuild_config
-from memrules._cli import main
-from memrules._trace import dump_line
+from memrules._cli.main import main
+from memrules._trace.canonical import canonical_config, rebuild_config
+from memrules._trace.record import dump_line
 from memrules.memory import MemoryStoreConfig, Retrieval, RouteMemory
 from memrules.memory.binding import open_store
 from memrules.memory.gate import Memory

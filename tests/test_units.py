@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from memrules import MemoryConfig, Pipeline, ToolCall, ToolResult
-from memrules._messages import Conversation, Message, message
+from memrules._core.messages import Conversation, Message, message
 from memrules.seams import Seams
 from memrules.strategies import offload, summarize
 from tests.strategies import COUNTER, ExtractiveSummarizer, MemoryStore

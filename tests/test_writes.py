@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from memrules import MemoryPlugin, load_config
-from memrules._errors import MemrulesError, OutputError
+from memrules._core.errors import MemrulesError, OutputError
 from memrules.graph import MemoryGraph
 from memrules.graph.snapshot import GraphSnapshot, save_snapshot
 from tests.chat_server import ChatServer

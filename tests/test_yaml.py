@@ -1,4 +1,4 @@
-"""The YAML reader's limits (memrules._yaml): configs built to stall or exhaust
+"""The YAML reader's limits (memrules._core.yaml_nodes): configs built to stall or exhaust
 the reader fail fast, with one line, and without using memory.
 
 The times asserted are generous bounds (seconds where the reader takes
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memrules import ConfigError, load_config
-from memrules._yaml import MAX_CONFIG_BYTES, MAX_DEPTH, MAX_NODES, parse_yaml
+from memrules._core.yaml_nodes import MAX_CONFIG_BYTES, MAX_DEPTH, MAX_NODES, parse_yaml
 
 BOUND_S = 5.0
 """Far above what the reader takes; a reader without limits takes minutes."""

@@ -1,6 +1,6 @@
 """Generate the evaluation dataset that ``memrules eval`` runs on in the tests
 and the README: multi-session chats and coding-agent histories whose facts
-are probed by questions, in the dataset format of :mod:`memrules._dataset`.
+are probed by questions, in the dataset format of :mod:`memrules._cli.dataset`.
 
 Seeded and deterministic: ``python benchmarks/eval/generate.py`` writes
 ``benchmarks/eval/dataset.jsonl`` (the committed one is seed 0);

@@ -22,8 +22,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from memrules._messages import Message, ToolCall, ToolResult, message
-from memrules.seams._records import encode_message
+from memrules._core.messages import Message, ToolCall, ToolResult, message
+from memrules._core.seam_records import encode_message
 
 NAMES = [
     "Priya", "Tomasz", "Aiko", "Mateo", "Ingrid", "Kwame", "Lucia", "Oskar", "Farah", "Dmitri",

@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.recall.generate import generate  # noqa: E402
 from memrules import MemoryConfig, Pipeline  # noqa: E402
+from memrules._core.seam_records import decode_message  # noqa: E402
 from memrules.seams import Seams, local_embedder, milvus_store, qdrant_store  # noqa: E402
-from memrules.seams._records import decode_message  # noqa: E402
 from memrules.seams._store import MessageStore  # noqa: E402
 
 MODES = ("dense", "lexical", "hybrid")

@@ -9,7 +9,7 @@
 ``to_x(from_x(m)) == m`` for every valid input ``m``; a conversation's
 :class:`ConversionMemo` makes ``from_x`` pay only for messages that
 conversation has not sent before; malformed input raises
-:class:`~memrules._errors.MessageFormatError` naming the message index and
+:class:`~memrules._core.errors.MessageFormatError` naming the message index and
 field. Fields the data model has no place for are kept in
 ``Message.metadata`` and in each part's ``extra`` under the provider's name
 (``"openai"``, ``"anthropic"``) and a few ``"<provider>_..."`` keys that each
@@ -18,8 +18,8 @@ converting between formats drops the other provider's fields; each module
 says what else is lost that way.
 """
 
-from memrules._adapters._memo import ConversionMemo
 from memrules._adapters.anthropic import from_anthropic, to_anthropic, to_anthropic_request
+from memrules._adapters.conversion_memo import ConversionMemo
 from memrules._adapters.openai import from_openai, to_openai
 
 __all__ = [

@@ -7,7 +7,7 @@ third format is one new module. The pieces:
 Reading
     :func:`array`, :func:`mapping`, :func:`required_str`,
     :func:`optional_str`, :func:`checked_str` and :func:`typed` read untrusted
-    JSON. Every check raises :class:`~memrules._errors.MessageFormatError` with
+    JSON. Every check raises :class:`~memrules._core.errors.MessageFormatError` with
     the message index and the field path (``content[2].type``), so malformed
     input never surfaces as a ``KeyError`` or ``TypeError`` from deep inside a
     loop. Strings are checked for lone surrogates and verbatim values for
@@ -16,7 +16,7 @@ Reading
     other, and output must be written whole.
 Keeping
     :func:`unmapped` keeps the keys a reader does not map, as a
-    :class:`~memrules._frozen.FrozenDict` in input order; :func:`key_order`
+    :class:`~memrules._core.frozen.FrozenDict` in input order; :func:`key_order`
     records the order of an object's keys when a writer would write them in
     another. The provider's name is the key they are kept under in
     ``metadata``/``extra`` (``"openai"``, ``"openai_keys"``).
@@ -46,8 +46,8 @@ from typing import Any, NoReturn
 
 import attrs
 
-from memrules._errors import MessageFormatError
-from memrules._frozen import (
+from memrules._core.errors import MessageFormatError
+from memrules._core.frozen import (
     FrozenDict,
     ValueProblem,
     freeze_json,
@@ -55,7 +55,7 @@ from memrules._frozen import (
     surrogate_problem,
     thaw,
 )
-from memrules._messages import ContentPart, Opaque, Part, Text
+from memrules._core.messages import ContentPart, Opaque, Part, Text
 
 __all__ = [
     "MISSING",

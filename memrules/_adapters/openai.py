@@ -13,15 +13,15 @@ How each message maps:
 
 - ``system`` and ``developer`` become ``system`` messages; ``user`` and
   ``assistant`` keep their role; ``tool`` becomes a ``tool`` message holding
-  one :class:`~memrules._messages.ToolResult` (``tool_call_id`` is its
+  one :class:`~memrules._core.messages.ToolResult` (``tool_call_id`` is its
   ``call_id``). The legacy ``function`` role becomes a ``tool`` message too,
   answering the assistant's most recent legacy ``function_call``.
-- ``content`` as a string becomes one :class:`~memrules._messages.Text`
+- ``content`` as a string becomes one :class:`~memrules._core.messages.Text`
   (an empty string, none); as a list, ``text`` parts become ``Text`` and every
   other part (``image_url``, ``input_audio``, ``file``, ``refusal``, types
-  memrules does not know) an :class:`~memrules._messages.Opaque` whose ``kind``
+  memrules does not know) an :class:`~memrules._core.messages.Opaque` whose ``kind``
   is ``"openai:<type>"`` and whose ``payload`` is the whole part.
-- ``tool_calls`` become :class:`~memrules._messages.ToolCall` parts after the
+- ``tool_calls`` become :class:`~memrules._core.messages.ToolCall` parts after the
   content, in order; ``arguments`` is kept as the exact text.
   ``custom`` tool calls are read too (``input`` is the arguments).
 - ``name`` becomes ``Message.name``.
@@ -60,14 +60,14 @@ Key order: ``to_openai`` writes every object with its keys in the order
 the orders recorded above), so the output's bytes follow the input's,
 whatever ``PYTHONHASHSEED`` is.
 
-Refused at input, with a :class:`~memrules._errors.MessageFormatError`
+Refused at input, with a :class:`~memrules._core.errors.MessageFormatError`
 naming the index and field: ``NaN`` and infinities anywhere (``json.dumps``
 would write a bare ``NaN``, which is not JSON), and strings or keys with a
 lone surrogate (``"\\ud800"``, as ``json.loads`` returns for the escape),
 which no UTF-8 writer can write, and values nested more than
-:data:`~memrules._frozen.MAX_DEPTH` levels deep. A message built in Python
+:data:`~memrules._core.frozen.MAX_DEPTH` levels deep. A message built in Python
 refuses lone surrogates and such nesting when it is built (a
-:class:`~memrules._errors.MessageFormatError` naming the field), but not a
+:class:`~memrules._core.errors.MessageFormatError` naming the field), but not a
 ``NaN`` in its metadata: keep that out of it.
 
 Converting from Anthropic messages (what is kept, what is lost): a user
@@ -112,9 +112,9 @@ from memrules._adapters._common import (
     write_opaque,
     write_text,
 )
-from memrules._adapters._memo import ConversionMemo
-from memrules._frozen import FrozenDict
-from memrules._messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
+from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._core.frozen import FrozenDict
+from memrules._core.messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
 
 __all__ = ["from_openai", "to_openai"]
 
@@ -160,12 +160,12 @@ def from_openai(
     """Read OpenAI chat-completions messages into a conversation.
 
     ``messages`` is the ``messages`` array of a request (parsed JSON). The
-    input is not modified. Raises :class:`~memrules._errors.MessageFormatError`
+    input is not modified. Raises :class:`~memrules._core.errors.MessageFormatError`
     naming the message index and field for malformed input, e.g.
     ``messages[3].tool_calls[0].function.arguments: expected a string, got int``,
     and for values no JSON writer can write back (``NaN``, lone surrogates).
 
-    ``memo``, one conversation's :class:`~memrules._adapters._memo.ConversionMemo`,
+    ``memo``, one conversation's :class:`~memrules._adapters.conversion_memo.ConversionMemo`,
     makes a request pay only for the messages that conversation has not
     sent before; the others come back as the very messages they became
     then.
@@ -410,7 +410,7 @@ def to_openai(conversation: Iterable[Message]) -> list[dict[str, Any]]:
     with every object's keys in the order they were read in.
     A message that OpenAI cannot express (a tool call on a user message, a
     tool message with no result) raises
-    :class:`~memrules._errors.MessageFormatError` naming its index.
+    :class:`~memrules._core.errors.MessageFormatError` naming its index.
     """
     out: list[dict[str, Any]] = []
     for index, message in enumerate(conversation):

@@ -82,7 +82,7 @@ def settings(args: argparse.Namespace) -> measure.Settings:
 
 
 class Tracker(Protocol):
-    """Shows which section runs (:class:`memrules._progress.Progress`)."""
+    """Shows which section runs (:class:`memrules._runtime.progress.Progress`)."""
 
     def update(self, label: str, fraction: float | None = None) -> None: ...
 

@@ -11,7 +11,7 @@ edits), ``grep``, ``run_tests``, ``list_dir`` and ``edit_file`` (whose
 arguments carry code).
 
 Every message is built twice from the same draw: as a memrules
-:class:`~memrules._messages.Message` and as an OpenAI chat-completions dict,
+:class:`~memrules._core.messages.Message` and as an OpenAI chat-completions dict,
 and ``from_openai(history.openai) == history.messages``. The same seed and
 size give the same history, on any machine; each size is its own draw, not
 a prefix of a bigger one. The history never ends inside a tool step (the
@@ -29,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from memrules._messages import Conversation, Message, Role, Text, ToolCall, ToolResult
+from memrules._core.messages import Conversation, Message, Role, Text, ToolCall, ToolResult
 
 __all__ = ["History", "agent_history", "request_points"]
 

@@ -56,17 +56,17 @@ import attrs
 import tiktoken
 
 from memrules._adapters import from_openai, to_openai
-from memrules._adapters._memo import ConversionMemo
+from memrules._adapters.conversion_memo import ConversionMemo
 from memrules._bench._langchain import CONFIGS, LangChain, TrimConfig, load_langchain
 from memrules._bench.histories import History, agent_history, request_points
 from memrules._bench.reference import PRIMING, openai_message_tokens
-from memrules._config import MemoryConfig
-from memrules._framing import OPENAI, FramedCounter
-from memrules._invariants import pairing_problems
-from memrules._messages import Conversation, Message
-from memrules._pipeline import Pipeline, load_pipeline
-from memrules._plugin import MemoryPlugin
-from memrules._tokens import TiktokenCounter, load_encoding
+from memrules._config.load import MemoryConfig
+from memrules._core.invariants import pairing_problems
+from memrules._core.messages import Conversation, Message
+from memrules._counting.framing import OPENAI, FramedCounter
+from memrules._counting.tokens import TiktokenCounter, load_encoding
+from memrules._plugin.plugin import MemoryPlugin
+from memrules._runtime.pipeline import Pipeline, load_pipeline
 from memrules.strategies import trim_to_budget
 
 __all__ = ["ENCODER", "SECTIONS", "Context", "Settings", "alternate", "sample_turns", "start"]
@@ -238,7 +238,7 @@ def alternate(
 
 def _short_counter(encoding: tiktoken.Encoding) -> Callable[[str], int]:
     """``len(encode(text))``, with short strings' counts kept (as
-    :class:`~memrules._framing.FramedCounter` keeps them)."""
+    :class:`~memrules._counting.framing.FramedCounter` keeps them)."""
     encode = encoding.encode_ordinary
     known: dict[str, int] = {}
 
@@ -541,7 +541,7 @@ def _list_loop(history: History, budget: int, encoding: tiktoken.Encoding) -> fl
 def _from_openai_loop(history: History, budget: int, encoding: tiktoken.Encoding) -> float:
     """The caller keeps OpenAI dicts and converts the whole list every turn:
     ``pipeline.apply(from_openai(log, memo=...))``, the conversation's
-    :class:`~memrules._adapters._memo.ConversionMemo` its own."""
+    :class:`~memrules._adapters.conversion_memo.ConversionMemo` its own."""
     pipeline = _pipeline(budget, encoding)
     memo = ConversionMemo()
     log: list[Any] = []

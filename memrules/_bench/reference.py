@@ -8,7 +8,7 @@ encoded on its own, 1 more for a ``name``, 3 for the reply's priming. The
 guide stops short of tool traffic, so a tool call counts its ``id``,
 ``type``, function ``name`` and ``arguments``, a tool message its
 ``tool_call_id``, and a list ``content`` the text of its text parts (image
-parts count nothing). It shares no code with :mod:`memrules._framing`, so a
+parts count nothing). It shares no code with :mod:`memrules._counting.framing`, so a
 window that the rule keeps within a budget is checked against a count the
 rule did not make.
 """

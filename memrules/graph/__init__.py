@@ -24,7 +24,7 @@ graph and rendered into every request.
 
 from __future__ import annotations
 
-from memrules._errors import GraphError, StateStoreError
+from memrules._core.errors import GraphError, StateStoreError
 from memrules.graph.extract import GraphExtractor, offline_extractor
 from memrules.graph.limits import AtCap, GraphLimits
 from memrules.graph.memory_graph import MemoryGraph

@@ -28,7 +28,7 @@ The offline extractor finds three things, each with a stated weight:
   delete, move or rename. Weight 1.
 - **Tools called**: a ``Tool`` node ``tool:<name>`` for each tool. Weight 0.5.
 
->>> from memrules._messages import message
+>>> from memrules._core.messages import message
 >>> delta = offline_extractor()((message("user", "The vault is in Lisbon. Reply with: noted"),))
 >>> delta.relationship("fact:vault:is_in").target
 'Lisbon'
@@ -44,8 +44,8 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from memrules._errors import ConfigError, ConfigProblem
-from memrules._messages import Conversation, Message, ToolCall
+from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._core.messages import Conversation, Message, ToolCall
 from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.model import GraphNode, GraphRelationship
@@ -214,7 +214,7 @@ def offline_extractor(
     """The offline :data:`GraphExtractor` (see the module docs): user-stated
     ``facts``, ``files`` read or written (the tool-call arguments it looks
     in are ``path_keys``), ``tools`` called. Raises one
-    :class:`~memrules._errors.ConfigError` for settings it cannot use, or
+    :class:`~memrules._core.errors.ConfigError` for settings it cannot use, or
     that can never find anything (all three off)."""
     problems = [
         _problem(key, f"{key}={value!r} must be true or false")

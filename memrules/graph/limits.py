@@ -13,7 +13,7 @@ without bound. What happens at the cap is stated, not left to chance:
   in the incoming graph's order (oldest first), while there is room; the rest
   are refused, with every relationship that names a refused node. A single
   :meth:`~memrules.graph.MemoryGraph.add_node` at the cap raises
-  :class:`~memrules._errors.GraphError`.
+  :class:`~memrules._core.errors.GraphError`.
 
 Either way the :class:`~memrules.graph.MergeReport` lists what went or was
 refused. In YAML::
@@ -30,8 +30,8 @@ import enum
 
 import attrs
 
-from memrules._checks import is_whole
-from memrules._errors import ConfigError, ConfigProblem
+from memrules._core.checks import is_whole
+from memrules._core.errors import ConfigError, ConfigProblem
 
 __all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MAX_RELATIONSHIPS", "AtCap", "GraphLimits"]
 
@@ -55,7 +55,7 @@ class GraphLimits:
     ``max_nodes`` and ``max_relationships`` are whole numbers of at least 1;
     ``at_cap`` is ``"evict"`` or ``"reject"`` (an :class:`AtCap`). Checked
     when built: a bad value raises one
-    :class:`~memrules._errors.ConfigError` naming every problem, each at its
+    :class:`~memrules._core.errors.ConfigError` naming every problem, each at its
     YAML path (``graph_limits.max_nodes``).
     """
 

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import attrs
 from pyrsistent import PMap, pmap
 
-from memrules._errors import GraphError
+from memrules._core.errors import GraphError
 from memrules.graph.limits import AtCap, GraphLimits
 from memrules.graph.merge import (
     MergeCounts,
@@ -110,7 +110,7 @@ class MemoryGraph:
         return not self._nodes
 
     def node(self, node_id: str) -> GraphNode:
-        """The node ``node_id``; :class:`~memrules._errors.GraphError` naming
+        """The node ``node_id``; :class:`~memrules._core.errors.GraphError` naming
         it when there is none."""
         found = self._nodes.get(node_id)
         if found is None:

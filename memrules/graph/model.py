@@ -4,7 +4,7 @@ and :class:`GraphDirection`.
 A node is an ``id``, a set of ``labels``, JSON ``properties`` and a
 ``weight``; a relationship is a directed, typed, weighted edge between two
 node ids, with its own ``id`` and properties. Both are frozen values that
-check themselves when built and raise :class:`~memrules._errors.GraphError`
+check themselves when built and raise :class:`~memrules._core.errors.GraphError`
 naming their id:
 
 >>> GraphNode(id="vault", labels=("Entity",), properties={"name": "vault"})
@@ -12,14 +12,14 @@ GraphNode(id='vault', labels=('Entity',), properties={'name': 'vault'}, weight=1
 >>> GraphRelationship(id="r", source="vault", target="Lisbon", type="is_in", weight=float("nan"))
 Traceback (most recent call last):
 ...
-memrules._errors.GraphError: relationship 'r': weight=nan must be a finite number
+memrules._core.errors.GraphError: relationship 'r': weight=nan must be a finite number
 
 Weights rank what the graph keeps at its cap and what rendering shows first
 (highest first). The spec gives relationships a weight; nodes carry one too,
 so that the same two rules apply to both (1.0 unless said otherwise).
 
 Labels are kept sorted and without repeats, and properties as deep-frozen
-JSON values (:class:`~memrules._frozen.FrozenDict`, whose equality ignores
+JSON values (:class:`~memrules._core.frozen.FrozenDict`, whose equality ignores
 key order), so that equal nodes are equal values whatever order their labels
 or keys came in, and render and serialize the same bytes (keys sorted).
 """
@@ -33,8 +33,8 @@ from typing import Any
 
 import attrs
 
-from memrules._errors import GraphError
-from memrules._frozen import FrozenDict, ValueProblem, freeze_json, thaw
+from memrules._core.errors import GraphError
+from memrules._core.frozen import FrozenDict, ValueProblem, freeze_json, thaw
 
 __all__ = ["GraphDirection", "GraphNode", "GraphRelationship"]
 
@@ -126,7 +126,7 @@ class GraphNode:
     ``properties`` (JSON values, frozen; NaN and infinities refused) and a
     finite ``weight`` (1.0 by default; see the module docs).
 
-    Raises :class:`~memrules._errors.GraphError` naming the id when a field
+    Raises :class:`~memrules._core.errors.GraphError` naming the id when a field
     cannot be used.
     """
 

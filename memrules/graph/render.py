@@ -37,10 +37,10 @@ from typing import Any
 
 import attrs
 
-from memrules._checks import is_whole
-from memrules._errors import ConfigError, ConfigProblem
-from memrules._frozen import thaw
-from memrules._messages import Conversation, Message, message
+from memrules._core.checks import is_whole
+from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._core.frozen import thaw
+from memrules._core.messages import Conversation, Message, message
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.model import GraphNode, GraphRelationship
 
@@ -65,7 +65,7 @@ class GraphContext:
     at most ``max_nodes`` nodes (64; at least 1) and ``max_relationships``
     relationships (128; at least 0), in one system message that starts with
     ``marker``. Checked when built: a bad value raises one
-    :class:`~memrules._errors.ConfigError` naming every problem at its YAML
+    :class:`~memrules._core.errors.ConfigError` naming every problem at its YAML
     path."""
 
     max_nodes: int = 64

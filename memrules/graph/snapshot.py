@@ -14,7 +14,7 @@ original would have)::
 :meth:`GraphSnapshot.to_json` writes sorted keys and no NaN, so equal
 snapshots are equal bytes. Reading one (:meth:`GraphSnapshot.from_dict`,
 :meth:`~GraphSnapshot.from_json`, :func:`load_snapshot`) checks every field
-and raises one :class:`~memrules._errors.GraphError` that lists every
+and raises one :class:`~memrules._core.errors.GraphError` that lists every
 problem, naming the entry's place and id; importing it into a graph
 (:meth:`MemoryGraph.from_snapshot <memrules.graph.MemoryGraph.from_snapshot>`)
 also refuses duplicate ids and relationships whose endpoints are not among
@@ -32,9 +32,9 @@ from typing import Any
 
 import attrs
 
-from memrules._errors import GraphError
-from memrules._files import write_atomic
-from memrules._jsontext import TOO_DEEP, JSONTextError, parse_json
+from memrules._core.errors import GraphError
+from memrules._core.jsontext import TOO_DEEP, JSONTextError, parse_json
+from memrules._io.files import write_atomic
 from memrules.graph.model import GraphNode, GraphRelationship
 
 __all__ = [
@@ -145,7 +145,7 @@ class GraphSnapshot:
         return tuple(found)
 
     def check(self) -> None:
-        """Raise one :class:`~memrules._errors.GraphError` listing every
+        """Raise one :class:`~memrules._core.errors.GraphError` listing every
         :meth:`problems` (its ``ids`` the offending ids), if there are any."""
         problems = self.problems()
         if problems:
@@ -179,7 +179,7 @@ class GraphSnapshot:
     @classmethod
     def from_dict(cls, data: object) -> GraphSnapshot:
         """Read a snapshot from parsed JSON. Raises one
-        :class:`~memrules._errors.GraphError` listing every problem found,
+        :class:`~memrules._core.errors.GraphError` listing every problem found,
         each at its place (``nodes[3].weight``) and naming the id."""
         problems: list[str] = []
         ids: list[str] = []
@@ -210,7 +210,7 @@ class GraphSnapshot:
     @classmethod
     def from_json(cls, text: str | bytes) -> GraphSnapshot:
         """Read a snapshot from JSON text (see :meth:`from_dict`). Text that
-        is not JSON raises :class:`~memrules._errors.GraphError` naming the
+        is not JSON raises :class:`~memrules._core.errors.GraphError` naming the
         line. ``NaN`` and ``Infinity`` (which Python's JSON writer emits)
         are read, and then refused where they stand, naming the entry."""
         try:
@@ -286,10 +286,10 @@ def _relationship(entry: Mapping[str, Any]) -> GraphRelationship:
 def save_snapshot(snapshot: GraphSnapshot, path: str | os.PathLike[str]) -> None:
     """Write ``snapshot`` as JSON to ``path``, atomically: into a temporary
     file beside it, flushed to disk, then renamed over ``path``
-    (:func:`memrules._files.write_atomic`). A reader sees the old file or the
+    (:func:`memrules._io.files.write_atomic`). A reader sees the old file or the
     new one, never a part. A path that exists and is not a regular file (a
     device, a directory) is refused, never replaced; a failure (a full disk)
-    is an :class:`~memrules._errors.OutputError` (an ``OSError``) naming
+    is an :class:`~memrules._core.errors.OutputError` (an ``OSError``) naming
     ``path``, and leaves the old file as it was, with no temporary file
     behind. The snapshot itself is a value: nothing about it changes."""
     text = snapshot.to_json(indent=1) + "\n"
@@ -298,7 +298,7 @@ def save_snapshot(snapshot: GraphSnapshot, path: str | os.PathLike[str]) -> None
 
 def load_snapshot(path: str | os.PathLike[str]) -> GraphSnapshot:
     """Read a snapshot that :func:`save_snapshot` wrote. Raises
-    :class:`~memrules._errors.GraphError` naming the file for content that
+    :class:`~memrules._core.errors.GraphError` naming the file for content that
     is no valid snapshot, and the ``OSError`` the file system gives."""
     data = Path(path).read_bytes()
     try:

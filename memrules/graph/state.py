@@ -22,7 +22,7 @@ graph values are. Every successful write adds one to the conversation's
 nothing.
 
 A store that cannot be reached fails the call with
-:class:`~memrules._errors.StateStoreError`, having written nothing: never a
+:class:`~memrules._core.errors.StateStoreError`, having written nothing: never a
 half-written graph.
 
 In YAML::
@@ -45,9 +45,9 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from memrules._checks import check_whole, is_whole
-from memrules._errors import ConfigError, ConfigProblem, GraphError, StateStoreError
-from memrules._secrets import redact_url
+from memrules._core.checks import check_whole, is_whole
+from memrules._core.errors import ConfigError, ConfigProblem, GraphError, StateStoreError
+from memrules._core.redaction import redact_url
 from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.snapshot import GraphSnapshot
@@ -103,7 +103,7 @@ class StateStore(Protocol):
     """Where :class:`~memrules.MemoryPlugin` keeps each conversation's state.
 
     Conversation ids are strings, or None for the default conversation.
-    Every method may raise :class:`~memrules._errors.StateStoreError`, and
+    Every method may raise :class:`~memrules._core.errors.StateStoreError`, and
     then has written nothing.
     """
 
@@ -159,7 +159,7 @@ def encode_state(state: ConversationState, version: int) -> str:
 
 def decode_state(data: str | bytes, *, limits: GraphLimits, where: str) -> StateRecord:
     """The record :func:`encode_state` wrote, its graph under ``limits``.
-    Raises :class:`~memrules._errors.StateStoreError` naming ``where`` (the
+    Raises :class:`~memrules._core.errors.StateStoreError` naming ``where`` (the
     key) for data that is not such a record: a store that holds nonsense
     must not become a corrupt graph."""
     try:
@@ -399,7 +399,7 @@ class StateStoreConfig:
 
 def redact(url: object) -> str:
     """``url`` with its credentials replaced by ``***``
-    (:func:`memrules._secrets.redact_url`, the one redaction every message uses)."""
+    (:func:`memrules._core.redaction.redact_url`, the one redaction every message uses)."""
     return redact_url(url)
 
 
@@ -412,7 +412,7 @@ def open_state_store(
     """The store ``config`` names: an :class:`InMemoryStateStore`, or a
     :class:`~memrules.graph.valkey.ValkeyStateStore` (which needs the
     ``memrules[valkey]`` extra; without it, a
-    :class:`~memrules._errors.ConfigError` saying so)."""
+    :class:`~memrules._core.errors.ConfigError` saying so)."""
     if config.in_memory:
         return InMemoryStateStore(max_conversations=max_conversations, graph_limits=graph_limits)
     from memrules.graph.valkey import ValkeyStateStore  # imported here: it needs the extra

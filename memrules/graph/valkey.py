@@ -26,7 +26,7 @@ number of replicas are applied one after another and none is lost; each
 successful write adds one to the version.
 
 A server that cannot be reached, times out or answers an error fails the call
-with :class:`~memrules._errors.StateStoreError`, naming the URL without its
+with :class:`~memrules._core.errors.StateStoreError`, naming the URL without its
 password; nothing is written.
 
 >>> store = ValkeyStateStore("valkey://127.0.0.1:6379/0")  # doctest: +SKIP
@@ -44,7 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from memrules._errors import ConfigError, StateStoreError
+from memrules._core.errors import ConfigError, StateStoreError
 from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.state import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from memrules._errors import MemrulesError
+from memrules._core.errors import MemrulesError
 
 __all__ = ["MissingExtraError", "require"]
 

@@ -34,9 +34,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from memrules._errors import ConfigError, MessageFormatError, MessageTypeError
-from memrules._frozen import FrozenDict, ValueProblem, freeze
-from memrules._messages import (
+from memrules._core.errors import ConfigError, MessageFormatError, MessageTypeError
+from memrules._core.frozen import FrozenDict, ValueProblem, freeze
+from memrules._core.messages import (
     ContentPart,
     Conversation,
     Message,
@@ -47,8 +47,8 @@ from memrules._messages import (
     ToolCall,
     ToolResult,
 )
-from memrules._pipeline import Pipeline
-from memrules._report import CompressionResult
+from memrules._core.report import CompressionResult
+from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
 __all__ = [

@@ -33,9 +33,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from memrules._errors import MessageFormatError
-from memrules._frozen import FrozenDict, ValueProblem, freeze, thaw
-from memrules._messages import (
+from memrules._core.errors import MessageFormatError
+from memrules._core.frozen import FrozenDict, ValueProblem, freeze, thaw
+from memrules._core.messages import (
     ContentPart,
     Conversation,
     Message,
@@ -46,8 +46,8 @@ from memrules._messages import (
     ToolCall,
     ToolResult,
 )
-from memrules._pipeline import Pipeline
-from memrules._report import CompressionResult
+from memrules._core.report import CompressionResult
+from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
 __all__ = [

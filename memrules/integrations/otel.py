@@ -28,9 +28,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from memrules._messages import Conversation
-from memrules._observe import RunInfo, StepInfo
-from memrules._report import CompressionAction, CompressionResult
+from memrules._core.messages import Conversation
+from memrules._core.report import CompressionAction, CompressionResult
+from memrules._engine.observe import RunInfo, StepInfo
 from memrules.integrations._extras import require
 from memrules.observability import run_attributes, step_attributes
 

@@ -49,9 +49,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memrules._errors import ConfigError
-from memrules._observe import RunInfo, StepInfo
-from memrules._report import CompressionAction, CompressionResult
+from memrules._core.errors import ConfigError
+from memrules._core.report import CompressionAction, CompressionResult
+from memrules._engine.observe import RunInfo, StepInfo
 from memrules.integrations._extras import require
 from memrules.memory.metrics import RetrievalEvent, StoreEvent
 

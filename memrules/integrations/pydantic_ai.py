@@ -35,9 +35,18 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from memrules._messages import Conversation, Message, Opaque, Part, Role, Text, ToolCall, ToolResult
-from memrules._pipeline import Pipeline
-from memrules._report import CompressionResult
+from memrules._core.messages import (
+    Conversation,
+    Message,
+    Opaque,
+    Part,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from memrules._core.report import CompressionResult
+from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
 __all__ = [

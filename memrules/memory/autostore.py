@@ -38,11 +38,11 @@ from typing import Any, Literal
 
 import attrs
 
-from memrules._messages import Conversation, Message, Text
+from memrules._core.messages import Conversation, Message, Text
+from memrules._core.seam_records import MemoryRecord, Scope, encode_message, record_key
 from memrules.memory.classify import is_refusal, is_small_talk, strip_reasoning
 from memrules.memory.retrieve import MEMORY_METADATA, question
 from memrules.memory.text import clean_text, cut_text
-from memrules.seams._records import MemoryRecord, Scope, encode_message, record_key
 
 __all__ = ["StoreOutcome", "StoreStatus", "memory_id", "memory_record", "memory_text", "plan_store"]
 
@@ -99,7 +99,7 @@ def memory_id(text: str, *, user: str, tenant: str) -> str:
     """The record id of memory ``text`` for ``user`` and ``tenant``: equal
     texts (spaces collapsed) of one user and tenant are one record, and
     any other tenant, user or text another record (see
-    :func:`~memrules.seams._records.record_key`)."""
+    :func:`~memrules._core.seam_records.record_key`)."""
     content = hashlib.sha256(_normalized(text).encode("utf-8")).hexdigest()
     return record_key(("memrules-memory", tenant, user, content))
 

@@ -17,7 +17,7 @@ model produced its vectors, so the configured collection is kept as it is
 and a warning is logged once, when the store is opened: after changing the
 endpoint's model, point ``collection`` at a new one. The store still
 records the identity it was made for and refuses another
-(:class:`~memrules._errors.CollectionError`), and a collection whose
+(:class:`~memrules._core.errors.CollectionError`), and a collection whose
 vectors are of another dimension than the embedder's is refused at
 start-up, never compared.
 """
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from memrules.seams._protocols import Embedder
+from memrules._core.seam_protocols import Embedder
 from memrules.seams._store import MessageStore
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ best ``retrieval_limit`` whatever they are). Calibrate it for your
 embedding model before overriding it per route.
 
 Everything is checked when the config is built; a problem is a
-:class:`~memrules._errors.ConfigError` at its YAML path.
+:class:`~memrules._core.errors.ConfigError` at its YAML path.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ from typing import Any
 
 import attrs
 
-from memrules._errors import ConfigError, ConfigProblem
-from memrules._tokens import estimate_tokens
-from memrules._yaml import Node, locate
+from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._core.seam_protocols import Embedder
+from memrules._core.yaml_nodes import Node, locate
+from memrules._counting.tokens import estimate_tokens
 from memrules.memory.patterns import (
     DEFAULT_BLOCK_PATTERNS,
     BlockPattern,
@@ -62,7 +63,6 @@ from memrules.memory.patterns import (
 )
 from memrules.memory.text import DEFAULT_MEMORY_MARKER, header, memory_line
 from memrules.seams._fusion import RRF_K
-from memrules.seams._protocols import Embedder
 from memrules.seams._settings import SeamSettings, seam_settings, section_keys
 from memrules.seams._store import MessageStore
 from memrules.seams.embedders import local_embedder, local_embedder_missing
@@ -139,7 +139,7 @@ class ReflectionConfig:
     are regular expressions added to :data:`DEFAULT_BLOCK_PATTERNS` (or
     used alone with ``default_block_patterns: false``), matched
     case-insensitively by RE2, in time linear in the memory (one RE2
-    cannot match so is a :class:`~memrules._errors.ConfigError`; see
+    cannot match so is a :class:`~memrules._core.errors.ConfigError`; see
     :mod:`memrules.memory.patterns`). ``enabled: false`` injects what retrieval found, in
     its order, untouched."""
 

@@ -53,8 +53,8 @@ from typing import Any
 
 import attrs
 
-from memrules._messages import Message, message
-from memrules._tokens import estimate_tokens
+from memrules._core.messages import Message, message
+from memrules._counting.tokens import estimate_tokens
 from memrules.memory.config import ReflectionConfig
 from memrules.memory.text import (
     CUT_MARKER,

@@ -29,11 +29,11 @@ from typing import Any, Literal
 
 import attrs
 
-from memrules._conversation import is_turn_start
-from memrules._messages import Conversation, Message
+from memrules._core.conversation import is_turn_start
+from memrules._core.messages import Conversation, Message
+from memrules._core.seam_records import MAX_SCOPE_CHARS, RecallHit
 from memrules.memory.classify import is_small_talk
 from memrules.memory.gate import GateResult, Memory
-from memrules.seams._records import MAX_SCOPE_CHARS, RecallHit
 
 __all__ = [
     "MEMORY_METADATA",

@@ -5,7 +5,7 @@ the metrics. :class:`~memrules.MemoryPlugin` holds one
 - :meth:`MemoryService.start` opens the collection at start-up and checks
   it against the embedder: a collection made for another embedder, or
   holding vectors of another dimension, is a
-  :class:`~memrules._errors.ConfigError` there and then (never near-zero
+  :class:`~memrules._core.errors.ConfigError` there and then (never near-zero
   scores later); a store that cannot be reached is logged, and retrieval
   reports ``error`` until it is back.
 - :meth:`MemoryService.retrieve` asks the store (see
@@ -19,7 +19,7 @@ the metrics. :class:`~memrules.MemoryPlugin` holds one
   and list one user's memories in every generation of the collection (one
   per embedding model it was used with; see
   :mod:`memrules.memory.binding`): the right to be forgotten covers them
-  all. They raise :class:`~memrules._errors.StoreError` on failure: a
+  all. They raise :class:`~memrules._core.errors.StoreError` on failure: a
   forget that did not happen must not look as if it had.
 """
 
@@ -32,8 +32,10 @@ from typing import Any
 
 import attrs
 
-from memrules._errors import CollectionError, ConfigError, SeamError, StoreError
-from memrules._messages import Conversation, Message
+from memrules._core.errors import CollectionError, ConfigError, SeamError, StoreError
+from memrules._core.messages import Conversation, Message
+from memrules._core.seam_protocols import VectorStore
+from memrules._core.seam_records import Scope, scope_id_problem
 from memrules.memory.autostore import StoreOutcome, StoreStatus, plan_store
 from memrules.memory.binding import generations
 from memrules.memory.config import MemoryStoreConfig, RouteMemory
@@ -46,8 +48,6 @@ from memrules.memory.retrieve import (
     select,
     stored_at,
 )
-from memrules.seams._protocols import VectorStore
-from memrules.seams._records import Scope, scope_id_problem
 
 __all__ = ["MemoryService", "StoredMemory"]
 
@@ -129,7 +129,7 @@ class MemoryService:
 
     def start(self) -> None:
         """Open and check the collection (see the module docs). Raises
-        :class:`~memrules._errors.ConfigError` when it cannot be used with
+        :class:`~memrules._core.errors.ConfigError` when it cannot be used with
         the embedder; logs, and goes on, when the store is down."""
         check = getattr(self.store, "check", None)
         if not callable(check):
@@ -311,7 +311,7 @@ class MemoryService:
     def forget(self, *, user: str, tenant: str) -> int:
         """Delete every memory of ``user`` and ``tenant``, in every
         generation of the collection; how many there were. Raises
-        :class:`~memrules._errors.StoreError` on failure (some may be gone
+        :class:`~memrules._core.errors.StoreError` on failure (some may be gone
         already; calling again finishes the job)."""
         scope = self._scope(user, tenant)
         started = time.perf_counter()
@@ -327,7 +327,7 @@ class MemoryService:
     def memories(self, *, user: str, tenant: str) -> tuple[StoredMemory, ...]:
         """Every memory of ``user`` and ``tenant``, in every generation of
         the collection, oldest first. Raises
-        :class:`~memrules._errors.StoreError` on failure."""
+        :class:`~memrules._core.errors.StoreError` on failure."""
         scope = self._scope(user, tenant)
         started = time.perf_counter()
         try:

@@ -12,7 +12,7 @@ import json
 import re
 import unicodedata
 
-from memrules._tokens import CJK_RANGES
+from memrules._counting.tokens import CJK_RANGES
 from memrules.memory.normalize import skeleton
 
 __all__ = [

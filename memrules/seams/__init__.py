@@ -21,16 +21,16 @@ its own when it is first used, and says which extra to install when missing.
 
 from __future__ import annotations
 
-import attrs
-
-from memrules.seams._protocols import (
+from memrules._core.seam_protocols import (
     SEARCH_MODES,
     Embedder,
     JSONRequests,
+    SeamCall,
+    Seams,
     Summarizer,
     VectorStore,
 )
-from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite
+from memrules._core.seam_records import MemoryRecord, RecallHit, Scope, StoreWrite
 from memrules.seams._store import MessageStore
 from memrules.seams.embedders import local_embedder, openai_embedder
 from memrules.seams.milvus import milvus_store
@@ -60,34 +60,3 @@ __all__ = [
     "qdrant_store",
     "recall_tool",
 ]
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class Seams:
-    """The seams a pipeline run may use; each absent by default."""
-
-    summarizer: Summarizer | None = None
-    store: VectorStore | None = None
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class SeamCall:
-    """One call a strategy made through a seam, as the report records it:
-    which seam, what was asked (``request``) and what came back
-    (``response``), both JSON, or the ``error`` it raised. Deterministic: the
-    same input and seam answers record the same call."""
-
-    seam: str
-    operation: str
-    request: object = None
-    response: object = None
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "seam": self.seam,
-            "operation": self.operation,
-            "request": self.request,
-            "response": self.response,
-            "error": self.error,
-        }

@@ -6,7 +6,7 @@ removed under a running process, its writes go on succeeding into files
 that are no longer on disk, or into new ones a later flush makes, which
 hold only part of what was stored. :class:`Files` remembers each path of
 the store by its device and inode when first seen, and
-:meth:`Files.check` raises :class:`~memrules._errors.StoreError` when one
+:meth:`Files.check` raises :class:`~memrules._core.errors.StoreError` when one
 is gone or was replaced, so a write is reported durable only while they
 are the ones the store opened.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 
-from memrules._errors import StoreError
+from memrules._core.errors import StoreError
 
 __all__ = ["Files", "local_path"]
 

@@ -4,7 +4,7 @@ is traced, and the one replayer that answers them from a trace.
 Code that reaches outside the pure core (a summarizer, a vector store and
 the embedder inside it, the graph extractor, the state store, the context
 window resolver) makes the call through :func:`seam_call`, or through a
-proxy of :mod:`memrules._logged` that does. With no log active that is the
+proxy of :mod:`memrules._runtime.logged` that does. With no log active that is the
 call itself, after one context-variable read. Inside ``with log.active():``
 (in this thread or task only) the call goes through the log:
 
@@ -18,7 +18,7 @@ call itself, after one context-variable read. Inside ``with log.active():``
   or raises the recorded error again (same type name, same message). The
   calls nested in the one it answers are part of that answer: they are
   copied, not made. A call the trace has no answer for, or whose request
-  differs, fails loudly: :class:`~memrules._errors.ReplayMismatch` is raised
+  differs, fails loudly: :class:`~memrules._core.errors.ReplayMismatch` is raised
   *and* kept as :attr:`ReplayingLog.failure`, so code that catches every
   exception (a strategy's seam failure is recorded, and the pipeline goes
   on) cannot hide it.
@@ -38,8 +38,8 @@ import json
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from memrules._errors import MemrulesError, ReplayMismatch
-from memrules._jsondiff import describe, differences, within
+from memrules._core.errors import MemrulesError, ReplayMismatch
+from memrules._core.jsondiff import describe, differences, within
 
 __all__ = [
     "RecordingLog",
@@ -94,7 +94,7 @@ def seam_call(
     part of the call it is nested in, like the embedder inside a store).
     ``send_async()`` is the same call made without blocking, when the seam
     can: the log of ``Pipeline.apply_async`` awaits it (see
-    :mod:`memrules._async`); the others never use it.
+    :mod:`memrules._runtime.awaiting`); the others never use it.
     """
     log = _ACTIVE.get()
     if log is None:

@@ -19,7 +19,7 @@ Each section is optional; without it the seam is absent (``offload`` or
 
 A section is a mapping of its type (``backend`` for the store, ``type`` for
 the others, each with a default) and that type's parameters, or just the
-type's name. Every problem is a :class:`~memrules._errors.ConfigProblem` at
+type's name. Every problem is a :class:`~memrules._core.errors.ConfigProblem` at
 its YAML path and line. A section holds names, never secrets: API keys are
 read from the environment variables ``api_key_env`` names, when used.
 """
@@ -32,10 +32,10 @@ from typing import Any
 
 import attrs
 
-from memrules._errors import ConfigError, ConfigProblem
-from memrules._secrets import redact_text
-from memrules._yaml import Node
-from memrules.seams._protocols import Embedder, Summarizer, VectorStore
+from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._core.redaction import redact_text
+from memrules._core.seam_protocols import Embedder, Summarizer, VectorStore
+from memrules._core.yaml_nodes import Node
 from memrules.seams.embedders import local_embedder, local_embedder_missing, openai_embedder
 from memrules.seams.milvus import milvus_store
 from memrules.seams.qdrant import qdrant_store

@@ -7,7 +7,7 @@
   neither embedded nor written again: writes are idempotent), embeds the
   rest, and writes them in chunks of ``batch_size``. When a write fails, the
   records this call wrote are deleted again, so the store holds what it held
-  before, and :class:`~memrules._errors.StoreError` says at which write it
+  before, and :class:`~memrules._core.errors.StoreError` says at which write it
   failed (and whether the clean-up failed too). Then it makes them durable
   and checks that they are: the backend flushes them (Milvus Lite), the
   records read back, and a local store's files are still the ones it
@@ -20,7 +20,7 @@
   caller's user and tenant.
 - **scopes** whose ids no store can keep (a lone surrogate) are refused by
   every method, naming the field
-  (:func:`~memrules.seams._records.check_storable`).
+  (:func:`~memrules._core.seam_records.check_storable`).
 
 A collection is bound to its embedder's identity: the store records it when
 it makes the collection, and refuses to write or search with another; and to
@@ -44,13 +44,13 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from memrules._checks import check_whole
-from memrules._errors import CollectionError, ConfigError, EmbedderError, StoreError
-from memrules._secrets import redact_text
+from memrules._core.checks import check_whole
+from memrules._core.errors import CollectionError, ConfigError, EmbedderError, StoreError
+from memrules._core.redaction import redact_text
+from memrules._core.seam_protocols import SEARCH_MODES, Embedder
+from memrules._core.seam_records import MemoryRecord, RecallHit, Scope, StoreWrite, check_storable
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
-from memrules.seams._protocols import SEARCH_MODES, Embedder
-from memrules.seams._records import MemoryRecord, RecallHit, Scope, StoreWrite, check_storable
 
 __all__ = ["DEFAULT_COLLECTION", "Backend", "MessageStore", "check_collection", "check_mode"]
 
@@ -238,13 +238,13 @@ class MessageStore:
     def check(self, *, probe: bool = False) -> bool:
         """Open the collection now and check it against the embedder: whether
         it exists (False: it is made on the first write). Raises
-        :class:`~memrules._errors.CollectionError` when it was made for
+        :class:`~memrules._core.errors.CollectionError` when it was made for
         another embedder or holds vectors of another dimension, and
-        :class:`~memrules._errors.StoreError` when the store cannot be
+        :class:`~memrules._core.errors.StoreError` when the store cannot be
         reached. With ``probe``, an embedder that does not know its
         dimension yet (a remote model without ``dimensions``) embeds one
         short text to learn it (an
-        :class:`~memrules._errors.EmbedderError` when it fails)."""
+        :class:`~memrules._core.errors.EmbedderError` when it fails)."""
         with self._lock:
             exists = self._exists()
             if exists and probe and not self.embedder.dimension:
@@ -435,7 +435,7 @@ class MessageStore:
         conversation unless None) in ``collection`` (this store's by
         default; any collection of the engine, whatever embedder made it),
         sorted by id, each with score 0. Raises
-        :class:`~memrules._errors.StoreError` on failure."""
+        :class:`~memrules._core.errors.StoreError` on failure."""
         check_storable(scope)
         with self._lock:
             name = self._target(collection)
@@ -450,7 +450,7 @@ class MessageStore:
     def delete_scope(self, scope: Scope, *, collection: str | None = None) -> int:
         """Delete every record of ``scope`` (as :meth:`scan` finds them) from
         ``collection`` (this store's by default): how many there were.
-        Raises :class:`~memrules._errors.StoreError` on failure."""
+        Raises :class:`~memrules._core.errors.StoreError` on failure."""
         check_storable(scope)
         with self._lock:
             name = self._target(collection)

@@ -13,7 +13,7 @@ vectors agree with the reference model's (sentence-transformers, float32) to
 a cosine of 0.98 or better; ``tests/test_embedders.py`` holds the reference.
 
 Both embedders return unit vectors, one per text, in order; failures raise
-:class:`~memrules._errors.EmbedderError`.
+:class:`~memrules._core.errors.EmbedderError`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from typing import Any
 
 import attrs
 
-from memrules._checks import check_api_key_env, check_seconds, check_whole
-from memrules._errors import ConfigError, EmbedderError
-from memrules._http import (
+from memrules._core.checks import check_api_key_env, check_seconds, check_whole
+from memrules._core.errors import ConfigError, EmbedderError
+from memrules._core.seam_protocols import Embedder
+from memrules._io.http import (
     MAX_RETRIES,
     MAX_TIMEOUT,
     EndpointError,
@@ -40,7 +41,6 @@ from memrules._http import (
     check_base_url,
     one_line,
 )
-from memrules.seams._protocols import Embedder
 
 __all__ = [
     "LOCAL_MODEL",

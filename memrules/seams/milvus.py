@@ -18,12 +18,18 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from memrules._checks import check_api_key_env
-from memrules._errors import ConfigError, StoreError
-from memrules._secrets import redact_url
+from memrules._core.checks import check_api_key_env
+from memrules._core.errors import ConfigError, StoreError
+from memrules._core.redaction import redact_url
+from memrules._core.seam_protocols import Embedder
+from memrules._core.seam_records import (
+    MAX_SCOPE_CHARS,
+    MemoryRecord,
+    RecallHit,
+    Scope,
+    decode_message,
+)
 from memrules.seams._durable import Files, local_path
-from memrules.seams._protocols import Embedder
-from memrules.seams._records import MAX_SCOPE_CHARS, MemoryRecord, RecallHit, Scope, decode_message
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
 
 __all__ = ["DEFAULT_URI", "MAX_MESSAGE_BYTES", "MAX_TEXT_BYTES", "milvus_store"]

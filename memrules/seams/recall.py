@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from memrules._errors import ConfigError
-from memrules._messages import Message, ToolCall, ToolResult
-from memrules.seams._protocols import VectorStore
-from memrules.seams._records import Scope
+from memrules._core.errors import ConfigError
+from memrules._core.messages import Message, ToolCall, ToolResult
+from memrules._core.seam_protocols import VectorStore
+from memrules._core.seam_records import Scope
 
 __all__ = ["MAX_RECALL_K", "RECALL_TOOL", "answer_recall", "recall_tool"]
 
@@ -116,7 +116,7 @@ def answer_recall(
     The search runs within ``user`` and ``tenant``, in ``conversation_id``
     (every conversation of theirs when None). Bad arguments from the model
     answer an error result it can read and retry; a store failure raises
-    :class:`~memrules._errors.StoreError`.
+    :class:`~memrules._core.errors.StoreError`.
     """
     if format not in ("openai", "anthropic"):
         msg = f"format={format!r} must be 'openai' or 'anthropic'"

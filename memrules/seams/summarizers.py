@@ -5,7 +5,7 @@ Both read the messages as ``<name or role>: <text>`` lines (tool calls as
 ``name(arguments)``, tool results after the call they answer) and keep what
 a conversation needs later: names, numbers, paths, decisions and open tasks.
 
->>> from memrules._messages import message
+>>> from memrules._core.messages import message
 >>> summarizer = extractive_summarizer(max_chars=200)
 >>> print(summarizer.summarize((
 ...     message("user", "Hi! The deploy key is in vault/prod/deploy.key, rotate it by May 3."),
@@ -23,9 +23,12 @@ from typing import Any
 
 import attrs
 
-from memrules._checks import check_api_key_env, check_seconds, check_whole
-from memrules._errors import ConfigError, SummarizerError
-from memrules._http import (
+from memrules._core.checks import check_api_key_env, check_seconds, check_whole
+from memrules._core.errors import ConfigError, SummarizerError
+from memrules._core.messages import Conversation, ToolCall
+from memrules._core.seam_protocols import Summarizer
+from memrules._core.seam_records import index_text
+from memrules._io.http import (
     MAX_RETRIES,
     MAX_TIMEOUT,
     EndpointError,
@@ -33,9 +36,6 @@ from memrules._http import (
     check_base_url,
     one_line,
 )
-from memrules._messages import Conversation, ToolCall
-from memrules.seams._protocols import Summarizer
-from memrules.seams._records import index_text
 
 __all__ = [
     "SUMMARY_PROMPT",

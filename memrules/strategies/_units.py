@@ -1,13 +1,13 @@
 """Choosing the block of units that ``offload``, ``summarize`` and
-``drop_turns`` move (see :class:`memrules._conversation.Units`)."""
+``drop_turns`` move (see :class:`memrules._core.conversation.Units`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memrules._conversation import movable_units
-from memrules._messages import Conversation
-from memrules._typing import StrategyContext
+from memrules._core.conversation import movable_units
+from memrules._core.messages import Conversation
+from memrules._engine.contract import StrategyContext
 
 __all__ = ["take_units"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from memrules._errors import ConfigError
-from memrules._messages import Conversation, Message, Part
+from memrules._core.errors import ConfigError
+from memrules._core.messages import Conversation, Message, Part
 
 
 def check_positive(name: str, value: int, *, minimum: int = 1) -> None:

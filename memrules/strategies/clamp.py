@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import attrs
 
-from memrules._conversation import survivor_indices
-from memrules._messages import Conversation, Opaque, Part, Text, ToolResult, part_text
-from memrules._tokens import TokenCounter
-from memrules._typing import Strategy, StrategyContext
+from memrules._core.conversation import survivor_indices
+from memrules._core.messages import Conversation, Opaque, Part, Text, ToolResult, part_text
+from memrules._counting.tokens import TokenCounter
+from memrules._engine.contract import Strategy, StrategyContext
 from memrules.strategies._util import check_positive, rewrite_parts
 from memrules.strategies.registry import describe, register
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from memrules._conversation import first_system_index
-from memrules._messages import Conversation
-from memrules._typing import Strategy, StrategyContext
+from memrules._core.conversation import first_system_index
+from memrules._core.messages import Conversation
+from memrules._engine.contract import Strategy, StrategyContext
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
 

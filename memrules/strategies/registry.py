@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from memrules._errors import ConfigError, ConfigProblem
-from memrules._typing import StrategyFactory
+from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._engine.contract import StrategyFactory
 
 __all__ = [
     "BUILTIN_ORDER",

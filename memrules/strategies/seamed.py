@@ -1,7 +1,7 @@
 """Strategies that move old turns out through a seam: offload and summarize.
 
 Each does nothing when its seam is absent. A seam failure raises
-:class:`~memrules._errors.StrategyError`, so the interpreter records it and
+:class:`~memrules._core.errors.StrategyError`, so the interpreter records it and
 keeps the conversation as it was: offloading is all or nothing.
 
 Every seam call is recorded in the report as a
@@ -23,12 +23,12 @@ from typing import Any, TypeVar
 
 import attrs
 
-from memrules._conversation import is_turn_start, latest_turn_start, without_indices
-from memrules._errors import StoreError, StrategyError
-from memrules._messages import Conversation, Message, Text, ToolCall
-from memrules._typing import Outcome, Strategy, StrategyContext, StrategyResult
-from memrules.seams import JSONRequests, SeamCall, StoreWrite
-from memrules.seams._records import build_records, encode_message
+from memrules._core.conversation import is_turn_start, latest_turn_start, without_indices
+from memrules._core.errors import StoreError, StrategyError
+from memrules._core.messages import Conversation, Message, Text, ToolCall
+from memrules._core.seam_protocols import JSONRequests, SeamCall
+from memrules._core.seam_records import StoreWrite, build_records, encode_message
+from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.strategies._units import take_units
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
@@ -162,7 +162,7 @@ def offload(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
 
     A unit is a turn before the latest one or, inside the latest turn, a
     completed tool exchange older than the newest ``keep_exchanges`` (see
-    :class:`memrules._conversation.Units`), so an agent loop that runs many
+    :class:`memrules._core.conversation.Units`), so an agent loop that runs many
     tool rounds after one instruction offloads its old rounds. Never the
     latest user message, never a pending call, never half an exchange:
     everything that leaves the conversation is in the store.

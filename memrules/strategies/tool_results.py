@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from memrules._conversation import survivor_indices
-from memrules._messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
-from memrules._typing import Outcome, Strategy, StrategyContext, StrategyResult
+from memrules._core.conversation import survivor_indices
+from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
+from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.strategies._util import check_positive, rewrite_parts
 from memrules.strategies.registry import describe, register
 

@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from memrules._conversation import without_indices
-from memrules._measure import Track
-from memrules._messages import Conversation
-from memrules._typing import Strategy, StrategyContext
+from memrules._core.conversation import without_indices
+from memrules._core.messages import Conversation
+from memrules._counting.measure import Track
+from memrules._engine.contract import Strategy, StrategyContext
 from memrules.strategies._units import take_units
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
@@ -46,7 +46,7 @@ def trim(
     the other.
 
     Cost: on the measure's remembered prefix sums and tool pairs (see
-    :mod:`memrules._measure`), a binary search for the cut and a look at the
+    :mod:`memrules._counting.measure`), a binary search for the cut and a look at the
     pairs that reach past it; then the kept messages are copied. Nothing
     here walks the history.
     """
@@ -210,7 +210,7 @@ def drop_turns(*, keep_exchanges: int = 3) -> Strategy:
     """Remove the oldest ``offload_turns`` units (a config setting) per pass:
     turns before the latest one, then completed tool exchanges of the latest
     turn older than the newest ``keep_exchanges`` (units as ``offload``
-    takes them, see :class:`memrules._conversation.Units`); never a
+    takes them, see :class:`memrules._core.conversation.Units`); never a
     survivor's exchange, never a pending call, never half an exchange.
 
     Keeps: survivors untouched, order, tool exchanges whole.

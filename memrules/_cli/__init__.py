@@ -1,0 +1,2 @@
+"""The command line (``memrules``) and its commands: demo, eval and datasets.
+"""

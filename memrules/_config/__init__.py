@@ -1,0 +1,2 @@
+"""Config: YAML read, validated and turned into values; opens nothing.
+"""

@@ -1,0 +1,473 @@
+"""What a vector store keeps: one :class:`MemoryRecord` per message.
+
+A record holds the message itself, losslessly (as JSON that reads back to an
+equal :class:`~memrules._core.messages.Message`), the text it is found by, who it
+belongs to (:class:`Scope`), the turn and tool exchange it belonged to, and a
+content hash. Its id is a hash of the scope, the turn and the content, so the
+same message offloaded twice is one record, whatever the store.
+
+The text a record is indexed by is ``<name or role>: <text>``: the speaker
+matters to recall (on a public multi-session chat benchmark dense recall fell
+by a third without it). Tool calls read ``name(arguments)``, and a tool
+result also names the call it answers, so a question about ``src/app.py``
+finds the result of ``read_file({"path": "src/app.py"})``.
+
+Everything here is pure: the same messages give the same records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from memrules._core.conversation import is_turn_start
+from memrules._core.errors import ConfigError, StoreError
+from memrules._core.frozen import thaw
+from memrules._core.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
+
+__all__ = [
+    "MAX_SCOPE_CHARS",
+    "MemoryRecord",
+    "RecallHit",
+    "Scope",
+    "StoreWrite",
+    "build_records",
+    "check_storable",
+    "content_hash",
+    "decode_message",
+    "encode_message",
+    "index_text",
+    "message_json",
+    "record_key",
+    "scope_id_problem",
+]
+
+MAX_SCOPE_CHARS = 256
+"""The longest conversation, user or tenant id, in characters."""
+
+
+def scope_id_problem(name: str, value: object) -> str | None:
+    """What is wrong with ``value`` as the scope id ``name`` (a conversation,
+    user or tenant id), if anything: it must be a non-empty string of at
+    most :data:`MAX_SCOPE_CHARS` characters that UTF-8 can carry (no lone
+    surrogate: no store could keep it, so no forget could find it)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_SCOPE_CHARS:
+        return (
+            f"{name}={value!r:.80} must be a non-empty string of at most "
+            f"{MAX_SCOPE_CHARS} characters"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{name}={value!r:.80} holds a lone surrogate, which UTF-8 cannot carry"
+    return None
+
+
+def _scope_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value or len(value) > MAX_SCOPE_CHARS:
+        msg = (
+            f"{attribute.name}={value!r} must be a non-empty string of at most "
+            f"{MAX_SCOPE_CHARS} characters, or None"
+        )
+        raise ConfigError.single(msg, yaml_path=attribute.name)
+
+
+def check_storable(scope: Scope) -> None:
+    """Raise :class:`ConfigError`, naming the field, when an id of
+    ``scope`` is one no store can keep (see :func:`scope_id_problem`):
+    refused before anything is written, so nothing is stored that no
+    forget could find."""
+    for name, value in scope.to_dict().items():
+        problem = None if value is None else scope_id_problem(name, value)
+        if problem is not None:
+            raise ConfigError.single(problem, yaml_path=name)
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Scope:
+    """Whose memory a record is: a conversation, a user, a tenant (each
+    None when not known). Searches always match ``user`` and ``tenant``
+    exactly (None finds only records stored without one), so one user never
+    recalls another's messages; ``conversation_id`` None searches every
+    conversation of that user and tenant."""
+
+    conversation_id: str | None = attrs.field(default=None, validator=_scope_id)
+    user: str | None = attrs.field(default=None, validator=_scope_id)
+    tenant: str | None = attrs.field(default=None, validator=_scope_id)
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"conversation_id": self.conversation_id, "user": self.user, "tenant": self.tenant}
+
+
+# --- the lossless JSON form of a message ---------------------------------------------
+
+
+def _key_order(item: tuple[Any, Any]) -> tuple[str, str]:
+    return type(item[0]).__name__, str(item[0])
+
+
+def _sorted_thaw(value: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A persistent map (metadata, extra) as a dict with its keys sorted: it
+    iterates in hash order, which PYTHONHASHSEED moves, so equal messages
+    would otherwise be written as different bytes. Nested maps keep their
+    order (provider fields are written back in it)."""
+    return thaw(dict(sorted(value.items(), key=_key_order)))  # type: ignore[no-any-return]
+
+
+def _part_json(part: Part) -> dict[str, Any]:
+    if isinstance(part, Text):
+        out: dict[str, Any] = {"type": "text", "text": part.text}
+    elif isinstance(part, ToolCall):
+        out = {"type": "tool_call", "id": part.id, "name": part.name, "arguments": part.arguments}
+    elif isinstance(part, ToolResult):
+        content = part.content
+        out = {
+            "type": "tool_result",
+            "call_id": part.call_id,
+            "content": content if isinstance(content, str) else [_part_json(p) for p in content],
+            "is_error": part.is_error,
+        }
+    else:
+        return {"type": "opaque", "kind": part.kind, "payload": thaw(part.payload)}
+    if part.extra:
+        out["extra"] = _sorted_thaw(part.extra)
+    return out
+
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "parts": [_part_json(p) for p in message.parts]}
+    if message.id is not None:
+        out["id"] = message.id
+    if message.name is not None:
+        out["name"] = message.name
+    if message.metadata:
+        out["metadata"] = _sorted_thaw(message.metadata)
+    return out
+
+
+message_json = _message_json
+"""``message`` as the JSON value :func:`encode_message` writes (not checked
+to read back: for records of runs, where a message that JSON cannot carry is
+written as well as it can be)."""
+
+
+def _part_from(raw: Mapping[str, Any]) -> Part:
+    kind = raw["type"]
+    extra = raw.get("extra")
+    if kind == "text":
+        return Text(text=raw["text"], extra=extra)
+    if kind == "tool_call":
+        return ToolCall(id=raw["id"], name=raw["name"], arguments=raw["arguments"], extra=extra)
+    if kind == "tool_result":
+        content = raw["content"]
+        return ToolResult(
+            call_id=raw["call_id"],
+            content=content if isinstance(content, str) else tuple(map(_content_part, content)),
+            is_error=raw["is_error"],
+            extra=extra,
+        )
+    if kind == "opaque":
+        return Opaque(kind=raw["kind"], payload=raw["payload"])
+    msg = f"unknown part type {kind!r}"
+    raise ValueError(msg)
+
+
+def _content_part(raw: Mapping[str, Any]) -> Text | Opaque:
+    part = _part_from(raw)
+    if not isinstance(part, (Text, Opaque)):
+        msg = f"a tool result's content holds a {raw['type']} part"
+        raise ValueError(msg)
+    return part
+
+
+def encode_message(message: Message) -> str:
+    """``message`` as JSON text that :func:`decode_message` reads back to an
+    equal message (keys of provider fields in their order). Raises
+    :class:`StoreError` for a message that JSON cannot carry losslessly
+    (metadata holding a set, bytes, an object, NaN, a key that is not a
+    string)."""
+    try:
+        text = json.dumps(_message_json(message), allow_nan=False, separators=(",", ":"))
+        same = decode_message(text) == message
+    except (TypeError, ValueError, KeyError) as exc:
+        msg = f"a {message.role} message cannot be stored as JSON: {exc}; keep its metadata JSON"
+        raise StoreError(msg) from exc
+    if not same:
+        msg = (
+            f"a {message.role} message does not read back from JSON as it was (its metadata "
+            "holds a value JSON changes, such as a set or a key that is not a string)"
+        )
+        raise StoreError(msg)
+    return text
+
+
+def decode_message(text: str) -> Message:
+    """The message :func:`encode_message` wrote."""
+    raw = json.loads(text)
+    return Message(
+        role=raw["role"],
+        parts=tuple(map(_part_from, raw["parts"])),
+        id=raw.get("id"),
+        name=raw.get("name"),
+        metadata=raw.get("metadata"),
+    )
+
+
+def content_hash(message: Message) -> str:
+    """A hash of the message's value: equal messages hash alike (the order of
+    keys in provider fields does not count, as it does not for equality)."""
+    canonical = json.dumps(
+        _message_json(message), sort_keys=True, separators=(",", ":"), default=repr
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --- the indexed text --------------------------------------------------------------
+
+
+def _result_text(part: ToolResult) -> str:
+    content = part.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.text for p in content if isinstance(p, Text))
+
+
+def index_text(message: Message, calls: Mapping[str, ToolCall] | None = None) -> str:
+    """The text ``message`` is found by: ``<name or role>: <text>``, where
+    tool calls read ``name(arguments)`` and a tool result is preceded by the
+    call it answers when ``calls`` (call id → call) has it. Opaque parts
+    (images, thinking blocks) add nothing."""
+    pieces: list[str] = []
+    for part in message.parts:
+        if isinstance(part, Text):
+            pieces.append(part.text)
+        elif isinstance(part, ToolCall):
+            pieces.append(f"{part.name}({part.arguments})")
+        elif isinstance(part, ToolResult):
+            call = None if calls is None else calls.get(part.call_id)
+            body = _result_text(part)
+            pieces.append(body if call is None else f"{call.name}({call.arguments}) -> {body}")
+    return f"{message.name or message.role}: " + "\n".join(p for p in pieces if p)
+
+
+# --- records -------------------------------------------------------------------------
+
+
+def _short(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+_SEPARATOR = "\x1f"
+
+
+def record_key(parts: Sequence[str]) -> str:
+    """The record id of the key ``parts`` (scope ids, hashes, text): 32 hex
+    digits, a different id for every different sequence of parts.
+
+    Parts free of U+001F are joined by it, as ids always were, so the
+    records a store holds keep their ids (and a re-store finds them). A
+    part holding U+001F would make that join ambiguous (tenant ``a\x1fb``
+    and user ``c`` against tenant ``a`` and user ``b\x1fc``), so such parts
+    are written as a JSON array instead, which is unambiguous and, its
+    control characters escaped, never holds U+001F, so it cannot equal a
+    join (which holds one between every two parts)."""
+    if len(parts) > 1 and not any(_SEPARATOR in p for p in parts):
+        return _short(_SEPARATOR.join(parts))
+    return _short(json.dumps(list(parts), ensure_ascii=True))
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class MemoryRecord:
+    """One message as a store keeps it.
+
+    ``id`` is a hash of the scope, the turn and the content hash (see
+    :func:`build_records`): the same message of the same turn is one record
+    however often it is written.
+    ``turn`` and ``exchange`` are keys of the turn and the tool exchange the
+    message belonged to (the content hashes of the user message that opened
+    the turn and of the assistant message that opened the exchange; ``""``
+    for none), stable however much of the conversation was compacted since.
+    ``text`` is what it is found by (:func:`index_text`); ``payload`` the
+    lossless JSON of ``message``.
+    """
+
+    id: str
+    message: Message
+    text: str
+    scope: Scope
+    turn: str = ""
+    exchange: str = ""
+    content_hash: str
+    payload: str = attrs.field(repr=False)
+
+    def to_dict(self) -> dict[str, str]:
+        """What a seam-call record shows of it (the message is in the input)."""
+        return {"id": self.id, "turn": self.turn, "exchange": self.exchange}
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class StoreWrite:
+    """What one write did: the ids of the records it stored, and of those
+    that were there already (which were not embedded again); and whether
+    the store confirmed them durable (``True``: on disk where it opened
+    them, or acknowledged by a server; ``False``: kept in memory only, lost
+    when the process ends; ``None``: the store does not say)."""
+
+    added: tuple[str, ...] = ()
+    existing: tuple[str, ...] = ()
+    durable: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The write as JSON; ``durable`` only when it is False (a store
+        that keeps its records in memory only says so)."""
+        out: dict[str, Any] = {"added": list(self.added), "existing": list(self.existing)}
+        if self.durable is False:
+            out["durable"] = False
+        return out
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class RecallHit:
+    """One message found again, best first in a recall's answer.
+
+    ``message`` is the original :class:`~memrules._core.messages.Message` (its
+    id, name and metadata kept); ``score`` how well it matched in the search
+    mode used (cosine for dense, BM25 for lexical, the fused reciprocal-rank
+    score for hybrid: comparable within one answer only); ``text`` what it
+    was found by; ``turn`` and ``exchange`` the keys of the turn and tool
+    exchange it belonged to (hits with the same ``exchange`` came from one
+    tool round); ``id`` the record's id.
+    """
+
+    message: Message
+    score: float
+    conversation_id: str | None
+    user: str | None = None
+    tenant: str | None = None
+    turn: str = ""
+    exchange: str = ""
+    text: str = ""
+    id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as JSON: the message in its lossless form."""
+        return {
+            "id": self.id,
+            "score": self.score,
+            "conversation_id": self.conversation_id,
+            "user": self.user,
+            "tenant": self.tenant,
+            "turn": self.turn,
+            "exchange": self.exchange,
+            "text": self.text,
+            "message": json.loads(encode_message(self.message)),
+        }
+
+
+def _starts(conversation: Conversation) -> tuple[list[int], list[int]]:
+    """For every message, the index of the user message that opened its turn
+    and of the assistant message that opened its exchange (-1: none)."""
+    turns: list[int] = []
+    exchanges: list[int] = []
+    turn = exchange = -1
+    for i, m in enumerate(conversation):
+        if is_turn_start(m):
+            turn, exchange = i, -1
+        elif m.role == "assistant" and turn >= 0:
+            exchange = i
+        turns.append(turn)
+        exchanges.append(exchange)
+    return turns, exchanges
+
+
+def build_records(
+    conversation: Conversation, indices: Iterable[int] | None = None, *, scope: Scope
+) -> tuple[MemoryRecord, ...]:
+    """The records of ``conversation[i]`` for each of ``indices`` (all by
+    default), in order. The conversation is read for the turn and exchange
+    of each message and for the calls its tool results answer.
+
+    A record's id hashes the scope, the turn, the content and how many equal
+    messages came before it in its turn, so two equal messages of one turn
+    ("ok", "ok") are two records, and offloading the same history again
+    (a client that resends it whole) writes nothing new. Raises
+    :class:`StoreError` for a message that cannot be stored losslessly."""
+    chosen: Sequence[int] = range(len(conversation)) if indices is None else tuple(indices)
+    turn_of, exchange_of = _starts(conversation)
+    digests: dict[int, str] = {}
+
+    def digest(i: int) -> str:
+        found = digests.get(i)
+        if found is None:
+            found = digests[i] = content_hash(conversation[i])
+        return found
+
+    # How many equal messages precede each chosen one in its turn.
+    occurrence: dict[int, int] = {}
+    wanted = set(chosen)
+    for turn in sorted({turn_of[i] for i in chosen}):
+        last = max(i for i in chosen if turn_of[i] == turn)
+        seen: dict[str, int] = {}
+        for j in range(max(turn, 0), last + 1):
+            if turn_of[j] != turn:
+                continue
+            d = digest(j)
+            if j in wanted:
+                occurrence[j] = seen.get(d, 0)
+            seen[d] = seen.get(d, 0) + 1
+
+    # Turns opened by equal messages ("continue") are told apart by how
+    # many such turns came before.
+    turn_number: dict[int, int] = {}
+    opened: dict[str, int] = {}
+    for t in sorted({t for t in turn_of if t >= 0}):
+        d = digest(t)
+        turn_number[t] = opened.get(d, 0)
+        opened[d] = turn_number[t] + 1
+
+    def key(kind: str, i: int) -> str:
+        if i < 0:
+            return ""
+        number = turn_number.get(i, 0) if kind == "turn" else 0
+        return _short(f"{kind}\x1f{digest(i)}" + (f"\x1f{number}" if number else ""))
+
+    calls = {
+        p.id: p for m in conversation if m.call_ids for p in m.parts if isinstance(p, ToolCall)
+    }
+    records: list[MemoryRecord] = []
+    done: set[int] = set()
+    for i in chosen:
+        if i in done:
+            continue
+        done.add(i)
+        m = conversation[i]
+        turn_key = key("turn", turn_of[i])
+        parts = [scope.tenant or "", scope.user or "", scope.conversation_id or ""]
+        parts += [turn_key, digest(i)]
+        if occurrence[i]:
+            parts.append(str(occurrence[i]))
+        try:
+            payload = encode_message(m)
+        except StoreError as exc:
+            msg = f"messages[{i}]: {exc}"
+            raise StoreError(msg) from exc
+        records.append(
+            MemoryRecord(
+                id=record_key(parts),
+                message=m,
+                text=index_text(m, calls),
+                scope=scope,
+                turn=turn_key,
+                exchange=key("exchange", exchange_of[i]),
+                content_hash=digest(i),
+                payload=payload,
+            )
+        )
+    return tuple(records)

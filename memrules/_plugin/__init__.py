@@ -1,0 +1,3 @@
+"""The request hook: the plugin that serves a route's requests, and each
+conversation's memos.
+"""

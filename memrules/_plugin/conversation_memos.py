@@ -1,0 +1,75 @@
+"""Each conversation's memo: what its requests measured and converted.
+
+The request hook serves many conversations through one pipeline. What makes
+a request of a long conversation cheap (the counts, tool links and held
+messages a :class:`~memrules._counting.measure.Measure` remembers, and the provider
+messages a :class:`~memrules._adapters.conversion_memo.ConversionMemo` has converted)
+is about one conversation, so each conversation gets its own: requests of
+one conversation never evict another's.
+
+Memos are this process's, not conversation state: they hold message
+objects, so they are never written to a state store (Valkey) and are not
+shared between replicas; a replica that has not seen a conversation, or
+has forgotten it, builds its memo again on the next request, which then
+costs what a first request costs. :class:`ConversationMemos` keeps at most
+``cap`` of them, least recently used out first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._counting.measure import Measure
+from memrules._runtime.pipeline import Pipeline
+
+__all__ = ["ConversationMemo", "ConversationMemos"]
+
+
+class ConversationMemo:
+    """The :class:`~memrules._counting.measure.Measure` (``measure``) and the
+    :class:`~memrules._adapters.conversion_memo.ConversionMemo` (``conversion``) of one
+    conversation served by ``pipeline``. Both are bounded by that
+    conversation and safe to share between threads."""
+
+    __slots__ = ("conversion", "measure")
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.measure: Measure = pipeline.memo()
+        self.conversion = ConversionMemo()
+
+
+class ConversationMemos:
+    """The memos of at most ``cap`` conversations, by conversation id, made
+    by ``make`` on first use; the least recently used goes first. Owned by
+    one plugin; thread-safe (its lock guards the table, never held while a
+    request runs)."""
+
+    __slots__ = ("_lock", "_make", "_table", "cap")
+
+    def __init__(self, make: Callable[[], ConversationMemo], cap: int) -> None:
+        self.cap = cap
+        self._make = make
+        self._table: OrderedDict[str | None, ConversationMemo] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conversation_id: str | None) -> ConversationMemo:
+        """The conversation's memo, made if new."""
+        with self._lock:
+            memo = self._table.get(conversation_id)
+            if memo is None:
+                memo = self._table[conversation_id] = self._make()
+                while len(self._table) > self.cap:
+                    self._table.popitem(last=False)
+            else:
+                self._table.move_to_end(conversation_id)
+            return memo
+
+    def forget(self, conversation_id: str | None) -> None:
+        with self._lock:
+            self._table.pop(conversation_id, None)
+
+    def __len__(self) -> int:
+        return len(self._table)

@@ -1,0 +1,1177 @@
+"""The request hook: :class:`MemoryPlugin`, a thin shell around a pure :func:`step`.
+
+Every request goes through the seed's four steps, in order:
+
+1. **Measure.** Count the request's tokens and hand one :class:`ContextUsage`
+   to every observer. The window is the resolver's answer for the request's
+   model when it gives one, else ``config.context_window_tokens``. An observer
+   that raises fails the request with :class:`~memrules._core.errors.ObserverError`
+   before anything has changed.
+2. **Warn, once.** When ``warn_fraction`` is set and the usage reaches it,
+   append one system message that starts with ``config.warning_marker``.
+3. **Compact.** Resolve the budget (``max_fraction`` scales the window of
+   step 1) and run the pipeline; with no trigger nothing is compacted.
+4. **The working graph.** With ``graph_extractor`` set, merge (``union``)
+   the graph it reads from the request as it arrived into the
+   conversation's graph. With ``graph_context`` set, render the graph into
+   one system message right after the first system message (see
+   :mod:`memrules.graph.render`): after compaction, so compaction never
+   deletes it and its tokens do not count against the request that
+   triggered compaction. A graph message the request already holds (the
+   plugin's own, from an earlier request the client kept) is stale: it is
+   taken out before step 1, so it counts for nothing, and the new one takes
+   its place; an empty graph leaves none. :attr:`StepResult.graph_tokens`
+   is the message's token cost. An extractor that raises fails nothing:
+   the error is in :attr:`StepResult.graph_error` and the graph is left as
+   it was, as a failing strategy is recorded and skipped.
+
+5. **Retrieval memory.** On a route whose config has ``memory`` enabled
+   (see :mod:`memrules.memory`), the shell asks the shared store with the
+   latest user message, within the request's ``user`` and ``tenant`` (a
+   request without both gets no memory; :attr:`StepResult.memory` says
+   why), before the steps run; :func:`step` passes what it found through
+   the reflection gate, as of ``now``, and puts one system message right
+   after the first system message, after compaction (like the graph's,
+   its tokens, :attr:`StepResult.memory_tokens`, are not in the budget of
+   the request). A memory message the request already holds is stale and
+   is taken out before step 1. A store that fails costs the request its
+   memory, never the request. After the model answers,
+   :meth:`MemoryPlugin.on_response` keeps the completed turn
+   (``auto_store``).
+
+The warning is appended before compaction, so the pipeline sees it and its
+tokens count toward the trigger: the budget is about what is sent, and the
+warning is sent (in the seed's example it is one of the nine messages the
+window trims to four). Observers see the usage measured before it.
+
+**One warning per conversation.** The seed makes the warning one-shot by its
+marker: a request that already holds a message starting with the marker gets
+no other. A client that drops the warning from its history (or never keeps
+the prompt it sent, as most don't) would then be warned again on every
+request, so the plugin also remembers, per conversation, that the warning was
+given (:attr:`ConversationState.warned`). A warning is appended only when
+neither says it has been given; either one seen sets ``warned``.
+
+**Many conversations.** One plugin serves many conversations, told apart by
+:attr:`Request.conversation_id` (from an OpenAI body: the ``conversation_id``
+of its ``metadata``, or what the plugin's ``conversation_id_of`` reads from
+it, e.g. the ``user`` field or a header the caller copied in). Requests
+without an id share one conversation, ``None``. Each conversation's state
+lives in the plugin's :class:`~memrules.graph.StateStore`: by default this
+process's memory, holding at most ``max_conversations`` conversations
+(10,000 by default); past that, the least recently seen conversation that
+has no request in progress is forgotten (its next request starts afresh, as
+after :meth:`reset`). With ``state_store: {url: valkey://...}`` the state is
+in Valkey, shared by every replica and surviving restarts (see
+:mod:`memrules.graph.valkey`). Requests of one conversation run one at a
+time in a process, which makes the warning exactly one-shot under
+concurrency; different conversations never wait for each other. A request
+reads the state, runs :func:`step`, and writes back what it changed as a
+pure function of the state then current (the warning given; its extracted
+graph merged again), so a :meth:`merge_graph` from another thread or replica
+in between is never lost. A store that is down fails the request, or the
+graph call, with :class:`~memrules._core.errors.StateStoreError` before anything
+was written.
+
+**What a request costs.** Beside the state, the plugin keeps, in this
+process, each conversation's :class:`~memrules._plugin.conversation_memos.ConversationMemo` (at
+most ``max_conversations``, least recently used out first): what its
+requests measured and converted, so that a request pays for what the
+conversation added since the last one. Memos change what a request costs,
+never what it does; a replica without one builds it on the next request.
+
+**The graph, per conversation.** :meth:`MemoryPlugin.graph`,
+:meth:`~MemoryPlugin.snapshot`, :meth:`~MemoryPlugin.merge_graph`,
+:meth:`~MemoryPlugin.replace_graph` and :meth:`~MemoryPlugin.replace_snapshot`
+read or replace one conversation's graph; each write is one atomic store
+update, so many threads (or replicas) merging into one conversation lose no
+update.
+
+>>> from memrules._core.messages import message
+>>> config = MemoryConfig(context_window_tokens=10, max_fraction=None, warn_fraction=0.5)
+>>> plugin = MemoryPlugin(config)
+>>> ask = Request(messages=(message("user", "one two three four five"),))
+>>> [m.role for m in plugin.on_request(ask).messages], plugin.state().warned
+(['user', 'system'], True)
+>>> len(plugin.on_request(ask).messages)
+1
+>>> len(plugin.on_request(attrs.evolve(ask, conversation_id="other")).messages)
+2
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from memrules._adapters import from_openai, to_openai
+from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._adapters.openai import write_back
+from memrules._config.load import MemoryConfig
+from memrules._core.budget import ContextWindowResolver
+from memrules._core.checks import check_whole, is_whole
+from memrules._core.errors import ConfigError, GraphError, MessageFormatError, ObserverError
+from memrules._core.messages import Conversation, Message, message
+from memrules._core.report import CompressionReport, CompressionResult
+from memrules._core.seam_protocols import Seams, Summarizer, VectorStore
+from memrules._core.seam_records import MAX_SCOPE_CHARS
+from memrules._counting.measure import Measure
+from memrules._counting.tokens import TokenCounter
+from memrules._counting.usage import ContextUsage, ContextUsageObserver
+from memrules._plugin.conversation_memos import ConversationMemo, ConversationMemos
+from memrules._runtime.awaiting import SeamAnswers, _Pending
+from memrules._runtime.logged import (
+    LoggedClock,
+    LoggedExtractor,
+    LoggedResolver,
+    logged_seams,
+    retrieval_request,
+)
+from memrules._runtime.pipeline import Pipeline, as_conversation
+from memrules._trace.record import PluginTracer
+from memrules.graph.memory_graph import MemoryGraph
+from memrules.graph.merge import MergePolicy, MergeReport
+from memrules.graph.render import (
+    RenderedGraph,
+    find_graph_messages,
+    insert_graph_message,
+    render_graph,
+)
+from memrules.graph.snapshot import GraphImportReport, GraphSnapshot
+from memrules.graph.state import (
+    DEFAULT_MAX_CONVERSATIONS,
+    ConversationState,
+    StateRecord,
+    StateStore,
+    open_state_store,
+)
+from memrules.memory.autostore import StoreOutcome
+from memrules.memory.config import MemoryStoreConfig
+from memrules.memory.gate import reflect
+from memrules.memory.metrics import MemoryObserver
+from memrules.memory.retrieve import (
+    MemoryReport,
+    Retrieval,
+    insert_memory_message,
+    is_memory_message,
+    strip_memory_messages,
+)
+from memrules.memory.service import MemoryService, StoredMemory
+from memrules.seams._log import seam_call
+
+__all__ = [
+    "DEFAULT_MAX_CONVERSATIONS",
+    "ConversationState",
+    "MemoryPlugin",
+    "Request",
+    "StepResult",
+    "conversation_id_from_metadata",
+    "has_warning",
+    "measure",
+    "scope_from_metadata",
+    "step",
+    "warning_message",
+]
+
+
+def _conversation_id(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        msg = f"conversation_id={value!r} must be a string or None"
+        raise MessageFormatError(msg, field="conversation_id")
+    return value
+
+
+def _scope_id(field: str, value: object) -> str | None:
+    """A user or tenant id: a string of at most 256 characters; an empty
+    one is none."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > MAX_SCOPE_CHARS:
+        msg = (
+            f"{field}={value!r:.60} must be a string of at most {MAX_SCOPE_CHARS} "
+            "characters, or None"
+        )
+        raise MessageFormatError(msg, field=field)
+    return value
+
+
+def _user(value: object) -> str | None:
+    return _scope_id("user", value)
+
+
+def _tenant(value: object) -> str | None:
+    return _scope_id("tenant", value)
+
+
+def scope_from_metadata(body: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The default way to find whose request an OpenAI body is: the strings
+    ``metadata.user_id`` and ``metadata.tenant_id`` (None for either that
+    is absent, not a string, or longer than 256 characters: such a request
+    gets no memory, and is not refused for it). Whoever can write the body
+    can name any user: pass ``user=`` and ``tenant=`` from your
+    authentication instead when clients are not trusted."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None, None
+
+    def usable(value: object) -> str | None:
+        return value if isinstance(value, str) and len(value) <= MAX_SCOPE_CHARS else None
+
+    return usable(metadata.get("user_id")), usable(metadata.get("tenant_id"))
+
+
+def conversation_id_from_metadata(body: Mapping[str, Any]) -> str | None:
+    """The default way to find the conversation of an OpenAI body: the
+    string ``metadata.conversation_id``, else None."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    found = metadata.get("conversation_id")
+    return found if isinstance(found, str) else None
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Request:
+    """A chat request as the hook sees it: the messages, the model they go
+    to (which the :class:`~memrules._core.budget.ContextWindowResolver` is asked
+    about), the conversation they belong to (None: the plugin's default
+    conversation), and whose it is: the ``user`` and ``tenant`` retrieval
+    memory is scoped by (both needed for memory). Building one checks that
+    every message is a :class:`~memrules._core.messages.Message`."""
+
+    messages: Conversation = attrs.field(converter=as_conversation)
+    model: str | None = None
+    conversation_id: str | None = attrs.field(default=None, converter=_conversation_id)
+    user: str | None = attrs.field(default=None, converter=_user)
+    tenant: str | None = attrs.field(default=None, converter=_tenant)
+
+    @classmethod
+    def from_openai(
+        cls,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        conversation_id_of: Callable[[Mapping[str, Any]], str | None] = (
+            conversation_id_from_metadata
+        ),
+        memo: ConversionMemo | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> Request:
+        """The request in an OpenAI chat-completions body (parsed JSON): its
+        ``messages`` and ``model``, and the conversation ``conversation_id``
+        names, else the one ``conversation_id_of(body)`` finds (by default
+        ``metadata.conversation_id``); the ``user`` and ``tenant`` given,
+        else ``metadata.user_id`` and ``metadata.tenant_id`` (see
+        :func:`scope_from_metadata`). ``memo`` is the conversation's
+        :class:`~memrules._adapters.conversion_memo.ConversionMemo` (see
+        :func:`~memrules.from_openai`). Raises
+        :class:`~memrules._core.errors.MessageFormatError` for malformed input."""
+        if not isinstance(body, Mapping):
+            msg = f"expected a request object, got {type(body).__name__}"
+            raise MessageFormatError(msg)
+        model = body.get("model")
+        if model is not None and not isinstance(model, str):
+            msg = f"expected a string, got {type(model).__name__}"
+            raise MessageFormatError(msg, field="model")
+        messages: Any = body.get("messages")  # from_openai names what is wrong with it
+        if conversation_id is None:
+            conversation_id = conversation_id_of(body)
+        found_user, found_tenant = scope_from_metadata(body)
+        return cls(
+            messages=from_openai(messages, memo=memo),
+            model=model,
+            conversation_id=conversation_id,
+            user=found_user if user is None else user,
+            tenant=found_tenant if tenant is None else tenant,
+        )
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """The messages as OpenAI chat-completions messages, ready for JSON."""
+        return to_openai(self.messages)
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class StepResult:
+    """What one request went through.
+
+    ``state`` is the conversation's state for its next request (the same
+    object when nothing changed), ``request`` the request to send (the same object when nothing
+    changed), ``usage`` the reading the observers got, ``report`` what the
+    pipeline did, and ``warned`` whether this step appended the warning.
+
+    The graph step: ``delta`` is the graph the extractor read (None without
+    one, or when it failed: then ``graph_error`` says why), ``merge`` what
+    merging it did, ``rendered`` the graph message's rendering (None when
+    nothing was rendered) and ``graph_tokens`` its token cost (0 without
+    one), which the budget of this request did not include.
+
+    Retrieval memory: ``memory`` is what retrieval found and the gate made
+    of it (None on a route without memory), and ``memory_tokens`` the
+    memory message's token cost (0 without one), outside the budget too.
+    """
+
+    state: ConversationState
+    request: Request
+    report: CompressionReport
+    usage: ContextUsage
+    warned: bool
+    delta: MemoryGraph | None = None
+    merge: MergeReport | None = None
+    rendered: RenderedGraph | None = None
+    graph_tokens: int = 0
+    graph_error: str | None = None
+    memory: MemoryReport | None = None
+    memory_tokens: int = 0
+
+    @property
+    def compacted(self) -> bool:
+        """Whether the pipeline changed the messages."""
+        return self.report.compacted
+
+
+def measure(
+    request: Request,
+    *,
+    pipeline: Pipeline,
+    resolver: ContextWindowResolver | None,
+    memo: Measure | None = None,
+) -> ContextUsage:
+    """Step 1's reading: the request's tokens under ``pipeline``'s counter,
+    against the resolver's window for ``request.model`` when it gives one,
+    else ``context_window_tokens``.
+
+    Raises :class:`~memrules._core.errors.ConfigError` when the resolver answers
+    something other than None or a whole number of at least 1: a zero window
+    would make every request over budget. ``memo`` is the conversation's
+    (:meth:`Pipeline.memo`), the pipeline's own by default.
+    """
+    tokens = pipeline.count(request.messages, memo=memo)
+    resolved = None if resolver is None else resolver(request.model)
+    if resolved is not None and not is_whole(resolved, 1):
+        msg = (
+            f"context_window_resolver({request.model!r}) returned {resolved!r}; "
+            "return a window of at least 1 token, or None to use context_window_tokens"
+        )
+        raise ConfigError.single(msg, yaml_path="context_window_resolver")
+    return ContextUsage(
+        tokens=tokens,
+        window=pipeline.config.context_window_tokens if resolved is None else resolved,
+        messages=len(request.messages),
+        window_resolved=resolved is not None,
+    )
+
+
+def _notify(observers: Iterable[ContextUsageObserver], usage: ContextUsage) -> None:
+    for observer in observers:
+        try:
+            observer(usage)
+        except Exception as exc:
+            msg = f"context usage observer {observer!r} failed: {type(exc).__name__}: {exc}"
+            raise ObserverError(msg) from exc
+
+
+def has_warning(messages: Conversation, marker: str) -> bool:
+    """Whether any message's text starts with the warning ``marker``."""
+    return any(m.text.startswith(marker) for m in messages)
+
+
+def warning_message(usage: ContextUsage, marker: str) -> Message:
+    """The near-limit warning for ``usage``: a system message starting with
+    ``marker``, e.g. ``memrules context warning: this conversation uses 22%
+    of a 256-token context window; older messages may be dropped.``"""
+    text = (
+        f"{marker} this conversation uses {usage.fraction:.0%} of a "
+        f"{usage.window}-token context window; older messages may be dropped."
+    )
+    return message("system", text)
+
+
+def _without_graph_messages(
+    messages: Conversation, marker: str | None
+) -> tuple[Conversation, int | None]:
+    """``messages`` without graph messages, and where the first one was."""
+    if marker is None:
+        return messages, None
+    found = find_graph_messages(messages, marker)
+    if not found:
+        return messages, None
+    gone = set(found)
+    return tuple(m for i, m in enumerate(messages) if i not in gone), found[0]
+
+
+def _where(
+    old: int | None, before: Conversation, after: Conversation, origin: tuple[int | None, ...]
+) -> int | None:
+    """Where the stale graph message at input index ``old`` goes in the
+    compacted ``after``: just after the last kept message that preceded it."""
+    if old is None:
+        return None
+    if after is before:
+        return old
+    if len(origin) != len(after):
+        return None
+    kept = [j for j, i in enumerate(origin) if i is not None and i < old]
+    return kept[-1] + 1 if kept else 0
+
+
+def _extract(
+    state: ConversationState, messages: Conversation, pipeline: Pipeline
+) -> tuple[ConversationState, MemoryGraph | None, MergeReport | None, str | None]:
+    extractor = pipeline.config.graph_extractor
+    if extractor is None:
+        return state, None, None, None
+    try:
+        delta = extractor(messages)
+        if not isinstance(delta, MemoryGraph):
+            msg = f"returned {type(delta).__name__}, expected a MemoryGraph"
+            raise TypeError(msg)
+        graph, report = state.graph.merge(delta, MergePolicy.UNION)
+    except Exception as exc:
+        return state, None, None, f"graph extractor {extractor!r}: {type(exc).__name__}: {exc}"
+    if graph is not state.graph:
+        state = attrs.evolve(state, graph=graph)
+    return state, delta, report, None
+
+
+def _memory_settings(config: MemoryConfig) -> MemoryStoreConfig | None:
+    """The shared memory store's settings, on a route with memory enabled."""
+    if config.memory is None or not config.memory.enabled:
+        return None
+    return config.memory_store
+
+
+def step(
+    state: ConversationState,
+    request: Request,
+    *,
+    pipeline: Pipeline,
+    observers: Iterable[ContextUsageObserver],
+    resolver: ContextWindowResolver | None,
+    memo: Measure | None = None,
+    retrieval: Retrieval | None = None,
+    now: float | None = None,
+) -> StepResult:
+    """Run one request of a conversation in ``state`` through the steps (see
+    the module docs); pure but for what the observers, the pipeline's seams
+    and the graph extractor do. ``memo`` is the conversation's
+    (:meth:`Pipeline.memo`): it changes what the request costs, never what
+    it does.
+
+    ``retrieval`` is what retrieval memory found for the request (the
+    shell asks the store; None: nothing was asked), and ``now`` the time
+    (seconds since the epoch) the gate decays memories by (None: no decay):
+    given both, a replay injects the same bytes.
+
+    Changes nothing: the new state and request are in the result. An
+    observer error raises :class:`~memrules._core.errors.ObserverError`, chained to
+    the cause, before anything else has run.
+    """
+    config = pipeline.config
+    context = config.graph_context
+    memory_settings = _memory_settings(config)
+    received = request.messages
+    messages, stale_at = _without_graph_messages(
+        received, None if context is None else context.marker
+    )
+    stale_graph = None if stale_at is None else received[stale_at]
+    stale_memory = None
+    if memory_settings is not None:
+        marker = memory_settings.marker
+        kept = strip_memory_messages(messages, marker)
+        if kept is not messages:
+            stale_memory = next(m for m in messages if is_memory_message(m, marker))
+            if stale_at is not None:
+                stale_at -= sum(1 for m in messages[:stale_at] if is_memory_message(m, marker))
+            messages = kept
+    usage = measure(
+        request if messages is received else attrs.evolve(request, messages=messages),
+        pipeline=pipeline,
+        resolver=resolver,
+        memo=memo,
+    )
+    _notify(observers, usage)
+
+    seen = has_warning(messages, config.warning_marker)
+    warn = (
+        config.warn_fraction is not None
+        and not (state.warned or seen)
+        and usage.fraction >= config.warn_fraction
+    )
+    said = messages
+    if warn:
+        messages = (*messages, warning_message(usage, config.warning_marker))
+    if (warn or seen) and not state.warned:
+        state = attrs.evolve(state, warned=True)
+
+    compaction = pipeline.apply(
+        messages,
+        budget=pipeline.budget(usage.window),
+        memo=memo,
+        conversation_id=request.conversation_id,
+        user=request.user,
+        tenant=request.tenant,
+    )
+    sent = compaction.messages
+
+    state, delta, merged, graph_error = _extract(state, said, pipeline)
+    rendered = None
+    graph_tokens = 0
+    if context is not None:
+        rendered = render_graph(state.graph, context)
+        if rendered is not None:
+            old = stale_graph
+            graph_message = (
+                old if old is not None and old.text == rendered.text else rendered.message()
+            )
+            graph_tokens = pipeline.counter.count(graph_message)  # the message, not a request
+            at = _where(stale_at, messages, sent, compaction.report.origin)
+            sent = insert_graph_message(sent, graph_message, at)
+
+    memory = None
+    memory_tokens = 0
+    if memory_settings is not None and retrieval is not None:
+        gate = reflect(
+            retrieval.memories,
+            memory_settings.reflection,
+            now=now,
+            marker=memory_settings.marker,
+        )
+        if gate.text is not None:
+            memory_message = (
+                stale_memory
+                if stale_memory is not None and stale_memory.text == gate.text
+                else gate.message()
+            )
+            assert memory_message is not None
+            memory_tokens = pipeline.count((memory_message,))
+            sent = insert_memory_message(sent, memory_message)
+        memory = MemoryReport(retrieval=retrieval, gate=gate, now=now)
+
+    if len(sent) != len(received) or any(a is not b for a, b in zip(sent, received, strict=True)):
+        request = attrs.evolve(request, messages=sent)
+    return StepResult(
+        state=state,
+        request=request,
+        report=compaction.report,
+        usage=usage,
+        warned=warn,
+        delta=delta,
+        merge=merged,
+        rendered=rendered,
+        graph_tokens=graph_tokens,
+        graph_error=graph_error,
+        memory=memory,
+        memory_tokens=memory_tokens,
+    )
+
+
+def _commit(
+    loaded: ConversationState, result: StepResult
+) -> Callable[[ConversationState], ConversationState]:
+    """What a request changed, as a pure function of the state current when
+    it is written: the warning given, the extracted graph merged again. When
+    nobody wrote in between, the step's own state."""
+
+    def change(current: ConversationState) -> ConversationState:
+        if result.state is loaded:
+            return current
+        if current is loaded:
+            return result.state
+        new = current
+        if result.state.warned and not new.warned:
+            new = attrs.evolve(new, warned=True)
+        if result.delta is not None:
+            graph, _ = new.graph.merge(result.delta, MergePolicy.UNION)
+            if graph is not new.graph:
+                new = attrs.evolve(new, graph=graph)
+        return new
+
+    return change
+
+
+def _no_id(body: Mapping[str, Any]) -> None:
+    return None
+
+
+def _openai_body(body: Mapping[str, Any], request: Request, result: StepResult) -> dict[str, Any]:
+    """``body`` with the messages ``result`` sends, as :meth:`MemoryPlugin.on_openai_request`
+    returns it: kept messages as the body's own objects."""
+    sent = write_back(
+        result.request.messages, request.messages, body["messages"], result.report.origin
+    )
+    return {**body, "messages": sent}
+
+
+class MemoryPlugin:
+    """The stateful shell: holds the pipeline and the
+    :class:`~memrules.graph.StateStore` of each conversation's
+    :class:`ConversationState`, and runs :func:`step` for each request.
+
+    Requests of one conversation run one at a time (in this process), which
+    is what makes the warning exactly one-shot when they arrive
+    concurrently; requests of different conversations run in parallel (see
+    the module docs). :meth:`count_tokens` and :meth:`compress` touch no
+    state and are safe to call from any thread at any time; the graph
+    methods are atomic.
+
+    ``state_store`` replaces the store the config names (``state_store``;
+    this process's memory by default, with at most ``max_conversations``
+    conversations). Raises :class:`~memrules._core.errors.EncodingError` when the
+    config's encoder cannot be loaded (the config validated itself when it
+    was built).
+
+    ``trace`` (a file path) records every request to a trace that
+    ``memrules replay`` reproduces without any seam (see
+    :mod:`memrules._trace.record`), each line written as its request completes;
+    on a route with memory, also what retrieval answered, the clock's
+    time, and each :meth:`on_response` (its store write and outcome).
+
+    On a route with retrieval memory (``memory`` enabled; see
+    :mod:`memrules.memory`), ``memory_store`` replaces the store
+    ``stores.memory`` opens (shared by every plugin of the config),
+    ``memory_observers`` get its events (metrics), and ``clock`` gives the
+    time memories are stamped and decayed by. The memory collection is
+    checked here: one its embedder cannot use raises
+    :class:`~memrules._core.errors.ConfigError`; a store that is down is logged,
+    and requests go on without memory until it is back.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig,
+        *,
+        summarizer: Summarizer | None = None,
+        store: VectorStore | None = None,
+        counter: TokenCounter | None = None,
+        max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
+        conversation_id_of: Callable[[Mapping[str, Any]], str | None] = (
+            conversation_id_from_metadata
+        ),
+        state_store: StateStore | None = None,
+        trace: str | os.PathLike[str] | None = None,
+        memory_store: VectorStore | None = None,
+        memory_observers: Iterable[MemoryObserver] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        check_whole("max_conversations", max_conversations, 1)
+        self._pipeline = Pipeline.from_config(
+            config, seams=Seams(summarizer=summarizer, store=store), counter=counter
+        )
+        self._states: StateStore = (
+            state_store
+            if state_store is not None
+            else open_state_store(
+                config.state_store,
+                max_conversations=max_conversations,
+                graph_limits=config.graph_limits,
+            )
+        )
+        self._conversation_id_of = conversation_id_of
+        self._last: StepResult | None = None
+        # Tracing (memrules._trace.record): the seams, the graph extractor, the
+        # resolver and the state store go through the seam log, and each
+        # request writes a trace line.
+        self._tracer: PluginTracer | None = None
+        if trace is not None:
+            self._tracer = PluginTracer(trace, self._pipeline, self._states)
+            self._pipeline, self._states = self._tracer.pipeline, self._tracer.states
+        pipeline = self._pipeline
+        self._memos = ConversationMemos(lambda: ConversationMemo(pipeline), max_conversations)
+        self._clock = clock
+        self._memory: MemoryService | None = None
+        settings = _memory_settings(config)
+        if settings is not None:
+            assert config.memory is not None
+            if self._tracer is not None:
+                memory_store = self._tracer.memory_store(settings, memory_store)
+            self._memory = MemoryService(
+                settings,
+                config.memory,
+                store=memory_store,
+                observers=memory_observers,
+                clock=LoggedClock(clock),
+                source=config.source,
+            )
+            self._memory.start()
+
+    @classmethod
+    def with_extensions(
+        cls, config: MemoryConfig, summarizer: Summarizer | None, store: VectorStore | None
+    ) -> MemoryPlugin:
+        """A plugin whose ``summarize`` and ``offload`` strategies have the
+        seams they need (each may be None)."""
+        return cls(config, summarizer=summarizer, store=store)
+
+    @property
+    def config(self) -> MemoryConfig:
+        return self._pipeline.config
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self._pipeline
+
+    @property
+    def state_store(self) -> StateStore:
+        """Where the conversations' state lives."""
+        return self._states
+
+    def _adopt(self, state: ConversationState) -> ConversationState:
+        """``state`` with its graph under this plugin's graph limits (a store
+        built elsewhere may hand out graphs with other limits)."""
+        limits = self.config.graph_limits
+        if state.graph.limits == limits:
+            return state
+        return attrs.evolve(state, graph=state.graph.with_limits(limits))
+
+    def record(self, conversation_id: str | None = None) -> StateRecord:
+        """The conversation's state and its version in the store."""
+        record = self._states.load(conversation_id)
+        state = self._adopt(record.state)
+        return record if state is record.state else attrs.evolve(record, state=state)
+
+    def state(self, conversation_id: str | None = None) -> ConversationState:
+        """The state the conversation's next request starts from."""
+        return self.record(conversation_id).state
+
+    @property
+    def conversations(self) -> int:
+        """How many conversations the plugin's store holds state for."""
+        return len(self._states)
+
+    @property
+    def last_result(self) -> StepResult | None:
+        """What the most recent successful request (of any conversation)
+        went through, if any; :meth:`handle` gives the result of one request."""
+        return self._last
+
+    @property
+    def last_report(self) -> CompressionReport | None:
+        return None if self._last is None else self._last.report
+
+    @property
+    def last_usage(self) -> ContextUsage | None:
+        return None if self._last is None else self._last.usage
+
+    def on_request(self, request: Request) -> Request:
+        """Run ``request`` through the steps and return the request to send
+        (``request`` itself when nothing changed). On an error the state
+        and :attr:`last_result` are as they were."""
+        return self.handle(request).request
+
+    def handle(self, request: Request, *, now: float | None = None) -> StepResult:
+        """:meth:`on_request`, returning everything the request went through:
+        the request to send, the usage, the report, whether it warned, the
+        graph step, what memory found. Unlike :attr:`last_result`, this is
+        the answer for this very request when others run concurrently.
+        ``now`` (seconds since the epoch) is the time memories are decayed
+        by; the plugin's clock by default. With ``trace=``, the request's
+        line is written when it completes."""
+        if self._tracer is not None:
+            result: StepResult = self._tracer.handle(
+                request, lambda r: self._handle(r, now), now=now
+            )
+            return result
+        return self._handle(request, now)
+
+    def _handle(self, request: Request, now: float | None) -> StepResult:
+        conversation_id = request.conversation_id
+        retrieval = None
+        if self._memory is not None:  # the store and the clock, through the seam log
+            memory, messages = self._memory, request.messages
+            retrieval = seam_call(
+                "memory",
+                "retrieve",
+                lambda: retrieval_request(messages, user=request.user, tenant=request.tenant),
+                lambda: memory.retrieve(messages, user=request.user, tenant=request.tenant),
+                answer=Retrieval.to_dict,
+                rebuild=Retrieval.from_dict,
+            )
+            if now is None:
+                now = memory.clock()
+        when = self._clock() if now is None else now
+        with self._states.lock(conversation_id):
+            loaded = self.state(conversation_id)
+            result = step(
+                loaded,
+                request,
+                pipeline=self._pipeline,
+                observers=self.config.observers,
+                resolver=self.config.context_window_resolver,
+                memo=self._memos.get(conversation_id).measure,
+                retrieval=retrieval,
+                now=when,
+            )
+            commit = _commit(loaded, result)
+            self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
+            self._last = result
+        return result
+
+    def on_openai_request(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_request` for an OpenAI chat-completions body: returns a
+        new body with the new ``messages`` and every other key as it was.
+        The conversation is ``conversation_id``, else the one the plugin's
+        ``conversation_id_of`` finds in the body; the user and tenant are
+        ``user`` and ``tenant``, else the body's ``metadata.user_id`` and
+        ``metadata.tenant_id`` (give them from your authentication when the
+        body comes from an untrusted client).
+
+        Converting costs what the conversation added since its last request
+        (its messages are remembered, see
+        :class:`~memrules._adapters.conversion_memo.ConversionMemo`), and so does
+        converting back: the messages the request keeps are sent as the
+        body's own message objects (equal to what converting would give),
+        and only new or changed ones (the warning, the graph, memories) are
+        converted."""
+        request = self._from_openai_body(body, conversation_id, user, tenant)
+        return _openai_body(body, request, self.handle(request))
+
+    def _from_openai_body(
+        self,
+        body: Mapping[str, Any],
+        conversation_id: str | None,
+        user: str | None,
+        tenant: str | None,
+    ) -> Request:
+        """The request of :meth:`on_openai_request`, converted with its
+        conversation's memo."""
+        memo = None
+        if isinstance(body, Mapping):  # else from_openai says what is wrong
+            if conversation_id is None:
+                conversation_id = self._conversation_id_of(body)
+            memo = self._memos.get(conversation_id).conversion
+        return Request.from_openai(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=_no_id,
+            memo=memo,
+            user=user,
+            tenant=tenant,
+        )
+
+    # --- async: the same steps, the seams awaited (see memrules._runtime.awaiting) ----------------
+
+    async def on_request_async(self, request: Request) -> Request:
+        """:meth:`on_request` without blocking the event loop (see :meth:`handle_async`)."""
+        return (await self.handle_async(request)).request
+
+    async def on_openai_request_async(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_openai_request` without blocking the event loop (see
+        :meth:`handle_async`)."""
+        request = self._from_openai_body(body, conversation_id, user, tenant)
+        return _openai_body(body, request, await self.handle_async(request))
+
+    async def handle_async(self, request: Request, *, now: float | None = None) -> StepResult:
+        """:meth:`handle`, awaiting the seams instead of blocking on them:
+        the same steps, the same result, the same state written.
+
+        The summarizer and store, the graph extractor and the context window
+        resolver are awaited between runs of :func:`step` (as in
+        :meth:`Pipeline.apply_async <memrules.Pipeline.apply_async>`): a
+        seam's coroutine method when it has one (the OpenAI-compatible
+        summarizer's), else its blocking call in a worker thread. Retrieval
+        memory asks its store in a worker thread first.
+
+        The state store's lock is a threading lock, never held across an
+        ``await``: each run of :func:`step` happens in a worker thread that
+        takes the conversation's lock, loads its state, runs the step with
+        the answers fetched so far and, when every call had its answer, runs
+        it once more with the observers and writes the state back, all
+        before it lets the lock go. A call without an answer lets the lock
+        go, is awaited, and the next run starts from the state then current,
+        so requests of one conversation still run their steps one at a time
+        and the warning stays one-shot. The observers see one run.
+
+        With ``trace=``, the request runs as :meth:`handle` does, in a
+        worker thread: the loop stays free and the trace line is the one
+        :meth:`handle` writes, but the seams block that thread instead of
+        being awaited (the trace records calls in the order one synchronous
+        run makes them)."""
+        if self._tracer is not None:
+            return await asyncio.to_thread(lambda: self.handle(request, now=now))
+        conversation_id = request.conversation_id
+        retrieval = None
+        memory = self._memory
+        if memory is not None:
+            retrieval = await asyncio.to_thread(
+                lambda: memory.retrieve(request.messages, user=request.user, tenant=request.tenant)
+            )
+        when = self._clock() if now is None else now
+        quiet, watched = self._answered_pipelines()
+        answers = SeamAnswers()
+
+        def attempt() -> StepResult:
+            with self._states.lock(conversation_id):
+                loaded = self.state(conversation_id)
+                memo = self._memos.get(conversation_id).measure
+
+                def run(
+                    pipeline: Pipeline, observers: Iterable[ContextUsageObserver]
+                ) -> StepResult:
+                    return step(
+                        loaded,
+                        request,
+                        pipeline=pipeline,
+                        observers=observers,
+                        resolver=pipeline.config.context_window_resolver,
+                        memo=memo,
+                        retrieval=retrieval,
+                        now=when,
+                    )
+
+                answers.run(lambda: run(quiet, ()))  # raises _Pending for a call to make
+                result = answers.run(lambda: run(watched, self.config.observers))
+                commit = _commit(loaded, result)
+                self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
+                self._last = result
+            return result
+
+        while True:
+            try:
+                return await asyncio.to_thread(attempt)
+            except _Pending as pending:
+                await answers.fetch(pending)
+
+    def _answered_pipelines(self) -> tuple[Pipeline, Pipeline]:
+        """The pipeline :meth:`handle_async` runs, its seams, graph extractor
+        and resolver behind the seam log's proxies: without observers, and
+        with them."""
+        found: tuple[Pipeline, Pipeline] | None = getattr(self, "_answered", None)
+        if found is None:
+            config = self.config
+            changes: dict[str, Any] = {}
+            if config.graph_extractor is not None:
+                changes["graph_extractor"] = LoggedExtractor(config.graph_extractor)
+            if config.context_window_resolver is not None:
+                changes["context_window_resolver"] = LoggedResolver(config.context_window_resolver)
+            watched = attrs.evolve(
+                self._pipeline,
+                config=attrs.evolve(config, **changes) if changes else config,
+                seams=logged_seams(self._pipeline.seams),
+            )
+            found = (attrs.evolve(watched, observers=()), watched)
+            self._answered = found
+        return found
+
+    def _openai_request(
+        self,
+        body: Mapping[str, Any],
+        conversation_id: str | None,
+        user: str | None,
+        tenant: str | None,
+    ) -> Request:
+        return Request.from_openai(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=self._conversation_id_of,
+            user=user,
+            tenant=tenant,
+        )
+
+    # --- retrieval memory ---------------------------------------------------------
+
+    @property
+    def memory(self) -> MemoryService | None:
+        """The route's retrieval memory (None when it has none)."""
+        return self._memory
+
+    def _require_memory(self, doing: str) -> MemoryService:
+        if self._memory is None:
+            msg = (
+                f"cannot {doing}: this route has no retrieval memory (give it a memory: entry "
+                "with enabled: true, and the file a stores.memory)"
+            )
+            raise ConfigError.single(msg, path=self.config.source, yaml_path="memory")
+        return self._memory
+
+    def on_response(
+        self, request: Request, reply: Message | str, *, now: float | None = None
+    ) -> StoreOutcome:
+        """After the model answered ``request`` (as it arrived, or as sent)
+        with ``reply``: keep the completed turn as one memory for the
+        request's user and tenant, stamped ``now`` (the plugin's clock by
+        default), when the route auto-stores (see
+        :mod:`memrules.memory.autostore`). Never raises: the outcome says
+        what happened (``stored``, ``duplicate``, ``skipped`` and why,
+        ``error``, ``disabled``)."""
+        if self._memory is None:
+            return StoreOutcome(status="disabled", reason="this route has no retrieval memory")
+        memory = self._memory
+
+        def store() -> StoreOutcome:
+            return memory.store_turn(
+                request.messages,
+                reply,
+                user=request.user,
+                tenant=request.tenant,
+                conversation_id=request.conversation_id,
+                now=now,
+            )
+
+        if self._tracer is not None:
+            outcome: StoreOutcome = self._tracer.respond(request, reply, store, now=now)
+            return outcome
+        return store()
+
+    def on_openai_response(
+        self,
+        body: Mapping[str, Any],
+        response: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+        now: float | None = None,
+    ) -> StoreOutcome:
+        """:meth:`on_response` for an OpenAI chat-completions request
+        ``body`` and the ``response`` it got (its first choice's message).
+        Raises :class:`~memrules._core.errors.MessageFormatError` for a response
+        without one."""
+        request = self._openai_request(body, conversation_id, user, tenant)
+        choices = response.get("choices") if isinstance(response, Mapping) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        reply = first.get("message") if isinstance(first, Mapping) else None
+        if not isinstance(reply, Mapping):
+            msg = "expected a chat completion with choices[0].message"
+            raise MessageFormatError(msg, field="response")
+        (answer,) = from_openai([reply])
+        return self.on_response(request, answer, now=now)
+
+    def forget(self, user: str, tenant: str) -> int:
+        """Delete every memory of ``user`` and ``tenant`` from the route's
+        store, in every generation of its collection (one per embedding
+        model it was used with): the right to be forgotten. Returns how many
+        there were. Raises :class:`~memrules._core.errors.StoreError` when the
+        store fails (call again to finish)."""
+        return self._require_memory("forget").forget(user=user, tenant=tenant)
+
+    def list_memories(self, user: str, tenant: str) -> tuple[StoredMemory, ...]:
+        """Every memory of ``user`` and ``tenant``, oldest first, in every
+        generation of the collection (each says which, and whether it is the
+        current embedder's). Raises :class:`~memrules._core.errors.StoreError` on
+        failure."""
+        return self._require_memory("list memories").memories(user=user, tenant=tenant)
+
+    def reset(self, conversation_id: str | None = None) -> None:
+        """Forget a conversation: its next request starts afresh (the
+        warning may be given again, the graph is empty)."""
+        self._states.forget(conversation_id)
+        self._memos.forget(conversation_id)
+
+    # --- the working graph, per conversation ------------------------------------
+
+    def graph(self, conversation_id: str | None = None) -> MemoryGraph:
+        """The conversation's working graph (a value: later updates make new
+        graphs and leave this one as it is)."""
+        return self.state(conversation_id).graph
+
+    def snapshot(self, conversation_id: str | None = None) -> GraphSnapshot:
+        """The conversation's graph as a :class:`~memrules.graph.GraphSnapshot`."""
+        return self.graph(conversation_id).snapshot()
+
+    def merge_graph(
+        self,
+        conversation_id: str | None,
+        other: MemoryGraph,
+        policy: MergePolicy = MergePolicy.UNION,
+    ) -> MergeReport:
+        """Merge ``other`` into the conversation's graph under ``policy``, in
+        one atomic store update, and report what it did (with the
+        conversation's ``version`` after it). Concurrent merges, from any
+        thread or replica, are applied one after another: none is lost."""
+        if not isinstance(other, MemoryGraph):
+            msg = f"can only merge a MemoryGraph, got {type(other).__name__}"
+            raise GraphError(msg)
+        policy = MergePolicy(policy)
+        reports: list[MergeReport] = []
+
+        def change(current: ConversationState) -> ConversationState:
+            current = self._adopt(current)
+            graph, report = current.graph.merge(other, policy)
+            reports.append(report)
+            return current if graph is current.graph else attrs.evolve(current, graph=graph)
+
+        record = self._states.update(conversation_id, change)
+        return attrs.evolve(reports[-1], version=record.version)
+
+    def replace_graph(self, conversation_id: str | None, graph: MemoryGraph) -> GraphImportReport:
+        """Make ``graph`` the conversation's graph, in one atomic store
+        update, cut to the plugin's ``graph_limits`` (lowest weight, oldest
+        first) when it is bigger; the report names what was cut."""
+        if not isinstance(graph, MemoryGraph):
+            msg = f"expected a MemoryGraph, got {type(graph).__name__}"
+            raise GraphError(msg)
+        fitted = graph.with_limits(self.config.graph_limits)
+        evicted_nodes: tuple[str, ...] = ()
+        evicted_relationships: tuple[str, ...] = ()
+        if fitted is not graph:
+            evicted_nodes = tuple(sorted(set(graph.nodes) - set(fitted.nodes)))
+            evicted_relationships = tuple(
+                sorted(set(graph.relationships) - set(fitted.relationships))
+            )
+        report = GraphImportReport(
+            nodes=len(fitted.nodes),
+            relationships=len(fitted.relationships),
+            evicted_nodes=evicted_nodes,
+            evicted_relationships=evicted_relationships,
+        )
+        return self._replace(conversation_id, fitted, report)
+
+    def replace_snapshot(
+        self, conversation_id: str | None, snapshot: GraphSnapshot
+    ) -> GraphImportReport:
+        """Make the graph ``snapshot`` describes the conversation's graph, in
+        one atomic store update. An invalid snapshot (a duplicate id, a
+        relationship whose endpoint is missing) raises
+        :class:`~memrules._core.errors.GraphError` naming the ids, and the graph is
+        untouched; one over the cap is cut as the cap's policy says."""
+        graph, report = MemoryGraph.from_snapshot(snapshot, limits=self.config.graph_limits)
+        return self._replace(conversation_id, graph, report)
+
+    def _replace(
+        self, conversation_id: str | None, graph: MemoryGraph, report: GraphImportReport
+    ) -> GraphImportReport:
+        def change(current: ConversationState) -> ConversationState:
+            current = self._adopt(current)
+            return current if current.graph is graph else attrs.evolve(current, graph=graph)
+
+        record = self._states.update(conversation_id, change)
+        return attrs.evolve(report, version=record.version)
+
+    # --- out of band ---------------------------------------------------------------
+
+    def count_tokens(self, messages: Iterable[Message]) -> int:
+        """Tokens of ``messages`` as step 1 counts them."""
+        return self._pipeline.count(messages)
+
+    def compress(self, messages: Iterable[Message]) -> CompressionResult:
+        """Run every strategy once, with no budget: the out-of-band entry
+        point. Touches no state."""
+        return self._pipeline.compress(messages)
+
+    def close(self) -> None:
+        """Close the state store's connections, if it has any, and finish the trace."""
+        close = getattr(self._states, "close", None)
+        if callable(close):
+            close()
+        if self._tracer is not None:
+            self._tracer.close()

@@ -1,0 +1,334 @@
+"""A configured pipeline: a config, a token counter and seams, ready to apply.
+
+>>> pipeline = load_pipeline('''
+... context_window_tokens: 256
+... max_messages: 6
+... strategies:
+...   - type: sliding_window
+...     keep_messages: 4
+... ''')
+>>> pipeline.budget()
+Budget.messages(6)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import attrs
+
+from memrules._config.load import MemoryConfig, load_config
+from memrules._core.budget import Budget, resolve_budget
+from memrules._core.errors import ConfigError, StoreError
+from memrules._core.messages import Conversation, Message, as_messages, check_messages
+from memrules._core.report import CompressionResult
+from memrules._core.seam_protocols import Seams, VectorStore
+from memrules._core.seam_records import RecallHit, Scope, StoreWrite, build_records
+from memrules._counting.framing import count_rule_named, framed
+from memrules._counting.measure import Measure
+from memrules._counting.tokens import TokenCounter, counter_named
+from memrules._engine.contract import StrategyContext, StrategyFactory
+from memrules._engine.interpreter import MAX_PASSES, run_once, run_pipeline
+from memrules._engine.observe import PipelineObserver
+from memrules._runtime.awaiting import SeamAnswers
+from memrules._runtime.logged import logged_seams
+from memrules.seams._settings import build_seams
+
+__all__ = ["Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
+
+
+def as_conversation(messages: Iterable[Message]) -> Conversation:
+    """``messages`` as a tuple, checking that each one is a :class:`Message`."""
+    conversation = as_messages(messages)
+    check_messages(conversation)
+    return conversation
+
+
+def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
+    return tuple(values)
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Pipeline:
+    """CompressionResult as a value: ``apply`` and ``compress`` return new messages
+    and a report and change nothing else.
+
+    ``counter`` counts messages; :meth:`from_config` makes it from the
+    config's ``encoder_name`` (or the counter given) and ``count_rule``.
+
+    What a request measured (counts, tool links, held messages, input
+    problems) is remembered in a :class:`~memrules._counting.measure.Measure`, so
+    that the next request of a growing conversation pays for its new
+    messages only. The pipeline owns one, used by default; a caller that
+    serves many conversations passes each its own (:meth:`memo`), so that
+    one conversation's turns never evict another's.
+
+    ``observers`` watch every run and strategy run (tracing, metrics,
+    logging, a progress bar; see :mod:`memrules.observability`); they change
+    nothing in the result.
+    """
+
+    config: MemoryConfig
+    counter: TokenCounter
+    seams: Seams = attrs.field(factory=Seams)
+    max_passes: int = MAX_PASSES
+    observers: tuple[PipelineObserver, ...] = attrs.field(default=(), converter=_observers)
+    _measure: Measure = attrs.field(
+        init=False,
+        default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
+        eq=False,
+        repr=False,
+    )
+
+    @classmethod
+    def from_config(
+        cls,
+        config: MemoryConfig,
+        *,
+        seams: Seams | None = None,
+        counter: TokenCounter | None = None,
+        observers: Iterable[PipelineObserver] = (),
+    ) -> Pipeline:
+        """A pipeline for ``config``; loads its encoder unless ``counter`` is
+        given. Messages are counted by the config's ``count_rule`` over the
+        counter's ``count_text`` (``seed``: the counter's own message count).
+        The seams are ``seams``, and, for each one it leaves absent,
+        the one the config's ``store:`` (with ``embedder:``) or
+        ``summarizer:`` section describes (built, not yet connected)."""
+        given = seams or Seams()
+        store, summarizer = build_seams(
+            config.store,
+            config.embedder,
+            config.summarizer,
+            given_store=given.store,
+            given_summarizer=given.summarizer,
+        )
+        if store is not given.store or summarizer is not given.summarizer:
+            given = Seams(summarizer=summarizer, store=store)
+        base = counter or counter_named(config.encoder_name)
+        return cls(
+            config=config,
+            counter=framed(base, count_rule_named(config.count_rule)),
+            seams=given,
+            observers=tuple(observers),
+        )
+
+    def budget(self, window: int | None = None) -> Budget:
+        """The budget the config sets, for a context ``window`` if known."""
+        return resolve_budget(self.config.trigger, window=window)
+
+    def memo(self) -> Measure:
+        """A new memo for one conversation, to pass to :meth:`apply` and
+        :meth:`count` with each of its requests (see the class docs)."""
+        return Measure(self.counter)
+
+    def context(
+        self,
+        budget: Budget | None = None,
+        scope: Scope | None = None,
+        memo: Measure | None = None,
+    ) -> StrategyContext:
+        return StrategyContext(
+            counter=self.counter,
+            budget=self.budget() if budget is None else budget,
+            seams=self.seams,
+            scope=Scope() if scope is None else scope,
+            offload_turns=self.config.offload_turns,
+            warning_marker=self.config.warning_marker,
+            user_first=self.config.user_first,
+            measure=self._measure if memo is None else memo,
+        )
+
+    def count(self, messages: Iterable[Message], *, memo: Measure | None = None) -> int:
+        """Tokens of ``messages`` as one request under this pipeline's
+        counter. Measured as :meth:`apply` measures, in the same ``memo``,
+        so applying the same tuple next (as the request hook does) looks
+        nothing up again."""
+        measure = self._measure if memo is None else memo
+        return measure.total(measure.conversation(messages))
+
+    def apply(
+        self,
+        messages: Iterable[Message],
+        *,
+        budget: Budget | None = None,
+        memo: Measure | None = None,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> CompressionResult:
+        """Compact ``messages`` until they fit ``budget`` (the config's by
+        default). Returns the new messages and the report. ``memo`` is the
+        conversation's own memo (:meth:`memo`), the pipeline's by default.
+        ``conversation_id`` names the conversation to the observers (a trace's
+        ``gen_ai.conversation.id``); what ``offload`` stores is filed under
+        ``conversation_id``, ``user`` and ``tenant``."""
+        context = self.context(budget, _scope(conversation_id, user, tenant), memo)
+        return run_pipeline(
+            context.measure.conversation(messages),
+            self.config.strategies,
+            context,
+            max_passes=self.max_passes,
+            repair=self.config.repair,
+            observers=self.observers,
+            conversation_id=conversation_id,
+        )
+
+    async def apply_async(
+        self,
+        messages: Iterable[Message],
+        *,
+        budget: Budget | None = None,
+        memo: Measure | None = None,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> CompressionResult:
+        """:meth:`apply`, awaiting the seams instead of blocking on them: the
+        same arguments and the same result, report included.
+
+        The strategies stay sync. They run, whole, until a seam call has no
+        answer yet; that call is awaited (an OpenAI-compatible summarizer's
+        ``summarize_async``, a store's ``add_async`` when it has one, else
+        the blocking call in ``asyncio.to_thread``, as for Milvus Lite and
+        Qdrant's local mode, which are local CPU and disk work), and they run
+        again, earlier calls answered from what came back. A run with ``n``
+        seam calls runs the core ``n + 1`` times, which costs little next to
+        one network call (``benchmarks/async_overhead.py`` measures it);
+        every seam call is made once (a store write happens once). Observers
+        watch one run: with observers, the core runs once more at the end,
+        every call answered. See :mod:`memrules._runtime.awaiting`.
+
+        >>> import asyncio
+        >>> from memrules._core.messages import message
+        >>> from memrules.seams import extractive_summarizer
+        >>> pipeline = load_pipeline(
+        ...     "{max_messages: 3, strategies: [{type: summarize, turns: 2}]}",
+        ...     seams=Seams(summarizer=extractive_summarizer()),
+        ... )
+        >>> turns = [message("user", f"Edit src/app{i}.py, step {i}.") for i in range(5)]
+        >>> result = asyncio.run(pipeline.apply_async(turns))
+        >>> result == pipeline.apply(turns), len(result.messages)
+        (True, 3)
+        """
+        conversation = as_conversation(messages)
+        memo = self._measure if memo is None else memo
+        seams = logged_seams(self.seams)
+        quiet = attrs.evolve(self, seams=seams, observers=())
+
+        def run(pipeline: Pipeline) -> CompressionResult:
+            return pipeline.apply(
+                conversation,
+                budget=budget,
+                memo=memo,
+                conversation_id=conversation_id,
+                user=user,
+                tenant=tenant,
+            )
+
+        answers = SeamAnswers()
+        result = await answers.settle(lambda: run(quiet))
+        if not self.observers:
+            return result
+        watched = attrs.evolve(self, seams=seams)
+        return await answers.settle(lambda: run(watched))
+
+    def compress(
+        self,
+        messages: Iterable[Message],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> CompressionResult:
+        """Run every strategy once, with no budget."""
+        return run_once(
+            as_conversation(messages),
+            self.config.strategies,
+            self.context(scope=_scope(conversation_id, user, tenant)),
+            repair=self.config.repair,
+            observers=self.observers,
+            conversation_id=conversation_id,
+        )
+
+    # --- memory: what the store keeps -------------------------------------------------
+
+    def _store(self) -> VectorStore:
+        store = self.seams.store
+        if store is None:
+            msg = (
+                "this pipeline has no store: add a store: section to its config, or pass "
+                "seams=Seams(store=...)"
+            )
+            raise StoreError(msg)
+        return store
+
+    def remember(
+        self,
+        messages: Iterable[Message],
+        *,
+        conversation_id: str,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> StoreWrite:
+        """Store ``messages`` (a conversation, in order: an old history to
+        import) in the pipeline's store, under ``conversation_id``, ``user``
+        and ``tenant``, as ``offload`` would have: one record per message,
+        with the turn and exchange it belongs to. Idempotent: messages stored
+        already are neither embedded nor written again (the answer lists
+        them as ``existing``). All or nothing; raises
+        :class:`~memrules._core.errors.StoreError` (or ``EmbedderError``)."""
+        if not isinstance(conversation_id, str):
+            msg = f"conversation_id={conversation_id!r} must be a non-empty string"
+            raise ConfigError.single(msg, yaml_path="conversation_id")
+        scope = _scope(conversation_id, user, tenant)
+        conversation = as_conversation(messages)
+        return self._store().add(build_records(conversation, scope=scope))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+        mode: str | None = None,
+    ) -> tuple[RecallHit, ...]:
+        """The ``k`` stored messages that best match ``query``, best first:
+        within ``user`` and ``tenant`` exactly (None finds what was stored
+        without one), in ``conversation_id`` or, when None, in every
+        conversation of theirs. ``mode`` overrides the store's search mode
+        (``hybrid``, ``dense``, ``lexical``). Each hit has the original
+        ``message``, its ``score`` and ``conversation_id``."""
+        scope = _scope(conversation_id, user, tenant)
+        return self._store().search(query, k=k, scope=scope, mode=mode)
+
+
+def _scope(conversation_id: str | None, user: str | None, tenant: str | None) -> Scope:
+    return Scope(conversation_id=conversation_id, user=user, tenant=tenant)
+
+
+def load_pipeline(
+    source: str | Path | MemoryConfig,
+    *,
+    registry: Mapping[str, StrategyFactory] | None = None,
+    allow_imports: bool | Iterable[str] = (),
+    seams: Seams | None = None,
+    counter: TokenCounter | None = None,
+    observers: Iterable[PipelineObserver] = (),
+) -> Pipeline:
+    """A pipeline from a YAML file path, YAML text, or a :class:`MemoryConfig`.
+
+    ``registry`` and ``allow_imports`` are :func:`load_config`'s; ``observers``
+    watch its runs. Raises
+    :class:`~memrules._core.errors.ConfigError` naming the file, YAML path and
+    line of every problem.
+    """
+    config = (
+        source
+        if isinstance(source, MemoryConfig)
+        else load_config(source, registry=registry, allow_imports=allow_imports)
+    )
+    return Pipeline.from_config(config, seams=seams, counter=counter, observers=observers)
