@@ -333,6 +333,11 @@ def bm25_ranks(
 # --- memrules, through remember / recall -------------------------------------------------
 
 
+def progress(message: str) -> None:
+    """A line on stderr, so a long run shows where it is."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 def as_messages(sample: Sample) -> tuple[Any, ...]:
     """A sample's turns as memrules messages: the first speaker's as the
     user's, the other's as the assistant's, each with its speaker as the
@@ -387,6 +392,7 @@ def store_ranks(
     for sample in samples:
         pipeline.remember(as_messages(sample), conversation_id=sample.id, user=sample.id)
     remember_s = time.perf_counter() - start
+    progress(f"{backend}: remembered {turns} turns in {remember_s:.1f} s")
     out: dict[str, Any] = {
         "remember": {
             "warm_up_s": warm_s,
@@ -413,6 +419,7 @@ def store_ranks(
             latencies.append(time.perf_counter() - start)
             ranks.append(first_rank(([h.message.id or ""] for h in hits), q.evidence))
         out["modes"][mode] = {"ranks": ranks, "latency_s": latencies}
+        progress(f"{backend}: {mode}: {len(ranks)} questions recalled")
     close = getattr(getattr(pipeline, "seams", None), "store", None)
     if close is not None and hasattr(close, "close"):
         close.close()
@@ -495,6 +502,7 @@ def route_ranks(
                 else:
                     unstored += len(ids)
     store_s = time.perf_counter() - start
+    progress(f"route ({backend}): {pairs} turn pairs through on_response in {store_s:.1f} s")
     last = {s.id: _epoch(s.turns[-1] if s.turns else None) for s in samples}
     ranks: list[int | None] = []
     latencies: list[float] = []
