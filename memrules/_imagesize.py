@@ -36,6 +36,9 @@ __all__ = ["ImageSize", "base64_image_size", "data_url_image_size", "image_size"
 _JPEG_SCAN_LIMIT = 1 << 24
 """How far into a JPEG the frame header is looked for (16 MiB): further
 than any real file's metadata, and a bound on a malformed file's walk."""
+_JPEG_MAX_STEPS = 1 << 16
+"""How many markers and fill bytes the walk reads at most (a real file has a
+few dozen segments before its frame header)."""
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -183,7 +186,9 @@ _STANDALONE = frozenset({0x01, *range(0xD0, 0xD9)})
 
 def _jpeg(source: _Source) -> tuple[int, int, str] | None:
     offset = 2
-    while offset < _JPEG_SCAN_LIMIT:
+    for _ in range(_JPEG_MAX_STEPS):
+        if offset >= _JPEG_SCAN_LIMIT:
+            return None
         head = source.read(offset, 9)
         if len(head) < 2 or head[0] != 0xFF:
             return None
