@@ -68,8 +68,10 @@ class _Bytes:
 
 class _Base64:
     """Bytes of base64 text, decoded a few groups at a time. Text that is not
-    strict base64 where it is read (line breaks, spaces) is decoded once,
-    leniently, as a whole."""
+    strict base64 where it is read is decoded once, leniently, as a whole:
+    so is text wrapped in lines (MIME and PEM wrap at 76 and 64 characters,
+    so a line break shows in the first 100), whose groups do not sit at
+    offsets that are multiples of four."""
 
     __slots__ = ("_start", "_text", "_whole")
 
@@ -77,6 +79,9 @@ class _Base64:
         self._text = text  # the base64 begins at ``start`` (a data URL's payload)
         self._start = start
         self._whole: bytes | None = None
+        first_line = text[start : start + 100]
+        if "\n" in first_line or "\r" in first_line or " " in first_line:
+            self._lenient(0, 0)
 
     def read(self, offset: int, n: int) -> bytes:
         if self._whole is not None:
