@@ -93,9 +93,7 @@ class _Base64:
         try:
             decoded = binascii.a2b_base64(chunk, strict_mode=True)
         except (binascii.Error, ValueError):
-            return self._lenient(offset, n)
-        if len(chunk) % 4:  # the text's last group, unpadded
-            return self._lenient(offset, n)
+            return self._lenient(offset, n)  # not strict base64 here, or unpadded at its end
         start = offset - first * 3
         return decoded[start : start + n]
 
