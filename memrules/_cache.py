@@ -18,12 +18,15 @@ OpenAI (:class:`OpenAIRule`)
     write is billed at the family's ``write`` multiplier (1.0, i.e. no fee,
     before the GPT-5.6 family; 1.25 from it on).
 Anthropic (:class:`AnthropicRule`)
-    Served up to the last ``cache_control`` breakpoint that lies within the
-    shared prefix, whose prefix is at least the model's minimum and whose
-    lifetime (``5m`` by default, ``1h`` when its ``ttl`` says so) has not
-    passed. Breakpoints are read where the Anthropic adapter keeps them: a
-    block's unmapped keys in ``extra["anthropic"]`` (text, tool use, tool
-    result and the text blocks inside a result) and an opaque block's
+    Served up to the last ``cache_control`` breakpoint of the previous
+    request that lies within the shared prefix, whose prefix is at least the
+    model's minimum and whose lifetime (``5m`` by default, ``1h`` when its
+    ``ttl`` says so) has not passed, provided this request has a breakpoint
+    at or after it (the provider looks back from each breakpoint, up to
+    about 20 blocks, for an entry; that limit is not modelled). Breakpoints
+    are read where the Anthropic adapter keeps them: a block's unmapped
+    keys in ``extra["anthropic"]`` (text, tool use, tool result and the
+    text blocks inside a result) and an opaque block's
     ``payload`` (images, documents); a breakpoint counts at the end of the
     message holding it (token positions inside a message are not known).
     Only the first ``max_breakpoints`` (4, the API's limit) count.
@@ -320,7 +323,8 @@ def measure(
         msg = f"elapsed={elapsed!r} must be >= 0 (seconds since the previous request)"
         raise ValueError(msg)
     shared_count = shared_messages(previous, current)
-    shared = current.prefix_tokens(shared_count) if shared_count else 0
+    same_head = previous is not None and previous.overhead == current.overhead
+    shared = current.prefix_tokens(shared_count) if same_head else 0
     tokens = current.tokens
     price = prices.for_model(rule.model)
     if isinstance(rule, OpenAIRule):
@@ -330,15 +334,10 @@ def measure(
                 cached = shared // rule.step * rule.step
             written = tokens - cached
     else:
-        cached, written, long = _anthropic(current, shared_count, rule, elapsed)
+        cached, written, long = _anthropic(previous, current, shared_count, rule, elapsed)
     uncached = tokens - cached
     plain = uncached - written
-    cost = (
-        plain
-        + cached * price.cached
-        + (written - long) * price.write
-        + long * price.write_long
-    )
+    cost = plain + cached * price.cached + (written - long) * price.write + long * price.write_long
     return CacheMeasure(
         tokens=tokens,
         shared=shared,
@@ -351,25 +350,41 @@ def measure(
     )
 
 
+def _points(sent: Sent, rule: AnthropicRule) -> list[tuple[int, Lifetime]]:
+    points = list(breakpoints(sent.messages)[: rule.max_breakpoints])
+    if rule.automatic and sent.messages:
+        points.append((len(sent.messages) - 1, rule.automatic_lifetime))
+    return points
+
+
 def _anthropic(
-    current: Sent, shared_count: int, rule: AnthropicRule, elapsed: float
+    previous: Sent | None,
+    current: Sent,
+    shared_count: int,
+    rule: AnthropicRule,
+    elapsed: float,
 ) -> tuple[int, int, int]:
-    """(cached, written, written at the long lifetime) under Anthropic's rule."""
-    points = list(breakpoints(current.messages)[: rule.max_breakpoints])
-    if rule.automatic and current.messages:
-        points.append((len(current.messages) - 1, rule.automatic_lifetime))
+    """(cached, written, written at the long lifetime) under Anthropic's rule.
+
+    The entries in the cache are those the previous request wrote, one per
+    breakpoint of it; one is read when it lies within the shared prefix, is
+    long enough, is still alive, and this request has a breakpoint at or
+    after it (the provider looks back from each breakpoint for an entry)."""
     minimum = rule.min_tokens
-    # A breakpoint at message i caches the prefix through message i.
-    ends = [(current.prefix_tokens(i + 1), ttl, i) for i, ttl in points]
-    ends = [(end, ttl, i) for end, ttl, i in ends if end >= minimum]
+    points = _points(current, rule)
+    last = max((i for i, _ in points), default=-1)
     cached = 0
-    for end, ttl, i in ends:
-        if i < shared_count and elapsed <= _SECONDS[ttl]:
-            cached = max(cached, end)
+    if previous is not None:
+        for i, ttl in _points(previous, rule):
+            end = current.prefix_tokens(i + 1)
+            if i < shared_count and i <= last and end >= minimum and elapsed <= _SECONDS[ttl]:
+                cached = max(cached, end)
+    # A breakpoint at message i writes the prefix through message i.
+    ends = sorted((current.prefix_tokens(i + 1), ttl) for i, ttl in points)
     written = long = 0
     mark = cached
-    for end, ttl, _ in sorted(ends):
-        if end > mark:
+    for end, ttl in ends:
+        if end >= minimum and end > mark:
             written += end - mark
             if ttl == "1h":
                 long += end - mark
