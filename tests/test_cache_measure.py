@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrules._cache import (
+from memrules._core.messages import Message, Opaque, Text, ToolResult, message
+from memrules._counting.cache import (
     DEFAULT_PRICES,
     AnthropicRule,
     FamilyPrice,
@@ -18,7 +19,6 @@ from memrules._cache import (
     measure,
     shared_messages,
 )
-from memrules._messages import Message, Opaque, Text, ToolResult, message
 
 EPHEMERAL = {"anthropic": {"cache_control": {"type": "ephemeral"}}}
 HOUR = {"anthropic": {"cache_control": {"type": "ephemeral", "ttl": "1h"}}}

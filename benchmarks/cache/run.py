@@ -8,7 +8,7 @@ Every request of the loop (each point where an agent would call the model:
 after a user message or after the last result of a tool step) is the history
 so far, run through ``Pipeline.apply`` with the budget; what the policy sends
 is measured against what it sent the request before with
-:func:`memrules._cache.measure`, under OpenAI's rule and under Anthropic's
+:func:`memrules._counting.cache.measure`, under OpenAI's rule and under Anthropic's
 with the request-level (automatic) breakpoint. Deterministic: the history is
 seeded, and requests are ``--gap`` seconds apart.
 """
@@ -29,9 +29,9 @@ if str(ROOT) not in sys.path:
 
 from memrules import load_pipeline  # noqa: E402
 from memrules._bench.histories import agent_history, request_points  # noqa: E402
-from memrules._budget import Budget  # noqa: E402
-from memrules._cache import AnthropicRule, OpenAIRule, Sent, measure  # noqa: E402
-from memrules._pipeline import Pipeline  # noqa: E402
+from memrules._core.budget import Budget  # noqa: E402
+from memrules._counting.cache import AnthropicRule, OpenAIRule, Sent, measure  # noqa: E402
+from memrules._runtime.pipeline import Pipeline  # noqa: E402
 
 ENCODER = "o200k_base"
 OPENAI = OpenAIRule(model="gpt-5")

@@ -49,7 +49,7 @@ figure for a cost estimate. OpenAI's cached-input rates per family are the
 pricing page's (gpt-4o 0.5x, gpt-4.1 and o-series 0.25x, gpt-5 0.1x); set
 your own :class:`PriceTable` when they change.
 
->>> from memrules._messages import message
+>>> from memrules._core.messages import message
 >>> system = message("system", "rules")
 >>> before = Sent(messages=(system, message("user", "a")), counts=(2000, 10))
 >>> now = Sent(messages=(*before.messages, message("user", "b")), counts=(2000, 10, 30))
@@ -65,7 +65,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from memrules._messages import Message, Opaque, Text, ToolCall, ToolResult
+from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult
 
 __all__ = [
     "ANTHROPIC_MINIMUMS",
