@@ -31,7 +31,7 @@ from memrules._core.conversation import (
 )
 from memrules._core.indices import Indices
 from memrules._core.invariants import Enforced, enforce
-from memrules._core.messages import Conversation, Message, ToolCall, ToolResult, message
+from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, message
 from memrules._core.repair import input_problems
 from memrules._counting.framing import OPENAI, framed
 from memrules._counting.measure import Measure, _Line
@@ -387,6 +387,78 @@ def test_trimmed_windows_fit_the_budget_under_openai_framing(
     if held_only < budget:
         assert sent_tokens < budget
     assert sent_tokens <= result.report.tokens_after
+
+
+def test_a_window_under_user_first_leaves_room_for_the_user_message_held_to_lead_it() -> None:
+    """The latest user message carries only a tool result, so its call is
+    held and leads the window; user_first then holds an older user message
+    before it, which the window must count toward the budget."""
+    from memrules._adapters import to_openai
+    from memrules._bench.reference import openai_request_tokens
+
+    read = '{"limit": 100, "path": "src/app.py"}'
+
+    def calls(*ids: str, text: bool = True) -> Message:
+        parts = tuple(ToolCall(id=c, name="read_file", arguments=read) for c in ids)
+        return Message(role="assistant", parts=(*((Text(text=""),) if text else ()), *parts))
+
+    def result(role: str, call_id: str, content: Any = "") -> Message:
+        name = "read_file" if role == "tool" else None
+        return Message(
+            role=role,
+            parts=(ToolResult(call_id=call_id, content=content, is_error=True),),
+            name=name,
+        )
+
+    empty = (Text(text=""), Text(text=""))
+    conversation: Conversation = (
+        Message(role="user"),
+        Message(role="user"),
+        Message(
+            role="assistant",
+            parts=(
+                Text(text=""),
+                ToolCall(id="call_0", name="read_file", arguments=read),
+                ToolCall(id="call_1", name="read_file", arguments=read),
+                ToolCall(id="call_2", name="search", arguments='{"query": ""}'),
+            ),
+        ),
+        Message(
+            role="user",
+            parts=(
+                ToolResult(call_id="call_1", content=empty, is_error=True),
+                ToolResult(call_id="call_2", content=empty, is_error=True),
+                Text(text=""),
+            ),
+        ),
+        *(Message(role="user") for _ in range(4)),
+        Message(
+            role="assistant",
+            parts=(
+                ToolCall(id="call_3", name="run_tests", arguments="{}"),
+                *calls("call_4", "call_5", text=False).parts,
+            ),
+        ),
+        Message(role="user", parts=(Text(text=""), Text(text="0"))),
+        result("tool", "call_4", empty),
+        result("tool", "call_5"),
+        message("system", "observation: "),
+        message("system", "memrules context warning: 50% of the context window is used"),
+        calls("call_6"),
+        result("user", "call_6"),
+        calls("call_7"),
+        result("tool", "call_7", empty),
+        Message(role="assistant"),
+    )
+    budget = 50
+    measure = Measure(framed(COUNTER, OPENAI))
+    held = measure.track(conversation).held()
+    assert measure.total(tuple(conversation[i] for i in held)) < budget
+    result_ = pipeline(budget, rule="openai").apply(conversation)
+    assert result_.messages[0] is conversation[9]  # the user message held to lead
+    sent = openai_request_tokens(to_openai(result_.messages), COUNTER.count_text)
+    assert sent < budget
+    assert sent <= result_.report.tokens_after
 
 
 # --- compact index sets --------------------------------------------------------

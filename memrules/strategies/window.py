@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from memrules._core.conversation import without_indices
+from memrules._core.conversation import is_turn_start, without_indices
 from memrules._core.messages import Conversation
 from memrules._counting.measure import Track
 from memrules._engine.contract import Strategy, StrategyContext
@@ -60,6 +60,8 @@ def trim(
         return conversation
 
     held = track.held()
+    if context.user_first and track.leads_with_user:
+        held = _with_lead(conversation, held)
     sums = track.sums
     droppable = n - len(held)
 
@@ -88,6 +90,29 @@ def trim(
     first_kept = position(cut)
     head = [conversation[i] for i in held if i < first_kept]
     return (*head, *conversation[first_kept:])
+
+
+def _with_lead(conversation: Conversation, held: tuple[int, ...]) -> tuple[int, ...]:
+    """``held`` and the user message the interpreter holds to lead the
+    output under ``user_first`` when the first non-system held message is
+    not a user message (see :func:`memrules._invariants.enforce`): the
+    latest turn start before it, else the latest user message before it.
+    Counting it here keeps the window within the budget with it."""
+    first = next((h for h in held if conversation[h].role != "system"), None)
+    if first is None or conversation[first].role == "user":
+        return held
+    lead = None
+    for i in range(first - 1, -1, -1):
+        m = conversation[i]
+        if m.role == "user":
+            if is_turn_start(m):
+                lead = i
+                break
+            if lead is None:
+                lead = i
+    if lead is None or lead in held:
+        return held
+    return tuple(sorted((*held, lead)))
 
 
 def _token_cut(sums: Sequence[int], held: tuple[int, ...], need: int, n: int) -> int:
