@@ -12,7 +12,7 @@ built-in strategy factories are in :mod:`memrules.strategies`, the seams in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from memrules._adapters import (
     ConversionMemo,
@@ -131,11 +131,11 @@ __all__ = [
 ]
 
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     __version__: str
 else:
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> str:
         """``__version__``, read from the package metadata when first asked
         for (importing :mod:`importlib.metadata` costs more than the rest of
         ``import memrules``). Hidden from type checkers, which would read
