@@ -87,7 +87,7 @@ def test_import_memrules_loads_no_network_store_model_or_framework_module() -> N
         (
             "import memrules\n"
             "memrules.load_config('store: {backend: qdrant}\\n"
-            "embedder: {type: openai, base_url: \"http://127.0.0.1:9/v1\", model: m}')",
+            'embedder: {type: openai, base_url: "http://127.0.0.1:9/v1", model: m}\')',
             {"memrules.seams.qdrant", "memrules.seams.embedders"},
         ),
         ("import memrules.integrations.prometheus", {"prometheus_client"}),
@@ -114,6 +114,12 @@ def test_version_is_read_lazily_and_unknown_names_still_fail() -> None:
         memrules.nope  # type: ignore[attr-defined]  # noqa: B018
 
 
+def _imports_root(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "memrules" and not node.level
+    return isinstance(node, ast.Import) and any(a.name == "memrules" for a in node.names)
+
+
 def test_no_module_of_memrules_imports_the_root_package() -> None:
     """The root package imports every layer; a module below that imports it
     (even inside a function) depends on everything, which no contract sees."""
@@ -122,9 +128,7 @@ def test_no_module_of_memrules_imports_the_root_package() -> None:
         if path == PACKAGE / "__init__.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == "memrules" and not node.level:
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
-            elif isinstance(node, ast.Import) and any(a.name == "memrules" for a in node.names):
+            if _imports_root(node):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert found == []
 
