@@ -34,7 +34,7 @@ from typing import Any
 from memrules import Budget, MemoryConfig, Pipeline
 from memrules._bench.histories import agent_history
 from memrules._core.messages import Conversation
-from memrules._counting.tokens import counter_for
+from memrules._counting.named import counter_for
 from memrules._engine.interpreter import NamedStrategy
 from memrules.seams import Seams, StoreWrite, extractive_summarizer, openai_summarizer
 from memrules.strategies import offload, sliding_window, summarize

@@ -12,7 +12,7 @@ built-in strategy factories are in :mod:`memrules.strategies`, the seams in
 
 from __future__ import annotations
 
-import importlib.metadata as _metadata
+import typing as _typing
 
 from memrules._adapters import (
     ConversionMemo,
@@ -62,7 +62,7 @@ from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request
 from memrules._replay.replay import ReplaySummary, replay_trace
 from memrules._runtime.pipeline import Pipeline, RecallHit, load_pipeline
 from memrules._trace.record import record_trace
-from memrules.seams import answer_recall, recall_tool
+from memrules.seams.recall import answer_recall, recall_tool
 
 __all__ = [
     "Budget",
@@ -130,7 +130,23 @@ __all__ = [
     "to_openai",
 ]
 
-try:
-    __version__ = _metadata.version("memrules")
-except _metadata.PackageNotFoundError:  # a checkout that was never installed
-    __version__ = "0+unknown"
+
+if _typing.TYPE_CHECKING:
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> str:
+        """``__version__``, read from the package metadata when first asked
+        for (importing :mod:`importlib.metadata` costs more than the rest of
+        ``import memrules``). Hidden from type checkers, which would read
+        every misspelt name as ``Any`` through it."""
+        if name == "__version__":
+            from memrules._io.version import memrules_version
+
+            return memrules_version()
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "__version__"})

@@ -11,7 +11,8 @@ import os
 import pytest
 from hypothesis import settings
 
-from memrules._counting.tokens import TiktokenCounter, counter_for
+from memrules._counting.named import counter_for
+from memrules._counting.tokens import TiktokenCounter
 from memrules.testing import register_profiles
 
 register_profiles()

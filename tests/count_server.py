@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from memrules._counting.tokens import counter_for
+from memrules._counting.named import counter_for
 
 
 class CountServer:

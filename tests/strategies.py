@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from memrules._core.budget import Budget
 from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult
-from memrules._counting.tokens import TokenCounter, counter_for
+from memrules._counting.named import counter_for
+from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import Outcome, StrategyContext, StrategyResult
 from memrules._engine.interpreter import NamedStrategy
 from memrules.seams import (

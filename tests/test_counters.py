@@ -15,8 +15,8 @@ from hypothesis import given, settings
 
 from memrules import ConfigError, EncodingError, Message, load_pipeline
 from memrules._core.messages import message
+from memrules._counting.named import counter_for, counter_named
 from memrules._counting.provider import ProviderCounter, anthropic_counter
-from memrules._counting.tokens import counter_for, counter_named
 from memrules._io.http import EndpointStatusError, MalformedReplyError
 from memrules.testing import conversations, messages, texts
 from tests.count_server import CountServer

@@ -29,7 +29,6 @@ cannot widen; and it is read within the limits of :mod:`memrules._core.yaml_node
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import inspect
 import os
 import re
@@ -905,6 +904,8 @@ def _resolve(
         return checked_factory(registry[name], name=name), True
     if ":" in name:
         return _import(name, allowed)
+    import importlib.metadata  # only for a name no registry knows: it is slow to import
+
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
         try:
             target = entry.load()

@@ -31,11 +31,12 @@ import itertools
 import operator
 from collections import Counter
 from collections.abc import Container, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import attrs
 
 from memrules._core.conversation import (
+    ToolLinks,
     first_system_index,
     is_turn_start,
     last_user_index,
@@ -45,10 +46,56 @@ from memrules._core.conversation import (
 from memrules._core.indices import EMPTY, Indices, indices
 from memrules._core.messages import Conversation, Message, ToolCall, ToolResult
 
-if TYPE_CHECKING:
-    from memrules._counting.measure import Measure, Track
+__all__ = [
+    "Enforced",
+    "TrackView",
+    "Tracks",
+    "check_invariants",
+    "diff",
+    "enforce",
+    "pairing_problems",
+]
 
-__all__ = ["Enforced", "check_invariants", "diff", "enforce", "pairing_problems"]
+
+class TrackView(Protocol):
+    """What :func:`enforce` reads of one conversation a pipeline has
+    measured (:class:`memrules._counting.measure.Track` is one), instead of
+    deriving it again from the messages."""
+
+    @property
+    def first_system(self) -> int | None:
+        """The first system message's index, or None."""
+
+    @property
+    def last_user(self) -> int | None:
+        """The most recent user message's index, or None."""
+
+    @property
+    def leads_with_user(self) -> bool:
+        """Whether the first message that is not a system message is a user message."""
+
+    @property
+    def unique_calls(self) -> bool:
+        """Whether no call id occurs in more than one place."""
+
+    def splits(self, head: Sequence[int], start: int) -> bool:
+        """Whether keeping ``head`` and every message from ``start`` on
+        would keep one message of a tool pair and drop the other."""
+
+    def held(self) -> tuple[int, ...]:
+        """The indices that must survive (the survivors and the tool
+        exchanges they need), ascending."""
+
+
+class Tracks(Protocol):
+    """Where :func:`enforce` finds a conversation's :class:`TrackView` and
+    tool links (:class:`memrules._counting.measure.Measure` is one)."""
+
+    def track(self, conversation: Conversation) -> TrackView:
+        """The view of ``conversation``."""
+
+    def links(self, conversation: Conversation) -> ToolLinks:
+        """The tool links of ``conversation``."""
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -199,7 +246,7 @@ def _closure(before: Conversation, after: Conversation) -> tuple[frozenset[str],
 
 
 def _no_pair_split(
-    before: Conversation, origin: Sequence[int | None], measure: Measure | None
+    before: Conversation, origin: Sequence[int | None], measure: Tracks | None
 ) -> bool:
     """For an output that only deletes: True when every call/result pair of
     ``before`` is kept or dropped whole, so closure has nothing to do. False
@@ -234,7 +281,7 @@ def enforce(
     before: Conversation,
     after: Conversation,
     *,
-    measure: Measure | None = None,
+    measure: Tracks | None = None,
     user_first: bool = False,
 ) -> Enforced:
     """Hold ``after``, a strategy's output for ``before``, to the invariants.
@@ -378,10 +425,10 @@ class _WindowKept:
 
 
 def _window(
-    before: Conversation, after: Conversation, track: Track
+    before: Conversation, after: Conversation, track: TrackView
 ) -> tuple[tuple[int, ...], int] | None:
     """``(head, start)`` when ``after`` is a window of ``before``: the held
-    messages (:meth:`Track.held`) below ``start``, then every message from
+    messages (:meth:`TrackView.held`) below ``start``, then every message from
     ``start`` on, the very objects, in order. None for any other output (the
     general matching then reads it). Costs what ``after`` holds."""
     n, w = len(before), len(after)

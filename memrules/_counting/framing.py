@@ -60,12 +60,12 @@ from memrules._core.messages import (
     as_messages,
     check_messages,
 )
+from memrules._counting.named import counter_for
 from memrules._counting.tokens import (
     DEFAULT_CACHE_SIZE,
     BoundedCache,
     SharedCounters,
     TokenCounter,
-    counter_for,
 )
 
 __all__ = [

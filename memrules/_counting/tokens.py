@@ -45,8 +45,6 @@ __all__ = [
     "SharedCounters",
     "TiktokenCounter",
     "TokenCounter",
-    "counter_for",
-    "counter_named",
     "estimate_tokens",
     "load_encoding",
 ]
@@ -456,24 +454,3 @@ class SharedCounters(Generic[K]):
                     self._by_key[key] = counter
         return counter
 
-
-def counter_named(name: str) -> TokenCounter:
-    """A new counter for an encoder or model name, ``"estimate"`` for the
-    script-aware estimator, or a scheme name (``hf:...``, ``anthropic:...``;
-    see :mod:`memrules._counting.schemes`)."""
-    if name == "estimate":
-        return EstimatingCounter()
-    from memrules._counting.schemes import is_scheme, scheme_counter
-
-    if is_scheme(name):
-        return scheme_counter(name)
-    return TiktokenCounter.for_name(name)
-
-
-_SHARED: SharedCounters[str] = SharedCounters(counter_named)
-
-
-def counter_for(name: str) -> TokenCounter:
-    """The process-wide shared counter for an encoder or model name, or
-    ``"estimate"`` for the script-aware estimator."""
-    return _SHARED.get(name)

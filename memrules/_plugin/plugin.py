@@ -101,7 +101,6 @@ update.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -906,6 +905,8 @@ class MemoryPlugin:
         :meth:`handle` writes, but the seams block that thread instead of
         being awaited (the trace records calls in the order one synchronous
         run makes them)."""
+        import asyncio  # only on the async path: importing memrules loads no event loop
+
         if self._tracer is not None:
             return await asyncio.to_thread(lambda: self.handle(request, now=now))
         conversation_id = request.conversation_id

@@ -44,6 +44,7 @@ from memrules._core.jsondiff import Difference, describe, differences
 from memrules._core.seam_protocols import Seams, Summarizer
 from memrules._engine.contract import StrategyFactory
 from memrules._io.files import AtomicFile
+from memrules._io.version import memrules_version
 from memrules._plugin.plugin import MemoryPlugin, Request
 from memrules._runtime.logged import (
     LoggedExtractor,
@@ -69,7 +70,6 @@ from memrules._trace.record import (
     InputDeltas,
     TraceHeader,
     TraceLine,
-    _version,
     budget_from,
     dump_line,
     messages_from,
@@ -442,9 +442,9 @@ def replay_trace(
     )
     found: list[str] = [p for r in replayers for p in r.problems]
     notes: list[str] = []
-    if header.memrules != _version():
+    if header.memrules != memrules_version():
         notes.append(
-            f"the trace was written by memrules {header.memrules}, replayed by {_version()}"
+            f"the trace was written by memrules {header.memrules}, replayed by {memrules_version()}"
         )
     rewrite = _Rewrite(Path(path)) if update else None
     # The replay writes each line as the trace's version does, to compare
@@ -457,7 +457,7 @@ def replay_trace(
         if rewrite is not None:
             entries = [r.header_entry() for r in replayers]
             fresh = attrs.evolve(
-                header, version=TRACE_VERSION, memrules=_version(), pipelines=tuple(entries)
+                header, version=TRACE_VERSION, memrules=memrules_version(), pipelines=tuple(entries)
             )
             rewrite.write(dump_line(fresh.to_dict()))
         for line in lines:

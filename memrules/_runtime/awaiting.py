@@ -33,7 +33,6 @@ any sync code does, for its own CPU time only.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -143,6 +142,8 @@ class SeamAnswers:
             if pending.send_async is not None:
                 value = await pending.send_async()
             else:
+                import asyncio  # only on the async path: importing memrules loads no event loop
+
                 value = await asyncio.to_thread(pending.send)
         except Exception as exc:
             got = _Answer(error=exc)

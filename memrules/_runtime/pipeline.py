@@ -27,7 +27,8 @@ from memrules._core.seam_protocols import Seams, VectorStore
 from memrules._core.seam_records import RecallHit, Scope, StoreWrite, build_records
 from memrules._counting.framing import count_rule_named, framed
 from memrules._counting.measure import Measure
-from memrules._counting.tokens import TokenCounter, counter_named
+from memrules._counting.named import counter_named
+from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import StrategyContext, StrategyFactory
 from memrules._engine.interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._engine.observe import PipelineObserver

@@ -64,7 +64,6 @@ A request that raises writes no line: it returned nothing to reproduce.
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import json
 import os
 import threading
@@ -85,6 +84,7 @@ from memrules._core.report import CompressionResult
 from memrules._core.seam_protocols import JSONRequests
 from memrules._core.seam_records import RecallHit, StoreWrite, decode_message, message_json
 from memrules._io.files import AtomicFile, check_output
+from memrules._io.version import memrules_version
 from memrules._runtime.logged import (
     LoggedExtractor,
     LoggedResolver,
@@ -132,13 +132,6 @@ TRACE_FORMAT = "memrules.trace"
 TRACE_VERSION = 2
 READS_VERSIONS = (1, 2)
 """The format versions :func:`read_trace` reads (1: every input in full)."""
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("memrules")
-    except importlib.metadata.PackageNotFoundError:  # a checkout that was never installed
-        return "0+unknown"
 
 
 # --- encoding ------------------------------------------------------------------------
@@ -370,7 +363,7 @@ class TraceHeader:
 
 
 def _header(entries: Sequence[dict[str, Any]]) -> TraceHeader:
-    return TraceHeader(version=TRACE_VERSION, memrules=_version(), pipelines=tuple(entries))
+    return TraceHeader(version=TRACE_VERSION, memrules=memrules_version(), pipelines=tuple(entries))
 
 
 # --- writing -------------------------------------------------------------------------

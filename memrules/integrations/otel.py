@@ -31,6 +31,7 @@ from typing import Any
 from memrules._core.messages import Conversation
 from memrules._core.report import CompressionAction, CompressionResult
 from memrules._engine.observe import RunInfo, StepInfo
+from memrules._io.version import memrules_version
 from memrules.integrations._extras import require
 from memrules.observability import run_attributes, step_attributes
 
@@ -59,9 +60,9 @@ class OpenTelemetryObserver:
     __slots__ = ("include_content", "tracer")
 
     def __init__(self, tracer_provider: Any = None, *, include_content: bool = False) -> None:
-        from memrules import __version__
-
-        self.tracer = _trace.get_tracer(TRACER_NAME, __version__, tracer_provider=tracer_provider)
+        self.tracer = _trace.get_tracer(
+            TRACER_NAME, memrules_version(), tracer_provider=tracer_provider
+        )
         self.include_content = include_content
 
     def _span(self, name: str, attributes: dict[str, Any]) -> Any:

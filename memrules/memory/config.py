@@ -65,7 +65,6 @@ from memrules.memory.text import DEFAULT_MEMORY_MARKER, header, memory_line
 from memrules.seams._fusion import RRF_K
 from memrules.seams._settings import SeamSettings, seam_settings, section_keys
 from memrules.seams._store import MessageStore
-from memrules.seams.embedders import local_embedder, local_embedder_missing
 
 __all__ = [
     "DEFAULT_BLOCK_PATTERNS",
@@ -344,6 +343,8 @@ class MemoryStoreConfig:
                         yaml_path="stores.memory.reflection.max_inject_tokens",
                     )
                 )
+        from memrules.seams.embedders import local_embedder_missing  # not with this module
+
         if (self.embedding is None or self.embedding.kind == "local") and local_embedder_missing():
             problem(
                 "embedding",
@@ -371,6 +372,8 @@ class MemoryStoreConfig:
 
     def embedder(self) -> Embedder:
         """A new embedder as ``embedding`` describes it (no I/O)."""
+        from memrules.seams.embedders import local_embedder  # not with this module
+
         made: Embedder = self.embedding.build() if self.embedding is not None else local_embedder()
         return made
 

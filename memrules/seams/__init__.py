@@ -15,28 +15,35 @@ when the one they need is absent. The concrete seams:
 - :func:`recall_tool` and :func:`answer_recall`: a tool the model can call
   to fetch what was offloaded, and its answer.
 
-Importing this module imports none of the optional packages; a seam imports
-its own when it is first used, and says which extra to install when missing.
+Importing this module imports none of the backends: each name below is
+imported from its module on first access (PEP 562), so ``import memrules``
+loads no HTTP client and no store or model package. A seam imports its
+optional package when it is first used, and says which extra to install when
+it is missing.
 """
 
 from __future__ import annotations
 
-from memrules._core.seam_protocols import (
-    SEARCH_MODES,
-    Embedder,
-    JSONRequests,
-    SeamCall,
-    Seams,
-    Summarizer,
-    VectorStore,
-)
-from memrules._core.seam_records import MemoryRecord, RecallHit, Scope, StoreWrite
-from memrules.seams._store import MessageStore
-from memrules.seams.embedders import local_embedder, openai_embedder
-from memrules.seams.milvus import milvus_store
-from memrules.seams.qdrant import qdrant_store
-from memrules.seams.recall import answer_recall, recall_tool
-from memrules.seams.summarizers import extractive_summarizer, openai_summarizer
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memrules._core.seam_protocols import (
+        SEARCH_MODES,
+        Embedder,
+        JSONRequests,
+        SeamCall,
+        Seams,
+        Summarizer,
+        VectorStore,
+    )
+    from memrules._core.seam_records import MemoryRecord, RecallHit, Scope, StoreWrite
+    from memrules.seams._store import MessageStore
+    from memrules.seams.embedders import local_embedder, openai_embedder
+    from memrules.seams.milvus import milvus_store
+    from memrules.seams.qdrant import qdrant_store
+    from memrules.seams.recall import answer_recall, recall_tool
+    from memrules.seams.summarizers import extractive_summarizer, openai_summarizer
 
 __all__ = [
     "SEARCH_MODES",
@@ -60,3 +67,41 @@ __all__ = [
     "qdrant_store",
     "recall_tool",
 ]
+
+# public name -> the module that defines it (imported on first access)
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(
+        ("SEARCH_MODES", "Embedder", "JSONRequests", "SeamCall", "Seams", "Summarizer",
+         "VectorStore"),
+        "memrules._core.seam_protocols",
+    ),
+    **dict.fromkeys(
+        ("MemoryRecord", "RecallHit", "Scope", "StoreWrite"), "memrules._core.seam_records"
+    ),
+    "MessageStore": "memrules.seams._store",
+    "local_embedder": "memrules.seams.embedders",
+    "openai_embedder": "memrules.seams.embedders",
+    "milvus_store": "memrules.seams.milvus",
+    "qdrant_store": "memrules.seams.qdrant",
+    "answer_recall": "memrules.seams.recall",
+    "recall_tool": "memrules.seams.recall",
+    "extractive_summarizer": "memrules.seams.summarizers",
+    "openai_summarizer": "memrules.seams.summarizers",
+}
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no name as Any
+
+    def __getattr__(name: str) -> Any:
+        """A public name, imported from its module the first time it is asked for."""
+        module = _WHERE.get(name)
+        if module is None:
+            msg = f"module {__name__!r} has no attribute {name!r}"
+            raise AttributeError(msg)
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # the next access finds it without this hook
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -36,10 +36,6 @@ from memrules._core.errors import ConfigError, ConfigProblem
 from memrules._core.redaction import redact_text
 from memrules._core.seam_protocols import Embedder, Summarizer, VectorStore
 from memrules._core.yaml_nodes import Node
-from memrules.seams.embedders import local_embedder, local_embedder_missing, openai_embedder
-from memrules.seams.milvus import milvus_store
-from memrules.seams.qdrant import qdrant_store
-from memrules.seams.summarizers import extractive_summarizer, openai_summarizer
 
 __all__ = [
     "SECTIONS",
@@ -54,16 +50,53 @@ __all__ = [
 
 _Factory = Callable[..., Any]
 
-# section -> (the key naming the type, the default type, type -> factory)
-_KINDS: dict[str, tuple[str, str, dict[str, _Factory]]] = {
-    "store": ("backend", "milvus", {"milvus": milvus_store, "qdrant": qdrant_store}),
-    "embedder": ("type", "local", {"local": local_embedder, "openai": openai_embedder}),
-    "summarizer": (
-        "type",
-        "extractive",
-        {"extractive": extractive_summarizer, "openai": openai_summarizer},
-    ),
+# The backends are imported when a section is read or built, not with this
+# module, so importing memrules loads no HTTP client and no store package.
+
+
+def _stores() -> dict[str, _Factory]:
+    from memrules.seams.milvus import milvus_store
+    from memrules.seams.qdrant import qdrant_store
+
+    return {"milvus": milvus_store, "qdrant": qdrant_store}
+
+
+def _embedders() -> dict[str, _Factory]:
+    from memrules.seams.embedders import local_embedder, openai_embedder
+
+    return {"local": local_embedder, "openai": openai_embedder}
+
+
+def _summarizers() -> dict[str, _Factory]:
+    from memrules.seams.summarizers import extractive_summarizer, openai_summarizer
+
+    return {"extractive": extractive_summarizer, "openai": openai_summarizer}
+
+
+# section -> (the key naming the type, the default type, its type -> factory table)
+_KINDS: dict[str, tuple[str, str, Callable[[], dict[str, _Factory]]]] = {
+    "store": ("backend", "milvus", _stores),
+    "embedder": ("type", "local", _embedders),
+    "summarizer": ("type", "extractive", _summarizers),
 }
+
+
+def _kinds(section: str) -> tuple[str, str, dict[str, _Factory]]:
+    """The key naming ``section``'s type, its default type, and type -> factory."""
+    type_key, default, factories = _KINDS[section]
+    return type_key, default, factories()
+
+
+def _local_embedder() -> Embedder:
+    from memrules.seams.embedders import local_embedder
+
+    return local_embedder()
+
+
+def _local_embedder_missing() -> list[str]:
+    from memrules.seams.embedders import local_embedder_missing
+
+    return local_embedder_missing()
 
 
 def _parameters(factory: _Factory) -> tuple[str, ...]:
@@ -73,7 +106,7 @@ def _parameters(factory: _Factory) -> tuple[str, ...]:
 def section_keys(section: str, kind: str) -> tuple[str, ...]:
     """The keys a ``section`` of type ``kind`` takes: the key naming the
     type, then the type's parameters (none for an unknown type)."""
-    type_key, _, kinds = _KINDS[section]
+    type_key, _, kinds = _kinds(section)
     factory = kinds.get(kind)
     return (type_key, *(_parameters(factory) if factory is not None else ()))
 
@@ -95,7 +128,7 @@ class SeamSettings:
 
     def build(self, **extra: Any) -> Any:
         """The seam these settings describe (no I/O: seams connect on first use)."""
-        factory = _KINDS[self.section][2][self.kind]
+        factory = _kinds(self.section)[2][self.kind]
         return factory(**dict(self.params), **extra)
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,7 +145,7 @@ def _check(
 ) -> list[ConfigProblem]:
     """Build the seam once to check the parameters; nothing is opened."""
     section = settings.section
-    extra: dict[str, Any] = {"embedder": local_embedder()} if section == "store" else {}
+    extra: dict[str, Any] = {"embedder": _local_embedder()} if section == "store" else {}
     try:
         settings.build(**extra)
     except ConfigError as exc:
@@ -139,7 +172,7 @@ def seam_settings(
     """Check one section's value (a type name, or a mapping), as read from
     YAML or given in Python: the settings, or every problem found, each at
     ``section.key`` (and its line, from ``lines``, when known)."""
-    type_key, default, kinds = _KINDS[section]
+    type_key, default, kinds = _kinds(section)
     lines = lines or {}
     if isinstance(value, str):
         value = {type_key: value}
@@ -224,7 +257,7 @@ def section_problems(
         )
         problems.append(_problem(message, "embedder"))
     if isinstance(store, SeamSettings) and embedder is None:
-        missing = local_embedder_missing()
+        missing = _local_embedder_missing()
         if missing:
             message = (
                 f"the store's embedder is local (the default), which needs {', '.join(missing)}: "
@@ -245,7 +278,7 @@ def build_seams(
     """The store and summarizer the sections describe, where code gave none."""
     built_store = given_store
     if built_store is None and store is not None:
-        made: Embedder = embedder.build() if embedder is not None else local_embedder()
+        made: Embedder = embedder.build() if embedder is not None else _local_embedder()
         built_store = store.build(embedder=made)
     built_summarizer = given_summarizer
     if built_summarizer is None and summarizer is not None:
