@@ -236,7 +236,10 @@ def test_a_config_builds_both_http_seams(server: ChatServer) -> None:
         counter=COUNTER,
     )
     assert repr(pipeline.seams.summarizer).startswith("openai_summarizer(base_url=")
-    result = pipeline.apply(HISTORY)
+    # The file read is long enough that its summary saves tokens (one that
+    # saves none is refused).
+    long_read = message("tool", ToolResult(call_id="c1", content="vault: Lisbon\n" * 40))
+    result = pipeline.apply((*HISTORY[:3], long_read, *HISTORY[4:]))
     assert server.chat_requests[0]["max_tokens"] == 100
     assert result.messages[1].text.startswith(SUMMARY_PREFIX)
     assert "MEMRULES_SEAM_KEY" in repr(pipeline.config.summarizer)
