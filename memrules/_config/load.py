@@ -36,7 +36,7 @@ import re
 import types
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 import tiktoken
@@ -67,9 +67,6 @@ from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
 from memrules.seams._settings import SeamSettings, section_problems
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
 from memrules.strategies.registry import checked_factory, near_miss, show, strategy_factory
-
-if TYPE_CHECKING:
-    from memrules._plugin.plugin import MemoryPlugin
 
 __all__ = [
     "DEFAULT_ROUTE",
@@ -541,27 +538,10 @@ class MemoryConfig:
             raise ConfigError.single(msg, path=self.source, yaml_path="routes")
         return found
 
-    def route(self, name: str = DEFAULT_ROUTE, **options: Any) -> MemoryPlugin:
-        """A ready :class:`~memrules.MemoryPlugin` for route ``name``
-        (``default``: the file's top level), with its own pipeline and
-        memory. Every plugin made from one config shares its
-        ``stores.memory`` store (one client); each call makes a new plugin
-        with its own conversation state, so make one per route at start-up.
-        ``options`` go to :class:`~memrules.MemoryPlugin` (``memory_observers``,
-        ``state_store``, ``clock``, ...). Raises :class:`ConfigError` for an
-        unknown route, or a memory collection its embedder cannot use."""
-        from memrules._plugin.plugin import MemoryPlugin
-
-        return MemoryPlugin(self.route_config(name), **options)
-
-    def close(self) -> None:
-        """Release the ``stores.memory`` store this config's plugins share,
-        if one was opened (a plugin made later opens it again)."""
-        if self.memory_store is not None:
-            self.memory_store.close()
-        for route in self.routes.values():
-            if route.memory_store is not None and route.memory_store is not self.memory_store:
-                route.memory_store.close()
+    # route() and close() are defined by the plugin layer
+    # (memrules._plugin.routes), which builds and owns what is live.
+    route: ClassVar[Callable[..., Any]]
+    close: ClassVar[Callable[[MemoryConfig], None]]
 
     @property
     def trigger(self) -> Trigger:

@@ -112,7 +112,7 @@ import attrs
 from memrules._adapters import from_openai, to_openai
 from memrules._adapters.conversion_memo import ConversionMemo
 from memrules._adapters.openai import write_back
-from memrules._config.load import MemoryConfig
+from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
 from memrules._core.budget import ContextWindowResolver
 from memrules._core.checks import check_whole, is_whole
 from memrules._core.errors import ConfigError, GraphError, MessageFormatError, ObserverError
@@ -136,6 +136,7 @@ from memrules._runtime.pipeline import Pipeline, as_conversation
 from memrules._trace.record import PluginTracer
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergePolicy, MergeReport
+from memrules.graph.opening import open_state_store
 from memrules.graph.render import (
     RenderedGraph,
     find_graph_messages,
@@ -148,7 +149,6 @@ from memrules.graph.state import (
     ConversationState,
     StateRecord,
     StateStore,
-    open_state_store,
 )
 from memrules.memory.autostore import StoreOutcome
 from memrules.memory.config import MemoryStoreConfig
@@ -162,6 +162,7 @@ from memrules.memory.retrieve import (
     strip_memory_messages,
 )
 from memrules.memory.service import MemoryService, StoredMemory
+from memrules.memory.shared import SHARED_STORES
 from memrules.seams._log import seam_call
 
 __all__ = [
@@ -685,20 +686,45 @@ class MemoryPlugin:
         self._memos = ConversationMemos(lambda: ConversationMemo(pipeline), max_conversations)
         self._clock = clock
         self._memory: MemoryService | None = None
+        self._shared: MemoryStoreConfig | None = None
         settings = _memory_settings(config)
         if settings is not None:
             assert config.memory is not None
-            if self._tracer is not None:
-                memory_store = self._tracer.memory_store(settings, memory_store)
-            self._memory = MemoryService(
-                settings,
-                config.memory,
-                store=memory_store,
-                observers=memory_observers,
-                clock=LoggedClock(clock),
-                source=config.source,
-            )
-            self._memory.start()
+            if memory_store is None:
+                memory_store = SHARED_STORES.acquire(settings)
+                self._shared = settings
+            try:
+                if self._tracer is not None:
+                    memory_store = self._tracer.memory_store(settings, memory_store)
+                self._memory = MemoryService(
+                    settings,
+                    config.memory,
+                    store=memory_store,
+                    observers=memory_observers,
+                    clock=LoggedClock(clock),
+                    source=config.source,
+                )
+                self._memory.start()
+            except BaseException:
+                self.close()
+                raise
+
+    @classmethod
+    def from_config(
+        cls, config: MemoryConfig, *, route: str = DEFAULT_ROUTE, **options: Any
+    ) -> MemoryPlugin:
+        """A ready plugin for route ``route`` of ``config`` (``default``: the
+        file's top level), with its own pipeline, conversation state and
+        memory. Every plugin made from one config shares its
+        ``stores.memory`` store (one client, opened by the first plugin and
+        closed when the last one closes); each call makes a new plugin, so
+        make one per route at start-up and close it when done (``with
+        MemoryPlugin.from_config(config, route="support") as plugin:``).
+        ``options`` go to :class:`MemoryPlugin` (``memory_observers``,
+        ``state_store``, ``clock``, ...). Raises
+        :class:`~memrules._core.errors.ConfigError` for an unknown route, or
+        a memory collection its embedder cannot use."""
+        return cls(config.route_config(route), **options)
 
     @classmethod
     def with_extensions(
@@ -1169,9 +1195,22 @@ class MemoryPlugin:
         return self._pipeline.compress(messages)
 
     def close(self) -> None:
-        """Close the state store's connections, if it has any, and finish the trace."""
+        """Release what this plugin opened: the state store's connections,
+        its hold on the shared ``stores.memory`` store (the last plugin of a
+        config closes it; a ``memory_store`` passed in stays open, its
+        giver's to close), and finish the trace. ``with plugin:`` calls it
+        at the end of the block."""
         close = getattr(self._states, "close", None)
         if callable(close):
             close()
+        if self._shared is not None:
+            settings, self._shared = self._shared, None
+            SHARED_STORES.release(settings)
         if self._tracer is not None:
             self._tracer.close()
+
+    def __enter__(self) -> MemoryPlugin:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
