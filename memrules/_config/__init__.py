@@ -1,2 +1,1 @@
-"""Config: YAML read, validated and turned into values; opens nothing.
-"""
+"""Config: YAML read, validated and turned into values; opens nothing."""
