@@ -241,6 +241,10 @@ class MemoryPlugin:
         self._pipeline = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
+        # The offload store the config's ``store:`` section built is this
+        # plugin's to close; one passed in is its giver's.
+        built = self._pipeline.seams.store
+        self._built_store: VectorStore | None = built if store is None else None
         self._states: StateStore = (
             state_store
             if state_store is not None
@@ -773,16 +777,22 @@ class MemoryPlugin:
 
     def close(self) -> None:
         """Release what this plugin opened: the state store's connections,
-        its hold on the shared ``stores.memory`` store (the last plugin of a
-        config closes it; a ``memory_store`` passed in stays open, its
-        giver's to close), and finish the trace. ``with plugin:`` calls it
-        at the end of the block."""
+        the offload store its config's ``store:`` section built (one passed
+        as ``store`` stays open), its hold on the shared ``stores.memory``
+        store (the last plugin of a config closes it; a ``memory_store``
+        passed in stays open, its giver's to close), and finish the trace.
+        ``with plugin:`` calls it at the end of the block; calling it again
+        does nothing more."""
         close = getattr(self._states, "close", None)
         if callable(close):
             close()
         if self._shared is not None:
             settings, self._shared = self._shared, None
             SHARED_STORES.release(settings)
+        built, self._built_store = self._built_store, None
+        close_built = getattr(built, "close", None)
+        if callable(close_built):
+            close_built()
         if self._tracer is not None:
             self._tracer.close()
 
