@@ -24,6 +24,7 @@ from memrules.memory import (
     StoreEvent,
 )
 from memrules.memory.retrieve import is_memory_message
+from memrules.memory.shared import SHARED_STORES
 from memrules.seams import Embedder, openai_embedder, qdrant_store
 from tests.chat_server import ChatServer
 from tests.memory_helpers import DAY, SYSTEM, T0, Plugins, ask, plugins, remember, store_settings
@@ -404,6 +405,58 @@ routes:
         assert code.memory is None
     finally:
         config.close()
+
+
+@needs_memory_extras
+def test_a_config_is_a_value_and_its_plugins_own_the_store(tmp_path: Path) -> None:
+    where = tmp_path / "memories"
+    text = f"""
+stores:
+  memory: {{backend: qdrant, path: {str(where)!r}}}
+routes:
+  support:
+    memory: {{auto_store: true}}
+  billing:
+    memory: {{retrieval_limit: 2}}
+"""
+    config = memrules.load_config(text)
+    settings = config.routes["support"].memory_store
+    assert settings is not None
+    assert not hasattr(settings, "open")  # reading a config opens nothing, and holds nothing
+    assert not hasattr(settings, "close")
+    assert attrs.evolve(settings) == settings
+    with (
+        MemoryPlugin.from_config(config, route="support") as support,
+        MemoryPlugin.from_config(config, route="billing") as billing,
+    ):
+        assert support.config is config.routes["support"]
+        assert support.memory is not None
+        assert billing.memory is not None
+        assert support.memory.store is billing.memory.store  # one client on the directory
+        remember(support, "Invoices go to billing@acme.dev.", "Noted.")
+    # The last plugin closed the directory's client: another config can open it.
+    again = memrules.load_config(text)
+    with MemoryPlugin.from_config(again, route="billing") as billing:
+        found = billing.handle(ask("Where do invoices go?")).memory
+        assert found is not None
+        assert "billing@acme.dev" in (found.gate.text or "")
+    with pytest.raises(ConfigError, match=r"route='suport'.*did you mean 'support'"):
+        MemoryPlugin.from_config(again, route="suport")
+
+
+@needs_memory_extras
+def test_the_shared_store_is_open_while_a_plugin_holds_it(tmp_path: Path) -> None:
+    settings = store_settings("qdrant", tmp_path)
+    config = MemoryConfig(memory=RouteMemory(auto_store=True), memory_store=settings)
+    first = MemoryPlugin.from_config(config)
+    with MemoryPlugin.from_config(config) as second:
+        assert SHARED_STORES.is_open(settings)
+        remember(second, "I live in Porto.", "Noted.")
+    assert SHARED_STORES.is_open(settings)  # ``first`` still holds it
+    assert len(first.list_memories("ana", "acme")) == 1
+    first.close()
+    assert not SHARED_STORES.is_open(settings)
+    first.close()  # twice is harmless
 
 
 def test_a_route_can_be_given_its_own_store(tmp_path: Path, local_embedder: Embedder) -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
-from memrules._config.load import MemoryConfig
+from memrules._config.load import MemoryConfig, load_config
 from memrules._core.budget import Budget
 from memrules._core.errors import ConfigError, MessageFormatError, ObserverError
 from memrules._core.messages import Conversation, Message, message
@@ -484,3 +485,14 @@ def test_the_warning_counts_toward_the_trigger() -> None:
     assert result.warned
     assert result.report.tokens_before > 12
     assert result.compacted
+
+
+def test_a_plugin_closes_the_offload_store_its_config_built(tmp_path: Path) -> None:
+    pytest.importorskip("qdrant_client")
+    where = str(tmp_path / "offload")
+    config = load_config(f"store: {{backend: qdrant, path: {where!r}, search: lexical}}\n")
+    with MemoryPlugin(config) as plugin:
+        assert plugin.pipeline.seams.store.collections() == ()  # type: ignore[union-attr]
+    # The directory can be open once per process: only a closed client lets this in.
+    with MemoryPlugin(config) as again:
+        assert again.pipeline.seams.store.collections() == ()  # type: ignore[union-attr]

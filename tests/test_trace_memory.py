@@ -24,6 +24,7 @@ from memrules._trace.record import dump_line
 from memrules.memory import MemoryStoreConfig, Retrieval, RouteMemory
 from memrules.memory.binding import open_store
 from memrules.memory.gate import Memory
+from memrules.memory.shared import SharedStores
 from memrules.seams import Embedder, MessageStore
 from tests.memory_helpers import DAY, T0, ask
 from tests.seams import FILE_BACKENDS, needs_memory_extras
@@ -124,7 +125,8 @@ def no_store_no_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> Any:
         raise AssertionError("a replay opened a store or loaded a model")
 
-    monkeypatch.setattr(MemoryStoreConfig, "open", refuse)
+    monkeypatch.setattr(SharedStores, "acquire", refuse)
+    monkeypatch.setattr("memrules.memory.shared.open_store", refuse)
     monkeypatch.setattr("memrules.seams.embedders._load_model", refuse)
     monkeypatch.setattr("memrules.memory.binding.open_store", refuse)
 

@@ -1,3 +1,13 @@
-"""The request hook: the plugin that serves a route's requests, and each
-conversation's memos.
+"""The request hook, and the owner of what is live: the plugin opens the
+stores and clients a config describes and closes them.
+
+- :mod:`~memrules._plugin.request`: :class:`Request` and :class:`StepResult`, values.
+- :mod:`~memrules._plugin.step`: the pure step, in named stages.
+- :mod:`~memrules._plugin.plugin`: :class:`MemoryPlugin`, the stateful shell
+  (conversation state, memory, trace; ``with ... as plugin:`` / ``close``).
+- :mod:`~memrules._plugin.conversation_memos`: each conversation's memos.
+- :mod:`~memrules._plugin.routes`: ``MemoryConfig.route`` and ``.close``,
+  attached to the config from this layer.
 """
+
+from memrules._plugin import routes as routes  # attaches MemoryConfig.route and .close

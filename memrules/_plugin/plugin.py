@@ -108,21 +108,25 @@ from typing import Any
 
 import attrs
 
-from memrules._adapters import from_openai, to_openai
-from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._adapters import from_openai
 from memrules._adapters.openai import write_back
-from memrules._config.load import MemoryConfig
-from memrules._core.budget import ContextWindowResolver
-from memrules._core.checks import check_whole, is_whole
-from memrules._core.errors import ConfigError, GraphError, MessageFormatError, ObserverError
-from memrules._core.messages import Conversation, Message, message
+from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
+from memrules._core.checks import check_whole
+from memrules._core.errors import ConfigError, GraphError, MessageFormatError
+from memrules._core.messages import Message
 from memrules._core.report import CompressionReport, CompressionResult
 from memrules._core.seam_protocols import Seams, Summarizer, VectorStore
-from memrules._core.seam_records import MAX_SCOPE_CHARS
-from memrules._counting.measure import Measure
 from memrules._counting.tokens import TokenCounter
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
 from memrules._plugin.conversation_memos import ConversationMemo, ConversationMemos
+from memrules._plugin.request import (
+    Request,
+    StepResult,
+    conversation_id_from_metadata,
+    scope_from_metadata,
+)
+from memrules._plugin.step import commit as _commit
+from memrules._plugin.step import has_warning, measure, memory_settings, step, warning_message
 from memrules._runtime.awaiting import SeamAnswers, _Pending
 from memrules._runtime.logged import (
     LoggedClock,
@@ -131,36 +135,26 @@ from memrules._runtime.logged import (
     logged_seams,
     retrieval_request,
 )
-from memrules._runtime.pipeline import Pipeline, as_conversation
+from memrules._runtime.pipeline import Pipeline
 from memrules._trace.record import PluginTracer
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergePolicy, MergeReport
-from memrules.graph.render import (
-    RenderedGraph,
-    find_graph_messages,
-    insert_graph_message,
-    render_graph,
-)
+from memrules.graph.opening import open_state_store
 from memrules.graph.snapshot import GraphImportReport, GraphSnapshot
 from memrules.graph.state import (
     DEFAULT_MAX_CONVERSATIONS,
     ConversationState,
     StateRecord,
     StateStore,
-    open_state_store,
 )
 from memrules.memory.autostore import StoreOutcome
 from memrules.memory.config import MemoryStoreConfig
-from memrules.memory.gate import reflect
 from memrules.memory.metrics import MemoryObserver
 from memrules.memory.retrieve import (
-    MemoryReport,
     Retrieval,
-    insert_memory_message,
-    is_memory_message,
-    strip_memory_messages,
 )
 from memrules.memory.service import MemoryService, StoredMemory
+from memrules.memory.shared import SHARED_STORES
 from memrules.seams._log import seam_call
 
 __all__ = [
@@ -176,422 +170,6 @@ __all__ = [
     "step",
     "warning_message",
 ]
-
-
-def _conversation_id(value: object) -> str | None:
-    if value is not None and not isinstance(value, str):
-        msg = f"conversation_id={value!r} must be a string or None"
-        raise MessageFormatError(msg, field="conversation_id")
-    return value
-
-
-def _scope_id(field: str, value: object) -> str | None:
-    """A user or tenant id: a string of at most 256 characters; an empty
-    one is none."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or len(value) > MAX_SCOPE_CHARS:
-        msg = (
-            f"{field}={value!r:.60} must be a string of at most {MAX_SCOPE_CHARS} "
-            "characters, or None"
-        )
-        raise MessageFormatError(msg, field=field)
-    return value
-
-
-def _user(value: object) -> str | None:
-    return _scope_id("user", value)
-
-
-def _tenant(value: object) -> str | None:
-    return _scope_id("tenant", value)
-
-
-def scope_from_metadata(body: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """The default way to find whose request an OpenAI body is: the strings
-    ``metadata.user_id`` and ``metadata.tenant_id`` (None for either that
-    is absent, not a string, or longer than 256 characters: such a request
-    gets no memory, and is not refused for it). Whoever can write the body
-    can name any user: pass ``user=`` and ``tenant=`` from your
-    authentication instead when clients are not trusted."""
-    metadata = body.get("metadata")
-    if not isinstance(metadata, Mapping):
-        return None, None
-
-    def usable(value: object) -> str | None:
-        return value if isinstance(value, str) and len(value) <= MAX_SCOPE_CHARS else None
-
-    return usable(metadata.get("user_id")), usable(metadata.get("tenant_id"))
-
-
-def conversation_id_from_metadata(body: Mapping[str, Any]) -> str | None:
-    """The default way to find the conversation of an OpenAI body: the
-    string ``metadata.conversation_id``, else None."""
-    metadata = body.get("metadata")
-    if not isinstance(metadata, Mapping):
-        return None
-    found = metadata.get("conversation_id")
-    return found if isinstance(found, str) else None
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class Request:
-    """A chat request as the hook sees it: the messages, the model they go
-    to (which the :class:`~memrules._core.budget.ContextWindowResolver` is asked
-    about), the conversation they belong to (None: the plugin's default
-    conversation), and whose it is: the ``user`` and ``tenant`` retrieval
-    memory is scoped by (both needed for memory). Building one checks that
-    every message is a :class:`~memrules._core.messages.Message`."""
-
-    messages: Conversation = attrs.field(converter=as_conversation)
-    model: str | None = None
-    conversation_id: str | None = attrs.field(default=None, converter=_conversation_id)
-    user: str | None = attrs.field(default=None, converter=_user)
-    tenant: str | None = attrs.field(default=None, converter=_tenant)
-
-    @classmethod
-    def from_openai(
-        cls,
-        body: Mapping[str, Any],
-        *,
-        conversation_id: str | None = None,
-        conversation_id_of: Callable[[Mapping[str, Any]], str | None] = (
-            conversation_id_from_metadata
-        ),
-        memo: ConversionMemo | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
-    ) -> Request:
-        """The request in an OpenAI chat-completions body (parsed JSON): its
-        ``messages`` and ``model``, and the conversation ``conversation_id``
-        names, else the one ``conversation_id_of(body)`` finds (by default
-        ``metadata.conversation_id``); the ``user`` and ``tenant`` given,
-        else ``metadata.user_id`` and ``metadata.tenant_id`` (see
-        :func:`scope_from_metadata`). ``memo`` is the conversation's
-        :class:`~memrules._adapters.conversion_memo.ConversionMemo` (see
-        :func:`~memrules.from_openai`). Raises
-        :class:`~memrules._core.errors.MessageFormatError` for malformed input."""
-        if not isinstance(body, Mapping):
-            msg = f"expected a request object, got {type(body).__name__}"
-            raise MessageFormatError(msg)
-        model = body.get("model")
-        if model is not None and not isinstance(model, str):
-            msg = f"expected a string, got {type(model).__name__}"
-            raise MessageFormatError(msg, field="model")
-        messages: Any = body.get("messages")  # from_openai names what is wrong with it
-        if conversation_id is None:
-            conversation_id = conversation_id_of(body)
-        found_user, found_tenant = scope_from_metadata(body)
-        return cls(
-            messages=from_openai(messages, memo=memo),
-            model=model,
-            conversation_id=conversation_id,
-            user=found_user if user is None else user,
-            tenant=found_tenant if tenant is None else tenant,
-        )
-
-    def to_openai(self) -> list[dict[str, Any]]:
-        """The messages as OpenAI chat-completions messages, ready for JSON."""
-        return to_openai(self.messages)
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class StepResult:
-    """What one request went through.
-
-    ``state`` is the conversation's state for its next request (the same
-    object when nothing changed), ``request`` the request to send (the same object when nothing
-    changed), ``usage`` the reading the observers got, ``report`` what the
-    pipeline did, and ``warned`` whether this step appended the warning.
-
-    The graph step: ``delta`` is the graph the extractor read (None without
-    one, or when it failed: then ``graph_error`` says why), ``merge`` what
-    merging it did, ``rendered`` the graph message's rendering (None when
-    nothing was rendered) and ``graph_tokens`` its token cost (0 without
-    one), which the budget of this request did not include.
-
-    Retrieval memory: ``memory`` is what retrieval found and the gate made
-    of it (None on a route without memory), and ``memory_tokens`` the
-    memory message's token cost (0 without one), outside the budget too.
-    """
-
-    state: ConversationState
-    request: Request
-    report: CompressionReport
-    usage: ContextUsage
-    warned: bool
-    delta: MemoryGraph | None = None
-    merge: MergeReport | None = None
-    rendered: RenderedGraph | None = None
-    graph_tokens: int = 0
-    graph_error: str | None = None
-    memory: MemoryReport | None = None
-    memory_tokens: int = 0
-
-    @property
-    def compacted(self) -> bool:
-        """Whether the pipeline changed the messages."""
-        return self.report.compacted
-
-
-def measure(
-    request: Request,
-    *,
-    pipeline: Pipeline,
-    resolver: ContextWindowResolver | None,
-    memo: Measure | None = None,
-) -> ContextUsage:
-    """Step 1's reading: the request's tokens under ``pipeline``'s counter,
-    against the resolver's window for ``request.model`` when it gives one,
-    else ``context_window_tokens``.
-
-    Raises :class:`~memrules._core.errors.ConfigError` when the resolver answers
-    something other than None or a whole number of at least 1: a zero window
-    would make every request over budget. ``memo`` is the conversation's
-    (:meth:`Pipeline.memo`), the pipeline's own by default.
-    """
-    tokens = pipeline.count(request.messages, memo=memo)
-    resolved = None if resolver is None else resolver(request.model)
-    if resolved is not None and not is_whole(resolved, 1):
-        msg = (
-            f"context_window_resolver({request.model!r}) returned {resolved!r}; "
-            "return a window of at least 1 token, or None to use context_window_tokens"
-        )
-        raise ConfigError.single(msg, yaml_path="context_window_resolver")
-    return ContextUsage(
-        tokens=tokens,
-        window=pipeline.config.context_window_tokens if resolved is None else resolved,
-        messages=len(request.messages),
-        window_resolved=resolved is not None,
-    )
-
-
-def _notify(observers: Iterable[ContextUsageObserver], usage: ContextUsage) -> None:
-    for observer in observers:
-        try:
-            observer(usage)
-        except Exception as exc:
-            msg = f"context usage observer {observer!r} failed: {type(exc).__name__}: {exc}"
-            raise ObserverError(msg) from exc
-
-
-def has_warning(messages: Conversation, marker: str) -> bool:
-    """Whether any message's text starts with the warning ``marker``."""
-    return any(m.text.startswith(marker) for m in messages)
-
-
-def warning_message(usage: ContextUsage, marker: str) -> Message:
-    """The near-limit warning for ``usage``: a system message starting with
-    ``marker``, e.g. ``memrules context warning: this conversation uses 22%
-    of a 256-token context window; older messages may be dropped.``"""
-    text = (
-        f"{marker} this conversation uses {usage.fraction:.0%} of a "
-        f"{usage.window}-token context window; older messages may be dropped."
-    )
-    return message("system", text)
-
-
-def _without_graph_messages(
-    messages: Conversation, marker: str | None
-) -> tuple[Conversation, int | None]:
-    """``messages`` without graph messages, and where the first one was."""
-    if marker is None:
-        return messages, None
-    found = find_graph_messages(messages, marker)
-    if not found:
-        return messages, None
-    gone = set(found)
-    return tuple(m for i, m in enumerate(messages) if i not in gone), found[0]
-
-
-def _where(
-    old: int | None, before: Conversation, after: Conversation, origin: tuple[int | None, ...]
-) -> int | None:
-    """Where the stale graph message at input index ``old`` goes in the
-    compacted ``after``: just after the last kept message that preceded it."""
-    if old is None:
-        return None
-    if after is before:
-        return old
-    if len(origin) != len(after):
-        return None
-    kept = [j for j, i in enumerate(origin) if i is not None and i < old]
-    return kept[-1] + 1 if kept else 0
-
-
-def _extract(
-    state: ConversationState, messages: Conversation, pipeline: Pipeline
-) -> tuple[ConversationState, MemoryGraph | None, MergeReport | None, str | None]:
-    extractor = pipeline.config.graph_extractor
-    if extractor is None:
-        return state, None, None, None
-    try:
-        delta = extractor(messages)
-        if not isinstance(delta, MemoryGraph):
-            msg = f"returned {type(delta).__name__}, expected a MemoryGraph"
-            raise TypeError(msg)
-        graph, report = state.graph.merge(delta, MergePolicy.UNION)
-    except Exception as exc:
-        return state, None, None, f"graph extractor {extractor!r}: {type(exc).__name__}: {exc}"
-    if graph is not state.graph:
-        state = attrs.evolve(state, graph=graph)
-    return state, delta, report, None
-
-
-def _memory_settings(config: MemoryConfig) -> MemoryStoreConfig | None:
-    """The shared memory store's settings, on a route with memory enabled."""
-    if config.memory is None or not config.memory.enabled:
-        return None
-    return config.memory_store
-
-
-def step(
-    state: ConversationState,
-    request: Request,
-    *,
-    pipeline: Pipeline,
-    observers: Iterable[ContextUsageObserver],
-    resolver: ContextWindowResolver | None,
-    memo: Measure | None = None,
-    retrieval: Retrieval | None = None,
-    now: float | None = None,
-) -> StepResult:
-    """Run one request of a conversation in ``state`` through the steps (see
-    the module docs); pure but for what the observers, the pipeline's seams
-    and the graph extractor do. ``memo`` is the conversation's
-    (:meth:`Pipeline.memo`): it changes what the request costs, never what
-    it does.
-
-    ``retrieval`` is what retrieval memory found for the request (the
-    shell asks the store; None: nothing was asked), and ``now`` the time
-    (seconds since the epoch) the gate decays memories by (None: no decay):
-    given both, a replay injects the same bytes.
-
-    Changes nothing: the new state and request are in the result. An
-    observer error raises :class:`~memrules._core.errors.ObserverError`, chained to
-    the cause, before anything else has run.
-    """
-    config = pipeline.config
-    context = config.graph_context
-    memory_settings = _memory_settings(config)
-    received = request.messages
-    messages, stale_at = _without_graph_messages(
-        received, None if context is None else context.marker
-    )
-    stale_graph = None if stale_at is None else received[stale_at]
-    stale_memory = None
-    if memory_settings is not None:
-        marker = memory_settings.marker
-        kept = strip_memory_messages(messages, marker)
-        if kept is not messages:
-            stale_memory = next(m for m in messages if is_memory_message(m, marker))
-            if stale_at is not None:
-                stale_at -= sum(1 for m in messages[:stale_at] if is_memory_message(m, marker))
-            messages = kept
-    usage = measure(
-        request if messages is received else attrs.evolve(request, messages=messages),
-        pipeline=pipeline,
-        resolver=resolver,
-        memo=memo,
-    )
-    _notify(observers, usage)
-
-    seen = has_warning(messages, config.warning_marker)
-    warn = (
-        config.warn_fraction is not None
-        and not (state.warned or seen)
-        and usage.fraction >= config.warn_fraction
-    )
-    said = messages
-    if warn:
-        messages = (*messages, warning_message(usage, config.warning_marker))
-    if (warn or seen) and not state.warned:
-        state = attrs.evolve(state, warned=True)
-
-    compaction = pipeline.apply(
-        messages,
-        budget=pipeline.budget(usage.window),
-        memo=memo,
-        conversation_id=request.conversation_id,
-        user=request.user,
-        tenant=request.tenant,
-    )
-    sent = compaction.messages
-
-    state, delta, merged, graph_error = _extract(state, said, pipeline)
-    rendered = None
-    graph_tokens = 0
-    if context is not None:
-        rendered = render_graph(state.graph, context)
-        if rendered is not None:
-            old = stale_graph
-            graph_message = (
-                old if old is not None and old.text == rendered.text else rendered.message()
-            )
-            graph_tokens = pipeline.counter.count(graph_message)  # the message, not a request
-            at = _where(stale_at, messages, sent, compaction.report.origin)
-            sent = insert_graph_message(sent, graph_message, at)
-
-    memory = None
-    memory_tokens = 0
-    if memory_settings is not None and retrieval is not None:
-        gate = reflect(
-            retrieval.memories,
-            memory_settings.reflection,
-            now=now,
-            marker=memory_settings.marker,
-        )
-        if gate.text is not None:
-            memory_message = (
-                stale_memory
-                if stale_memory is not None and stale_memory.text == gate.text
-                else gate.message()
-            )
-            assert memory_message is not None
-            memory_tokens = pipeline.count((memory_message,))
-            sent = insert_memory_message(sent, memory_message)
-        memory = MemoryReport(retrieval=retrieval, gate=gate, now=now)
-
-    if len(sent) != len(received) or any(a is not b for a, b in zip(sent, received, strict=True)):
-        request = attrs.evolve(request, messages=sent)
-    return StepResult(
-        state=state,
-        request=request,
-        report=compaction.report,
-        usage=usage,
-        warned=warn,
-        delta=delta,
-        merge=merged,
-        rendered=rendered,
-        graph_tokens=graph_tokens,
-        graph_error=graph_error,
-        memory=memory,
-        memory_tokens=memory_tokens,
-    )
-
-
-def _commit(
-    loaded: ConversationState, result: StepResult
-) -> Callable[[ConversationState], ConversationState]:
-    """What a request changed, as a pure function of the state current when
-    it is written: the warning given, the extracted graph merged again. When
-    nobody wrote in between, the step's own state."""
-
-    def change(current: ConversationState) -> ConversationState:
-        if result.state is loaded:
-            return current
-        if current is loaded:
-            return result.state
-        new = current
-        if result.state.warned and not new.warned:
-            new = attrs.evolve(new, warned=True)
-        if result.delta is not None:
-            graph, _ = new.graph.merge(result.delta, MergePolicy.UNION)
-            if graph is not new.graph:
-                new = attrs.evolve(new, graph=graph)
-        return new
-
-    return change
 
 
 def _no_id(body: Mapping[str, Any]) -> None:
@@ -662,6 +240,10 @@ class MemoryPlugin:
         self._pipeline = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
+        # The offload store the config's ``store:`` section built is this
+        # plugin's to close; one passed in is its giver's.
+        built = self._pipeline.seams.store
+        self._built_store: VectorStore | None = built if store is None else None
         self._states: StateStore = (
             state_store
             if state_store is not None
@@ -684,20 +266,45 @@ class MemoryPlugin:
         self._memos = ConversationMemos(lambda: ConversationMemo(pipeline), max_conversations)
         self._clock = clock
         self._memory: MemoryService | None = None
-        settings = _memory_settings(config)
+        self._shared: MemoryStoreConfig | None = None
+        settings = memory_settings(config)
         if settings is not None:
             assert config.memory is not None
-            if self._tracer is not None:
-                memory_store = self._tracer.memory_store(settings, memory_store)
-            self._memory = MemoryService(
-                settings,
-                config.memory,
-                store=memory_store,
-                observers=memory_observers,
-                clock=LoggedClock(clock),
-                source=config.source,
-            )
-            self._memory.start()
+            if memory_store is None:
+                memory_store = SHARED_STORES.acquire(settings)
+                self._shared = settings
+            try:
+                if self._tracer is not None:
+                    memory_store = self._tracer.memory_store(settings, memory_store)
+                self._memory = MemoryService(
+                    settings,
+                    config.memory,
+                    store=memory_store,
+                    observers=memory_observers,
+                    clock=LoggedClock(clock),
+                    source=config.source,
+                )
+                self._memory.start()
+            except BaseException:
+                self.close()
+                raise
+
+    @classmethod
+    def from_config(
+        cls, config: MemoryConfig, *, route: str = DEFAULT_ROUTE, **options: Any
+    ) -> MemoryPlugin:
+        """A ready plugin for route ``route`` of ``config`` (``default``: the
+        file's top level), with its own pipeline, conversation state and
+        memory. Every plugin made from one config shares its
+        ``stores.memory`` store (one client, opened by the first plugin and
+        closed when the last one closes); each call makes a new plugin, so
+        make one per route at start-up and close it when done (``with
+        MemoryPlugin.from_config(config, route="support") as plugin:``).
+        ``options`` go to :class:`MemoryPlugin` (``memory_observers``,
+        ``state_store``, ``clock``, ...). Raises
+        :class:`~memrules._core.errors.ConfigError` for an unknown route, or
+        a memory collection its embedder cannot use."""
+        return cls(config.route_config(route), **options)
 
     @classmethod
     def with_extensions(
@@ -1170,9 +777,28 @@ class MemoryPlugin:
         return self._pipeline.compress(messages)
 
     def close(self) -> None:
-        """Close the state store's connections, if it has any, and finish the trace."""
+        """Release what this plugin opened: the state store's connections,
+        the offload store its config's ``store:`` section built (one passed
+        as ``store`` stays open), its hold on the shared ``stores.memory``
+        store (the last plugin of a config closes it; a ``memory_store``
+        passed in stays open, its giver's to close), and finish the trace.
+        ``with plugin:`` calls it at the end of the block; calling it again
+        does nothing more."""
         close = getattr(self._states, "close", None)
         if callable(close):
             close()
+        if self._shared is not None:
+            settings, self._shared = self._shared, None
+            SHARED_STORES.release(settings)
+        built, self._built_store = self._built_store, None
+        close_built = getattr(built, "close", None)
+        if callable(close_built):
+            close_built()
         if self._tracer is not None:
             self._tracer.close()
+
+    def __enter__(self) -> MemoryPlugin:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -782,11 +782,11 @@ class PluginTracer:
         self.states: StateStore = LoggedStateStore(states, limits=config.graph_limits)
 
     def memory_store(self, settings: MemoryStoreConfig, store: Any) -> LoggedStore:
-        """The retrieval-memory store (``store``, else the one ``settings``
-        open), its searches and writes through the seam log."""
+        """The retrieval-memory store ``store`` (the plugin opened it for
+        ``settings``), its searches and writes through the seam log."""
         if isinstance(store, LoggedStore):
             return store
-        return LoggedStore(settings.open() if store is None else store)
+        return LoggedStore(store)
 
     def handle(
         self, request: Any, run: Callable[[Any], Any], *, now: float | None = None

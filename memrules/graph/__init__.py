@@ -30,6 +30,7 @@ from memrules.graph.limits import AtCap, GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergeCounts, MergePolicy, MergeReport
 from memrules.graph.model import GraphDirection, GraphNode, GraphRelationship
+from memrules.graph.opening import open_state_store
 from memrules.graph.render import DEFAULT_GRAPH_MARKER, GraphContext, RenderedGraph, render_graph
 from memrules.graph.snapshot import GraphImportReport, GraphSnapshot, load_snapshot, save_snapshot
 from memrules.graph.state import (
@@ -38,7 +39,6 @@ from memrules.graph.state import (
     StateRecord,
     StateStore,
     StateStoreConfig,
-    open_state_store,
 )
 
 __all__ = [

@@ -64,7 +64,6 @@ __all__ = [
     "StateStoreConfig",
     "decode_state",
     "encode_state",
-    "open_state_store",
 ]
 
 DEFAULT_MAX_CONVERSATIONS = 10_000
@@ -401,27 +400,3 @@ def redact(url: object) -> str:
     """``url`` with its credentials replaced by ``***``
     (:func:`memrules._core.redaction.redact_url`, the one redaction every message uses)."""
     return redact_url(url)
-
-
-def open_state_store(
-    config: StateStoreConfig,
-    *,
-    max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
-    graph_limits: GraphLimits | None = None,
-) -> StateStore:
-    """The store ``config`` names: an :class:`InMemoryStateStore`, or a
-    :class:`~memrules.graph.valkey.ValkeyStateStore` (which needs the
-    ``memrules[valkey]`` extra; without it, a
-    :class:`~memrules._core.errors.ConfigError` saying so)."""
-    if config.in_memory:
-        return InMemoryStateStore(max_conversations=max_conversations, graph_limits=graph_limits)
-    from memrules.graph.valkey import ValkeyStateStore  # imported here: it needs the extra
-
-    return ValkeyStateStore(
-        config.url,
-        ttl_seconds=config.ttl_seconds,
-        key_prefix=config.key_prefix,
-        timeout_seconds=config.timeout_seconds,
-        graph_limits=graph_limits,
-        max_conversations=max_conversations,
-    )

@@ -94,8 +94,8 @@ def open_store(settings: MemoryStoreConfig, *, embedder: Embedder | None = None)
     embedder (``embedder``, when given, instead of the one ``settings``
     describe: a model already loaded). No I/O: it connects on first use.
     With a remote embedder, logs the warning of the module docs. Each call
-    makes a new store; :meth:`MemoryStoreConfig.open` makes one per
-    config."""
+    makes a new store; :data:`memrules.memory.shared.SHARED_STORES` keeps
+    one per config value for the plugins that share it."""
     embedder = settings.embedder() if embedder is None else embedder
     physical = bound_collection(settings.collection, embedder)
     if physical == settings.collection:

@@ -44,7 +44,6 @@ Everything is checked when the config is built; a problem is a
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -64,7 +63,6 @@ from memrules.memory.patterns import (
 from memrules.memory.text import DEFAULT_MEMORY_MARKER, header, memory_line
 from memrules.seams._fusion import RRF_K
 from memrules.seams._settings import SeamSettings, seam_settings, section_keys
-from memrules.seams._store import MessageStore
 
 __all__ = [
     "DEFAULT_BLOCK_PATTERNS",
@@ -268,18 +266,6 @@ def _default_threshold(config: MemoryStoreConfig) -> float:
     return DEFAULT_THRESHOLDS.get(config.search, 0.0)
 
 
-class _Opened:
-    """The store a :class:`MemoryStoreConfig` opened: one per config value,
-    so every route of a file shares one client (a Qdrant directory can be
-    open once per process)."""
-
-    __slots__ = ("lock", "store")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.store: MessageStore | None = None
-
-
 @attrs.frozen(kw_only=True, slots=True)
 class MemoryStoreConfig:
     """The shared retrieval-memory store (YAML ``stores.memory``; see the
@@ -292,9 +278,11 @@ class MemoryStoreConfig:
     gate; ``max_memory_chars`` the longest memory auto-store keeps;
     ``marker`` how the injected message starts.
 
-    :meth:`open` builds the store once per config value (every route of a
-    file shares it), in the collection bound to the embedder's identity
-    (:mod:`memrules.memory.binding`); :meth:`close` releases it.
+    A value: it opens nothing. The store it describes is opened, in the
+    collection bound to the embedder's identity
+    (:mod:`memrules.memory.binding`), by whoever serves requests, through
+    :data:`memrules.memory.shared.SHARED_STORES` (one store per config
+    value, closed by its last holder).
     """
 
     store: SeamSettings = attrs.field(factory=_default_store, converter=_store_settings)
@@ -303,7 +291,6 @@ class MemoryStoreConfig:
     reflection: ReflectionConfig = attrs.field(factory=ReflectionConfig)
     max_memory_chars: int = 4000
     marker: str = DEFAULT_MEMORY_MARKER
-    _opened: _Opened = attrs.field(init=False, factory=_Opened, eq=False, repr=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
         problems = []
@@ -376,24 +363,6 @@ class MemoryStoreConfig:
 
         made: Embedder = self.embedding.build() if self.embedding is not None else local_embedder()
         return made
-
-    def open(self) -> MessageStore:
-        """The store, built on first use and then shared (no I/O: it
-        connects on first use). See :func:`memrules.memory.binding.open_store`."""
-        from memrules.memory.binding import open_store
-
-        with self._opened.lock:
-            if self._opened.store is None:
-                self._opened.store = open_store(self)
-            return self._opened.store
-
-    def close(self) -> None:
-        """Release the store :meth:`open` built, if any; a later
-        :meth:`open` builds it again."""
-        with self._opened.lock:
-            store, self._opened.store = self._opened.store, None
-        if store is not None:
-            store.close()
 
 
 def check_threshold(value: object, search: str, key: str) -> str | None:

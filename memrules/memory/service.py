@@ -48,6 +48,7 @@ from memrules.memory.retrieve import (
     select,
     stored_at,
 )
+from memrules.memory.shared import SHARED_STORES
 
 __all__ = ["MemoryService", "StoredMemory"]
 
@@ -90,8 +91,9 @@ def _error(exc: BaseException) -> str:
 
 class MemoryService:
     """Retrieval memory for one route: the shared store's ``settings``, the
-    route's entry (``route``), the store (``store``; the one ``settings``
-    opens by default), the ``observers`` that get its events, and the
+    route's entry (``route``), the store (``store``; by default the one
+    :data:`~memrules.memory.shared.SHARED_STORES` holds for ``settings``,
+    acquired here and released by :meth:`close`), the ``observers`` that get its events, and the
     ``clock`` auto-store stamps memories with. ``source`` names the config
     file in start-up errors."""
 
@@ -107,7 +109,8 @@ class MemoryService:
     ) -> None:
         self.settings = settings
         self.route = route
-        self.store: VectorStore = settings.open() if store is None else store
+        self._acquired = store is None
+        self.store: VectorStore = SHARED_STORES.acquire(settings) if store is None else store
         self.observers = tuple(observers)
         self.clock = clock
         self.source = source
@@ -121,6 +124,13 @@ class MemoryService:
     def threshold(self) -> float:
         """The lowest score this route keeps."""
         return self.route.threshold_in(self.settings)
+
+    def close(self) -> None:
+        """Give back the shared store this service acquired (the last
+        holder closes it); a store passed in is its giver's to close."""
+        if self._acquired:
+            self._acquired = False
+            SHARED_STORES.release(self.settings)
 
     def __repr__(self) -> str:
         return f"MemoryService(store={self.store!r}, route={self.route!r})"

@@ -1,0 +1,309 @@
+"""The config's keys: what each top-level key accepts (:data:`SETTINGS`,
+one check per key), the keys whose value is a mapping (:data:`SECTIONS`,
+each read by its own function), the keys of a file's top level only, and
+the constants every reader shares (the default route, the entry-point group
+of installed strategies)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+import attrs
+import tiktoken
+import tiktoken.model
+
+from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
+from memrules._core.yaml_nodes import Node
+from memrules._counting.framing import COUNT_RULES
+from memrules._counting.schemes import DESCRIBED, is_scheme, scheme_problem
+from memrules._counting.tokens import load_encoding
+from memrules.graph.extract import extractor_from_config
+from memrules.graph.limits import GraphLimits
+from memrules.graph.render import GraphContext
+from memrules.graph.state import StateStoreConfig
+from memrules.memory.config import (
+    MemoryStoreConfig,
+    RouteMemory,
+    memory_section,
+)
+from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
+from memrules.strategies.registry import near_miss, show
+
+__all__ = [
+    "DEFAULT_ROUTE",
+    "ENTRY_POINT_GROUP",
+    "ESTIMATE",
+    "FILE_KEYS",
+    "KNOWN_KEYS",
+    "MOVED",
+    "ROUTE_NAME",
+    "SECTIONS",
+    "SECTION_TYPES",
+    "SETTINGS",
+    "TEXT_SOURCE",
+    "key_problems",
+    "parameters",
+    "type_name",
+]
+
+
+ENTRY_POINT_GROUP = "memrules.strategies"
+
+DEFAULT_ROUTE = "default"
+"""The name of the route a file's top level describes."""
+
+ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+ESTIMATE = "estimate"
+"""The ``encoder_name`` that selects the script-aware estimator instead of tiktoken."""
+
+TEXT_SOURCE = "<YAML text>"
+"""How errors name a config given as YAML text rather than a file."""
+
+
+# --- the settings table: the one definition of what each key accepts -----------
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+Check: TypeAlias = Callable[[object], str | None]
+"""What a key accepts: None when the value fits, else what was expected."""
+
+
+def _whole(minimum: int, *, nullable: bool) -> Check:
+    expected = f"a whole number of at least {minimum}" + (" or null" if nullable else "")
+
+    def check(value: object) -> str | None:
+        if value is None and nullable:
+            return None
+        return None if _is_int(value) and value >= minimum else expected  # type: ignore[operator]
+
+    return check
+
+
+def _fraction(value: object) -> str | None:
+    if value is None:
+        return None
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if is_number and 0 < value <= 1 else "a number above 0 and at most 1, or null"  # type: ignore[operator]
+
+
+def _margin(value: object) -> str | None:
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if is_number and 0 <= value < 1 else "a number of at least 0 and below 1"  # type: ignore[operator]
+
+
+def _count_rule(value: object) -> str | None:
+    if isinstance(value, str) and value in COUNT_RULES:
+        return None
+    return "one of " + ", ".join(COUNT_RULES)
+
+
+def _flag(value: object) -> str | None:
+    return None if isinstance(value, bool) else "true or false"
+
+
+def _marker(value: object) -> str | None:
+    return None if isinstance(value, str) and value else "a non-empty string"
+
+
+def _encoder(value: object) -> str | None:
+    if value == ESTIMATE:
+        return None
+    if is_scheme(value):
+        return scheme_problem(str(value))
+    known = isinstance(value, str) and value in tiktoken.list_encoding_names()
+    if isinstance(value, str) and value and not known:
+        try:
+            tiktoken.model.encoding_name_for_model(value)
+            known = True
+        except KeyError:
+            pass
+    if not known:
+        names = ", ".join(sorted(tiktoken.list_encoding_names()))
+        return (
+            f"a tiktoken encoder ({names}), a model name such as 'gpt-4o', {ESTIMATE!r}, "
+            f"or {DESCRIBED}"
+        )
+    try:
+        load_encoding(str(value))
+    except EncodingError as exc:
+        return f"an encoder that loads ({exc})"
+    return None
+
+
+SETTINGS: Mapping[str, Check] = types.MappingProxyType(
+    {
+        "encoder_name": _encoder,
+        "count_rule": _count_rule,
+        "safety_margin": _margin,
+        "context_window_tokens": _whole(1, nullable=False),
+        "max_messages": _whole(1, nullable=True),
+        "max_tokens": _whole(1, nullable=True),
+        "max_fraction": _fraction,
+        "warn_fraction": _fraction,
+        "offload_turns": _whole(1, nullable=False),
+        "warning_marker": _marker,
+        "repair": _flag,
+        "user_first": _flag,
+    }
+)
+"""The scalar keys a config sets, each with its check: the one definition
+that :class:`MemoryConfig` and the YAML reader share."""
+
+
+# --- sections: keys whose value is a mapping -------------------------------------
+
+Section: TypeAlias = Callable[[Node], object]
+"""Reads one section's YAML node into its value; returns a list of
+:class:`ConfigProblem` (each at ``key.field``, with its line) instead when
+the node cannot be used. A null node gives the section's default."""
+
+
+def _section_problems(key: str, node: Node, exc: ConfigError) -> list[ConfigProblem]:
+    """``exc``'s problems placed at the section's fields and their lines."""
+    placed = []
+    for p in exc.problems:
+        field = p.yaml_path.removeprefix(f"{key}.").split(".", 1)[0]
+        line = node.key_lines.get(field, node.line) if node.is_mapping else node.line
+        yaml_path = p.yaml_path if p.yaml_path.startswith(f"{key}.") else key
+        placed.append(attrs.evolve(p, yaml_path=yaml_path, line=line))
+    return placed
+
+
+def _mapping_section(
+    key: str, build: Callable[..., object], *, default: object, fields: tuple[str, ...] = ()
+) -> Section:
+    """A section read by ``build(**fields)``: a mapping of its parameters
+    (``fields`` when its signature takes ``**kwargs``), or null for
+    ``default``. ``build`` raises :class:`ConfigError` for values it cannot
+    use, at ``key.field`` paths."""
+
+    def read(node: Node) -> object:
+        known = fields or parameters(build)
+        if node.value is None:
+            return default
+        if not node.is_mapping:
+            message = f"{key} is a mapping of {', '.join(known)}; got {type_name(node.plain())}"
+            return [ConfigProblem(message=message, yaml_path=key, line=node.line)]
+        problems = [
+            ConfigProblem(
+                message=f"unknown key {name!r}{near_miss(name, known)}; known: {', '.join(known)}",
+                yaml_path=f"{key}.{name}",
+                line=node.key_lines[name],
+            )
+            for name in node.value
+            if name not in known
+        ]
+        if problems:
+            return problems
+        try:
+            return build(**{name: value.plain() for name, value in node.value.items()})
+        except ConfigError as exc:
+            return _section_problems(key, node, exc)
+
+    return read
+
+
+def _state_store_section(node: Node) -> object:
+    """``state_store``: a mapping, or a URL alone (``state_store: valkey://host``)."""
+    if isinstance(node.value, str):
+        try:
+            return StateStoreConfig(url=node.value)
+        except ConfigError as exc:
+            return _section_problems("state_store", node, exc)
+    return _mapping_section("state_store", StateStoreConfig, default=StateStoreConfig())(node)
+
+
+SECTIONS: Mapping[str, Section] = types.MappingProxyType(
+    {
+        # The working graph and the conversation state (issue 9).
+        "graph_limits": _mapping_section("graph_limits", GraphLimits, default=GraphLimits()),
+        "graph_context": _mapping_section("graph_context", GraphContext, default=None),
+        "graph_extractor": _mapping_section(
+            "graph_extractor",
+            extractor_from_config,
+            default=None,
+            fields=("type", "facts", "files", "tools", "path_keys"),
+        ),
+        "state_store": _state_store_section,
+        # The seams: store:, embedder:, summarizer: (memrules.seams._settings).
+        **SEAM_SECTIONS,
+        # The route's retrieval memory entry (memrules.memory.config).
+        "memory": memory_section,
+    }
+)
+"""The mapping-valued keys, each with the function that reads its YAML node:
+the one definition the YAML reader uses for them (their values' own classes
+check themselves when built from Python)."""
+
+# What each section's value must be when MemoryConfig is built from Python.
+SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
+    "graph_limits": ((GraphLimits,), "a GraphLimits"),
+    "graph_context": ((GraphContext, type(None)), "a GraphContext or None"),
+    "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
+    "memory": ((RouteMemory, type(None)), "a RouteMemory or None"),
+    "memory_store": ((MemoryStoreConfig, type(None)), "a MemoryStoreConfig or None"),
+}
+
+FILE_KEYS = ("stores", "routes")
+"""Keys of a file's top level only: what every route shares, and the routes."""
+
+KNOWN_KEYS = (*SETTINGS, *SECTIONS, "strategies", *FILE_KEYS)
+
+# Seed names that are no top-level key here, and where they went.
+MOVED = {
+    "max_drop_system_observations": (
+        "the seed's max_drop_system_observations is drop_observations.max_drop: "
+        "'- type: drop_observations' with 'max_drop: N' under strategies"
+    ),
+}
+
+
+def key_problems(values: Mapping[str, object]) -> list[ConfigProblem]:
+    """Every problem with ``values`` (settings by key), each at its key."""
+    problems = []
+    for key, value in values.items():
+        check = SETTINGS.get(key)
+        expected = check(value) if check is not None else None
+        if expected is not None:
+            message = f"{key}={show(value)} must be {expected}"
+            problems.append(ConfigProblem(message=message, yaml_path=key))
+    for key, (kinds, expected) in SECTION_TYPES.items():
+        if key in values and not isinstance(values[key], kinds):
+            message = f"{key}={values[key]!r} must be {expected}"
+            problems.append(ConfigProblem(message=message, yaml_path=key))
+    extractor = values.get("graph_extractor")
+    if extractor is not None and not callable(extractor):
+        message = f"graph_extractor={extractor!r} must be a callable (conversation) -> MemoryGraph"
+        problems.append(ConfigProblem(message=message, yaml_path="graph_extractor"))
+    if values.get("max_tokens") is not None and values.get("max_fraction") is not None:
+        message = (
+            f"max_tokens={values['max_tokens']!r} and max_fraction={values['max_fraction']!r} "
+            "are both set; keep one (max_tokens alone replaces the default max_fraction)"
+        )
+        problems.append(ConfigProblem(message=message, yaml_path="max_fraction"))
+    return problems
+
+
+def type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return f"{type(value).__name__} {value!r}"
+
+
+def parameters(factory: Callable[..., Any]) -> tuple[str, ...]:
+    try:
+        return tuple(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        return ()

@@ -1,0 +1,360 @@
+"""The pure step: one request of a conversation through measure, warn,
+compact, the working graph and retrieval memory (see :mod:`memrules._plugin.plugin`
+for what each stage does), as named stages over values. The shell
+(:class:`~memrules.MemoryPlugin`) reads the state, runs :func:`step` and
+writes back what :func:`commit` says changed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import attrs
+
+from memrules._config.load import MemoryConfig
+from memrules._core.budget import ContextWindowResolver
+from memrules._core.checks import is_whole
+from memrules._core.errors import ConfigError, ObserverError
+from memrules._core.messages import Conversation, Message, message
+from memrules._core.report import CompressionResult
+from memrules._counting.measure import Measure
+from memrules._counting.usage import ContextUsage, ContextUsageObserver
+from memrules._plugin.request import Request, StepResult
+from memrules._runtime.pipeline import Pipeline
+from memrules.graph.memory_graph import MemoryGraph
+from memrules.graph.merge import MergePolicy, MergeReport
+from memrules.graph.render import (
+    GraphContext,
+    RenderedGraph,
+    find_graph_messages,
+    insert_graph_message,
+    render_graph,
+)
+from memrules.graph.state import (
+    ConversationState,
+)
+from memrules.memory.config import MemoryStoreConfig
+from memrules.memory.gate import reflect
+from memrules.memory.retrieve import (
+    MemoryReport,
+    Retrieval,
+    insert_memory_message,
+    is_memory_message,
+    strip_memory_messages,
+)
+
+__all__ = ["commit", "has_warning", "measure", "step", "warning_message"]
+
+
+def measure(
+    request: Request,
+    *,
+    pipeline: Pipeline,
+    resolver: ContextWindowResolver | None,
+    memo: Measure | None = None,
+) -> ContextUsage:
+    """Step 1's reading: the request's tokens under ``pipeline``'s counter,
+    against the resolver's window for ``request.model`` when it gives one,
+    else ``context_window_tokens``.
+
+    Raises :class:`~memrules._core.errors.ConfigError` when the resolver answers
+    something other than None or a whole number of at least 1: a zero window
+    would make every request over budget. ``memo`` is the conversation's
+    (:meth:`Pipeline.memo`), the pipeline's own by default.
+    """
+    tokens = pipeline.count(request.messages, memo=memo)
+    resolved = None if resolver is None else resolver(request.model)
+    if resolved is not None and not is_whole(resolved, 1):
+        msg = (
+            f"context_window_resolver({request.model!r}) returned {resolved!r}; "
+            "return a window of at least 1 token, or None to use context_window_tokens"
+        )
+        raise ConfigError.single(msg, yaml_path="context_window_resolver")
+    return ContextUsage(
+        tokens=tokens,
+        window=pipeline.config.context_window_tokens if resolved is None else resolved,
+        messages=len(request.messages),
+        window_resolved=resolved is not None,
+    )
+
+
+def _notify(observers: Iterable[ContextUsageObserver], usage: ContextUsage) -> None:
+    for observer in observers:
+        try:
+            observer(usage)
+        except Exception as exc:
+            msg = f"context usage observer {observer!r} failed: {type(exc).__name__}: {exc}"
+            raise ObserverError(msg) from exc
+
+
+def has_warning(messages: Conversation, marker: str) -> bool:
+    """Whether any message's text starts with the warning ``marker``."""
+    return any(m.text.startswith(marker) for m in messages)
+
+
+def warning_message(usage: ContextUsage, marker: str) -> Message:
+    """The near-limit warning for ``usage``: a system message starting with
+    ``marker``, e.g. ``memrules context warning: this conversation uses 22%
+    of a 256-token context window; older messages may be dropped.``"""
+    text = (
+        f"{marker} this conversation uses {usage.fraction:.0%} of a "
+        f"{usage.window}-token context window; older messages may be dropped."
+    )
+    return message("system", text)
+
+
+def _without_graph_messages(
+    messages: Conversation, marker: str | None
+) -> tuple[Conversation, int | None]:
+    """``messages`` without graph messages, and where the first one was."""
+    if marker is None:
+        return messages, None
+    found = find_graph_messages(messages, marker)
+    if not found:
+        return messages, None
+    gone = set(found)
+    return tuple(m for i, m in enumerate(messages) if i not in gone), found[0]
+
+
+def _where(
+    old: int | None, before: Conversation, after: Conversation, origin: tuple[int | None, ...]
+) -> int | None:
+    """Where the stale graph message at input index ``old`` goes in the
+    compacted ``after``: just after the last kept message that preceded it."""
+    if old is None:
+        return None
+    if after is before:
+        return old
+    if len(origin) != len(after):
+        return None
+    kept = [j for j, i in enumerate(origin) if i is not None and i < old]
+    return kept[-1] + 1 if kept else 0
+
+
+def _extract(
+    state: ConversationState, messages: Conversation, pipeline: Pipeline
+) -> tuple[ConversationState, MemoryGraph | None, MergeReport | None, str | None]:
+    extractor = pipeline.config.graph_extractor
+    if extractor is None:
+        return state, None, None, None
+    try:
+        delta = extractor(messages)
+        if not isinstance(delta, MemoryGraph):
+            msg = f"returned {type(delta).__name__}, expected a MemoryGraph"
+            raise TypeError(msg)
+        graph, report = state.graph.merge(delta, MergePolicy.UNION)
+    except Exception as exc:
+        return state, None, None, f"graph extractor {extractor!r}: {type(exc).__name__}: {exc}"
+    if graph is not state.graph:
+        state = attrs.evolve(state, graph=graph)
+    return state, delta, report, None
+
+
+def memory_settings(config: MemoryConfig) -> MemoryStoreConfig | None:
+    """The shared memory store's settings, on a route with memory enabled."""
+    if config.memory is None or not config.memory.enabled:
+        return None
+    return config.memory_store
+
+
+def step(
+    state: ConversationState,
+    request: Request,
+    *,
+    pipeline: Pipeline,
+    observers: Iterable[ContextUsageObserver],
+    resolver: ContextWindowResolver | None,
+    memo: Measure | None = None,
+    retrieval: Retrieval | None = None,
+    now: float | None = None,
+) -> StepResult:
+    """Run one request of a conversation in ``state`` through the steps (see
+    the module docs); pure but for what the observers, the pipeline's seams
+    and the graph extractor do. ``memo`` is the conversation's
+    (:meth:`Pipeline.memo`): it changes what the request costs, never what
+    it does.
+
+    ``retrieval`` is what retrieval memory found for the request (the
+    shell asks the store; None: nothing was asked), and ``now`` the time
+    (seconds since the epoch) the gate decays memories by (None: no decay):
+    given both, a replay injects the same bytes.
+
+    Changes nothing: the new state and request are in the result. An
+    observer error raises :class:`~memrules._core.errors.ObserverError`, chained to
+    the cause, before anything else has run.
+    """
+    config = pipeline.config
+    context = config.graph_context
+    settings = memory_settings(config)
+    received = _received(request.messages, context, settings)
+    messages = received.messages
+    usage = measure(
+        request if messages is request.messages else attrs.evolve(request, messages=messages),
+        pipeline=pipeline,
+        resolver=resolver,
+        memo=memo,
+    )
+    _notify(observers, usage)
+    state, warned_messages, warn = _warn(state, messages, usage, config)
+    compaction = pipeline.apply(
+        warned_messages,
+        budget=pipeline.budget(usage.window),
+        memo=memo,
+        conversation_id=request.conversation_id,
+        user=request.user,
+        tenant=request.tenant,
+    )
+    state, delta, merged, graph_error = _extract(state, messages, pipeline)
+    sent, rendered, graph_tokens = _render_graph(
+        compaction.messages, state, context, received, warned_messages, compaction, pipeline
+    )
+    sent, memory, memory_tokens = _inject_memory(
+        sent, settings, retrieval, received.stale_memory, now, pipeline
+    )
+    if len(sent) != len(request.messages) or any(
+        a is not b for a, b in zip(sent, request.messages, strict=True)
+    ):
+        request = attrs.evolve(request, messages=sent)
+    return StepResult(
+        state=state,
+        request=request,
+        report=compaction.report,
+        usage=usage,
+        warned=warn,
+        delta=delta,
+        merge=merged,
+        rendered=rendered,
+        graph_tokens=graph_tokens,
+        graph_error=graph_error,
+        memory=memory,
+        memory_tokens=memory_tokens,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class _Received:
+    """A request's messages without the plugin's stale messages: ``messages``
+    (the same tuple when there were none), where the stale graph message was
+    in them (``stale_at``) and the stale graph and memory messages."""
+
+    messages: Conversation
+    stale_at: int | None
+    stale_graph: Message | None
+    stale_memory: Message | None
+
+
+def _received(
+    received: Conversation, context: GraphContext | None, settings: MemoryStoreConfig | None
+) -> _Received:
+    """Stage 0: take out the graph and memory messages an earlier request
+    left (they are stale: new ones take their place), so they count for
+    nothing."""
+    messages, stale_at = _without_graph_messages(
+        received, None if context is None else context.marker
+    )
+    stale_graph = None if stale_at is None else received[stale_at]
+    stale_memory = None
+    if settings is not None:
+        marker = settings.marker
+        kept = strip_memory_messages(messages, marker)
+        if kept is not messages:
+            stale_memory = next(m for m in messages if is_memory_message(m, marker))
+            if stale_at is not None:
+                stale_at -= sum(1 for m in messages[:stale_at] if is_memory_message(m, marker))
+            messages = kept
+    return _Received(
+        messages=messages, stale_at=stale_at, stale_graph=stale_graph, stale_memory=stale_memory
+    )
+
+
+def _warn(
+    state: ConversationState, messages: Conversation, usage: ContextUsage, config: MemoryConfig
+) -> tuple[ConversationState, Conversation, bool]:
+    """Stage 2: the state, the messages with the one-shot warning appended
+    when the usage reaches ``warn_fraction`` and neither the state nor the
+    messages say it was given, and whether it was appended now."""
+    seen = has_warning(messages, config.warning_marker)
+    warn = (
+        config.warn_fraction is not None
+        and not (state.warned or seen)
+        and usage.fraction >= config.warn_fraction
+    )
+    if warn:
+        messages = (*messages, warning_message(usage, config.warning_marker))
+    if (warn or seen) and not state.warned:
+        state = attrs.evolve(state, warned=True)
+    return state, messages, warn
+
+
+def _render_graph(
+    sent: Conversation,
+    state: ConversationState,
+    context: GraphContext | None,
+    received: _Received,
+    compacted_from: Conversation,
+    compaction: CompressionResult,
+    pipeline: Pipeline,
+) -> tuple[Conversation, RenderedGraph | None, int]:
+    """Stage 4: ``sent`` with the conversation's graph rendered into it
+    (where the stale one was, else after the first system message), the
+    rendering, and the graph message's tokens (outside the budget)."""
+    if context is None:
+        return sent, None, 0
+    rendered = render_graph(state.graph, context)
+    if rendered is None:
+        return sent, None, 0
+    old = received.stale_graph
+    graph_message = old if old is not None and old.text == rendered.text else rendered.message()
+    graph_tokens = pipeline.counter.count(graph_message)  # the message, not a request
+    at = _where(received.stale_at, compacted_from, sent, compaction.report.origin)
+    return insert_graph_message(sent, graph_message, at), rendered, graph_tokens
+
+
+def _inject_memory(
+    sent: Conversation,
+    settings: MemoryStoreConfig | None,
+    retrieval: Retrieval | None,
+    stale_memory: Message | None,
+    now: float | None,
+    pipeline: Pipeline,
+) -> tuple[Conversation, MemoryReport | None, int]:
+    """Stage 5: ``sent`` with what the gate kept of ``retrieval`` as one
+    memory message, the report, and the message's tokens (outside the
+    budget). Nothing on a route without memory or when nothing was asked."""
+    if settings is None or retrieval is None:
+        return sent, None, 0
+    gate = reflect(retrieval.memories, settings.reflection, now=now, marker=settings.marker)
+    memory_tokens = 0
+    if gate.text is not None:
+        memory_message = (
+            stale_memory
+            if stale_memory is not None and stale_memory.text == gate.text
+            else gate.message()
+        )
+        assert memory_message is not None
+        memory_tokens = pipeline.count((memory_message,))
+        sent = insert_memory_message(sent, memory_message)
+    return sent, MemoryReport(retrieval=retrieval, gate=gate, now=now), memory_tokens
+
+
+def commit(
+    loaded: ConversationState, result: StepResult
+) -> Callable[[ConversationState], ConversationState]:
+    """What a request changed, as a pure function of the state current when
+    it is written: the warning given, the extracted graph merged again. When
+    nobody wrote in between, the step's own state."""
+
+    def change(current: ConversationState) -> ConversationState:
+        if result.state is loaded:
+            return current
+        if current is loaded:
+            return result.state
+        new = current
+        if result.state.warned and not new.warned:
+            new = attrs.evolve(new, warned=True)
+        if result.delta is not None:
+            graph, _ = new.graph.merge(result.delta, MergePolicy.UNION)
+            if graph is not new.graph:
+                new = attrs.evolve(new, graph=graph)
+        return new
+
+    return change
