@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memrules import Budget, MemoryConfig, Pipeline
-from memrules._bench.histories import agent_history
+from benchmarks.harness.histories import agent_history
 from memrules._core.messages import Conversation
 from memrules._counting.tokens import counter_for
 from memrules._engine.interpreter import NamedStrategy

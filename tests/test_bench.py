@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from memrules import from_openai
-from memrules._bench import render
-from memrules._bench.histories import History, agent_history, request_points
-from memrules._bench.measure import sample_turns
-from memrules._bench.targets import judge
+from benchmarks.harness import render
+from benchmarks.harness.histories import History, agent_history, request_points
+from benchmarks.harness.measure import sample_turns
+from benchmarks.harness.targets import judge
 from memrules._cli.main import main as cli_main
 from memrules._core.messages import Text, ToolCall, ToolResult
 from memrules._counting.tokens import TiktokenCounter, load_encoding
@@ -119,7 +119,7 @@ def test_request_points_end_a_step(history: History) -> None:
 
 def test_langchain_counter_sees_the_text_memrules_counts(history: History) -> None:
     pytest.importorskip("langchain_core")
-    from memrules._bench._langchain import load_langchain, message_text
+    from benchmarks.harness._langchain import load_langchain, message_text
 
     lc = load_langchain(load_encoding("o200k_base"))
     assert lc is not None
@@ -302,7 +302,7 @@ def test_targets_are_judged_from_the_figures_alone() -> None:
 def test_targets_render_as_a_table() -> None:
     text = render.targets(FIGURES, judge(FIGURES))
     lines = text.splitlines()
-    assert lines[0] == "== Targets (issues 4 and 8)"
+    assert lines[0] == "== Targets: speed, budget use and peak memory"
     row = next(line for line in lines if line.startswith("cold counting (seed), 1,000 msgs"))
     assert row.split()[-1] == "MISSED"
     assert "not installed" in next(line for line in lines if "LC exact" in line)
@@ -311,7 +311,7 @@ def test_targets_render_as_a_table() -> None:
 
 
 def test_alternating_rounds_take_turns_and_report_the_spread() -> None:
-    from memrules._bench.measure import alternate
+    from benchmarks.harness.measure import alternate
 
     calls: list[str] = []
     floor_times = iter([1.0, 2.0, 1.0])
@@ -335,7 +335,7 @@ def test_the_library_does_not_import_the_bench_or_langchain() -> None:
     code = (
         "import sys, memrules\n"
         "memrules.load_pipeline('max_messages: 3').apply(())\n"
-        "bench = sorted(m for m in sys.modules if m.startswith('memrules._bench'))\n"
+        "bench = sorted(m for m in sys.modules if m.startswith('benchmarks.harness'))\n"
         "print(bench, 'langchain_core' in sys.modules, 'memrules._cli.main' in sys.modules)\n"
         "import memrules._cli.main\n"
         "print('langchain_core' in sys.modules)\n"

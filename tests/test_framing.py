@@ -17,7 +17,7 @@ from memrules import (
     load_pipeline,
     to_openai,
 )
-from memrules._bench.reference import openai_request_tokens
+from benchmarks.harness.reference import openai_request_tokens
 from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult, message
 from memrules._counting.framing import (
     ANTHROPIC,

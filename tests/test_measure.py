@@ -372,7 +372,7 @@ def test_trimmed_windows_fit_the_budget_under_openai_framing(
     conversation: Conversation, budget: int
 ) -> None:
     from memrules._adapters import to_openai
-    from memrules._bench.reference import openai_request_tokens
+    from benchmarks.harness.reference import openai_request_tokens
     from memrules._core.errors import MessageFormatError
 
     result = pipeline(budget, rule="openai").apply(conversation)

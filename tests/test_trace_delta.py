@@ -21,7 +21,7 @@ from memrules import (
     record_trace,
     replay_trace,
 )
-from memrules._bench.histories import agent_history
+from benchmarks.harness.histories import agent_history
 from memrules._core.messages import Conversation, message
 from memrules._core.seam_records import message_json
 from memrules._trace.record import TracedPipeline, TraceWriter, dump_line, read_trace
