@@ -31,13 +31,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memrules import Budget, MemoryConfig, Pipeline
-from benchmarks.harness.histories import agent_history
-from memrules._core.messages import Conversation
-from memrules._counting.tokens import counter_for
-from memrules._engine.interpreter import NamedStrategy
-from memrules.seams import Seams, StoreWrite, extractive_summarizer, openai_summarizer
-from memrules.strategies import offload, sliding_window, summarize
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's harness and memrules
+
+from benchmarks.harness.histories import agent_history  # noqa: E402
+from memrules import Budget, MemoryConfig, Pipeline  # noqa: E402
+from memrules._core.messages import Conversation  # noqa: E402
+from memrules._counting.tokens import counter_for  # noqa: E402
+from memrules._engine.interpreter import NamedStrategy  # noqa: E402
+from memrules.seams import Seams, StoreWrite, extractive_summarizer, openai_summarizer  # noqa: E402
+from memrules.strategies import offload, sliding_window, summarize  # noqa: E402
 
 
 class _InstantStore:

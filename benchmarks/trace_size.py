@@ -24,8 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from memrules import load_pipeline, record_trace
-from benchmarks.harness.histories import agent_history
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's harness and memrules
+
+from benchmarks.harness.histories import agent_history  # noqa: E402
+from memrules import load_pipeline, record_trace  # noqa: E402
 
 CONFIG = """
 encoder_name: o200k_base

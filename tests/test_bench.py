@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from memrules import from_openai
 from benchmarks.harness import render
 from benchmarks.harness.histories import History, agent_history, request_points
 from benchmarks.harness.measure import sample_turns
 from benchmarks.harness.targets import judge
+from memrules import from_openai
 from memrules._cli.main import main as cli_main
 from memrules._core.messages import Text, ToolCall, ToolResult
 from memrules._counting.tokens import TiktokenCounter, load_encoding

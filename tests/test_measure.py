@@ -371,8 +371,8 @@ def test_the_window_cuts_where_it_did_before_with_late_answers(
 def test_trimmed_windows_fit_the_budget_under_openai_framing(
     conversation: Conversation, budget: int
 ) -> None:
-    from memrules._adapters import to_openai
     from benchmarks.harness.reference import openai_request_tokens
+    from memrules._adapters import to_openai
     from memrules._core.errors import MessageFormatError
 
     result = pipeline(budget, rule="openai").apply(conversation)

@@ -55,11 +55,11 @@ from typing import Any
 import attrs
 import tiktoken
 
-from memrules._adapters import from_openai, to_openai
-from memrules._adapters.conversion_memo import ConversionMemo
 from benchmarks.harness._langchain import CONFIGS, LangChain, TrimConfig, load_langchain
 from benchmarks.harness.histories import History, agent_history, request_points
 from benchmarks.harness.reference import PRIMING, openai_message_tokens
+from memrules._adapters import from_openai, to_openai
+from memrules._adapters.conversion_memo import ConversionMemo
 from memrules._config.load import MemoryConfig
 from memrules._core.invariants import pairing_problems
 from memrules._core.messages import Conversation, Message
