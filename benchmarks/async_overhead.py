@@ -100,13 +100,13 @@ def overhead(sizes: list[int], rounds: int) -> None:
             nonlocal calls
             # Warm the counter's own cache of message counts (shared by every
             # memo) once, so neither side pays for the first count.
-            pipeline.apply(history, budget=budget, memo=pipeline.memo())
+            pipeline.apply(history, budget=budget, memo=pipeline.measure())
             for _ in range(rounds):
                 start = time.perf_counter()
-                expected = pipeline.apply(history, budget=budget, memo=pipeline.memo())
+                expected = pipeline.apply(history, budget=budget, memo=pipeline.measure())
                 sync_times.append(time.perf_counter() - start)
                 start = time.perf_counter()
-                got = await pipeline.apply_async(history, budget=budget, memo=pipeline.memo())
+                got = await pipeline.apply_async(history, budget=budget, memo=pipeline.measure())
                 async_times.append(time.perf_counter() - start)
                 assert got == expected
                 calls = sum(len(a.seam_calls) for a in expected.report.actions)
