@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -335,12 +336,43 @@ def test_the_library_does_not_import_the_bench_or_langchain() -> None:
     code = (
         "import sys, memrules\n"
         "memrules.load_pipeline('max_messages: 3').apply(())\n"
-        "bench = sorted(m for m in sys.modules if m.startswith('benchmarks.harness'))\n"
+        "bench = sorted(m for m in sys.modules if m.startswith('benchmarks'))\n"
         "print(bench, 'langchain_core' in sys.modules, 'memrules._cli.main' in sys.modules)\n"
         "import memrules._cli.main\n"
-        "print('langchain_core' in sys.modules)\n"
+        "memrules._cli.main._parser().parse_args(['bench', '--quick'])\n"
+        "bench = sorted(m for m in sys.modules if m.startswith('benchmarks'))\n"
+        "print(bench, 'langchain_core' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert done.stdout == "[] False False\nFalse\n"
+    assert done.stdout == "[] False False\n[] False\n"
+
+
+def test_bench_help_lists_the_harness_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: memrules bench [-h] [--quick]")
+    for option in ("--sizes", "--seed", "--turns", "--rounds", "--lc-turns", "--json",
+                   "--skip-langchain", "--no-progress"):  # fmt: skip
+        assert option in out
+
+
+def test_bench_runs_the_harness_of_the_checkout_memrules_is_imported_from() -> None:
+    # From another directory, with this checkout first on the path: the
+    # command finds the harness beside the package, not in the working directory.
+    code = (
+        "import sys, memrules._cli.main as m\n"
+        "status = m.main(['bench', '--quick', '--skip-langchain', '--sizes', '20', '--turns',"
+        " '10', '--no-progress'])\n"
+        "import benchmarks.harness.command as c\n"
+        "print(status, c.__file__)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path("/"), env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    assert done.stdout.startswith("memrules bench — Python")
+    assert done.stdout.splitlines()[-1] == f"0 {root / 'benchmarks' / 'harness' / 'command.py'}"
