@@ -31,13 +31,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memrules import Budget, MemoryConfig, Pipeline
-from memrules._bench.histories import agent_history
-from memrules._core.messages import Conversation
-from memrules._counting.named import counter_for
-from memrules._engine.interpreter import NamedStrategy
-from memrules.seams import Seams, StoreWrite, extractive_summarizer, openai_summarizer
-from memrules.strategies import offload, sliding_window, summarize
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's harness and memrules
+
+from benchmarks.harness.histories import agent_history  # noqa: E402
+from memrules import Budget, MemoryConfig, Pipeline  # noqa: E402
+from memrules._core.messages import Conversation  # noqa: E402
+from memrules._counting.named import counter_for  # noqa: E402
+from memrules._engine.interpreter import NamedStrategy  # noqa: E402
+from memrules.seams import Seams, StoreWrite, extractive_summarizer, openai_summarizer  # noqa: E402
+from memrules.strategies import offload, sliding_window, summarize  # noqa: E402
 
 
 class _InstantStore:
@@ -97,13 +100,13 @@ def overhead(sizes: list[int], rounds: int) -> None:
             nonlocal calls
             # Warm the counter's own cache of message counts (shared by every
             # memo) once, so neither side pays for the first count.
-            pipeline.apply(history, budget=budget, memo=pipeline.memo())
+            pipeline.apply(history, budget=budget, memo=pipeline.measure())
             for _ in range(rounds):
                 start = time.perf_counter()
-                expected = pipeline.apply(history, budget=budget, memo=pipeline.memo())
+                expected = pipeline.apply(history, budget=budget, memo=pipeline.measure())
                 sync_times.append(time.perf_counter() - start)
                 start = time.perf_counter()
-                got = await pipeline.apply_async(history, budget=budget, memo=pipeline.memo())
+                got = await pipeline.apply_async(history, budget=budget, memo=pipeline.measure())
                 async_times.append(time.perf_counter() - start)
                 assert got == expected
                 calls = sum(len(a.seam_calls) for a in expected.report.actions)

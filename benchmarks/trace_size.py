@@ -3,7 +3,7 @@
     python benchmarks/trace_size.py                  # 50 and 400 requests
     python benchmarks/trace_size.py --requests 1000
 
-Seven conversations of a seeded coding-agent history (``memrules._bench``)
+Seven conversations of a seeded coding-agent history (``benchmarks.harness``)
 take turns; each request sends its conversation's whole history so far,
 seven messages longer than its last, from 50 up to 400 messages, through a
 pipeline that clears old tool results and trims to 8,000 tokens, recorded
@@ -24,8 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from memrules import load_pipeline, record_trace
-from memrules._bench.histories import agent_history
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's harness and memrules
+
+from benchmarks.harness.histories import agent_history  # noqa: E402
+from memrules import load_pipeline, record_trace  # noqa: E402
 
 CONFIG = """
 encoder_name: o200k_base

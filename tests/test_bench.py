@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness import render
+from benchmarks.harness.histories import History, agent_history, request_points
+from benchmarks.harness.measure import sample_turns
+from benchmarks.harness.targets import judge
 from memrules import from_openai
-from memrules._bench import render
-from memrules._bench.histories import History, agent_history, request_points
-from memrules._bench.measure import sample_turns
-from memrules._bench.targets import judge
 from memrules._cli.main import main as cli_main
 from memrules._core.messages import Text, ToolCall, ToolResult
 from memrules._counting.tokens import TiktokenCounter, load_encoding
@@ -119,7 +120,7 @@ def test_request_points_end_a_step(history: History) -> None:
 
 def test_langchain_counter_sees_the_text_memrules_counts(history: History) -> None:
     pytest.importorskip("langchain_core")
-    from memrules._bench._langchain import load_langchain, message_text
+    from benchmarks.harness._langchain import load_langchain, message_text
 
     lc = load_langchain(load_encoding("o200k_base"))
     assert lc is not None
@@ -302,7 +303,7 @@ def test_targets_are_judged_from_the_figures_alone() -> None:
 def test_targets_render_as_a_table() -> None:
     text = render.targets(FIGURES, judge(FIGURES))
     lines = text.splitlines()
-    assert lines[0] == "== Targets (issues 4 and 8)"
+    assert lines[0] == "== Targets: speed, budget use and peak memory"
     row = next(line for line in lines if line.startswith("cold counting (seed), 1,000 msgs"))
     assert row.split()[-1] == "MISSED"
     assert "not installed" in next(line for line in lines if "LC exact" in line)
@@ -311,7 +312,7 @@ def test_targets_render_as_a_table() -> None:
 
 
 def test_alternating_rounds_take_turns_and_report_the_spread() -> None:
-    from memrules._bench.measure import alternate
+    from benchmarks.harness.measure import alternate
 
     calls: list[str] = []
     floor_times = iter([1.0, 2.0, 1.0])
@@ -335,12 +336,43 @@ def test_the_library_does_not_import_the_bench_or_langchain() -> None:
     code = (
         "import sys, memrules\n"
         "memrules.load_pipeline('max_messages: 3').apply(())\n"
-        "bench = sorted(m for m in sys.modules if m.startswith('memrules._bench'))\n"
+        "bench = sorted(m for m in sys.modules if m.startswith('benchmarks'))\n"
         "print(bench, 'langchain_core' in sys.modules, 'memrules._cli.main' in sys.modules)\n"
         "import memrules._cli.main\n"
-        "print('langchain_core' in sys.modules)\n"
+        "memrules._cli.main._parser().parse_args(['bench', '--quick'])\n"
+        "bench = sorted(m for m in sys.modules if m.startswith('benchmarks'))\n"
+        "print(bench, 'langchain_core' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert done.stdout == "[] False False\nFalse\n"
+    assert done.stdout == "[] False False\n[] False\n"
+
+
+def test_bench_help_lists_the_harness_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: memrules bench [-h] [--quick]")
+    for option in ("--sizes", "--seed", "--turns", "--rounds", "--lc-turns", "--json",
+                   "--skip-langchain", "--no-progress"):  # fmt: skip
+        assert option in out
+
+
+def test_bench_runs_the_harness_of_the_checkout_memrules_is_imported_from() -> None:
+    # From another directory, with this checkout first on the path: the
+    # command finds the harness beside the package, not in the working directory.
+    code = (
+        "import sys, memrules._cli.main as m\n"
+        "status = m.main(['bench', '--quick', '--skip-langchain', '--sizes', '20', '--turns',"
+        " '10', '--no-progress'])\n"
+        "import benchmarks.harness.command as c\n"
+        "print(status, c.__file__)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path("/"), env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    assert done.stdout.startswith("memrules bench — Python")
+    assert done.stdout.splitlines()[-1] == f"0 {root / 'benchmarks' / 'harness' / 'command.py'}"

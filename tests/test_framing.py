@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from benchmarks.harness.reference import openai_request_tokens
 from memrules import (
     Budget,
     MemoryConfig,
@@ -17,7 +18,6 @@ from memrules import (
     load_pipeline,
     to_openai,
 )
-from memrules._bench.reference import openai_request_tokens
 from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult, message
 from memrules._counting.framing import (
     ANTHROPIC,

@@ -371,8 +371,8 @@ def test_the_window_cuts_where_it_did_before_with_late_answers(
 def test_trimmed_windows_fit_the_budget_under_openai_framing(
     conversation: Conversation, budget: int
 ) -> None:
+    from benchmarks.harness.reference import openai_request_tokens
     from memrules._adapters import to_openai
-    from memrules._bench.reference import openai_request_tokens
     from memrules._core.errors import MessageFormatError
 
     result = pipeline(budget, rule="openai").apply(conversation)
@@ -393,8 +393,8 @@ def test_a_window_under_user_first_leaves_room_for_the_user_message_held_to_lead
     """The latest user message carries only a tool result, so its call is
     held and leads the window; user_first then holds an older user message
     before it, which the window must count toward the budget."""
+    from benchmarks.harness.reference import openai_request_tokens
     from memrules._adapters import to_openai
-    from memrules._bench.reference import openai_request_tokens
 
     read = '{"limit": 100, "path": "src/app.py"}'
 

@@ -182,7 +182,7 @@ def test_no_progress_turns_it_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_bench_reports_each_section(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memrules._bench import command
+    from benchmarks.harness import command
 
     calls: list[str] = []
 

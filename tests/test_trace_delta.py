@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 import memrules._trace.record
+from benchmarks.harness.histories import agent_history
 from memrules import (
     MemoryPlugin,
     ReplayMismatch,
@@ -21,7 +22,6 @@ from memrules import (
     record_trace,
     replay_trace,
 )
-from memrules._bench.histories import agent_history
 from memrules._core.messages import Conversation, message
 from memrules._core.seam_records import message_json
 from memrules._trace.record import TracedPipeline, TraceWriter, dump_line, read_trace

@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness.histories import agent_history, request_points  # noqa: E402
 from memrules import load_pipeline  # noqa: E402
-from memrules._bench.histories import agent_history, request_points  # noqa: E402
 from memrules._core.budget import Budget  # noqa: E402
 from memrules._counting.cache import AnthropicRule, OpenAIRule, Sent, measure  # noqa: E402
 from memrules._runtime.pipeline import Pipeline  # noqa: E402

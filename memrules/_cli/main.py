@@ -26,18 +26,19 @@ head``) ends the command quietly, with status 1.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
 import attrs
 
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
 from memrules._adapters.anthropic import to_anthropic_request
-from memrules._bench import command as bench_command
 from memrules._cli import eval as eval_command
 from memrules._cli.demo import add_arguments as add_demo_arguments
 from memrules._cli.demo import render as render_demo
@@ -419,20 +420,65 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+_BENCH_HELP = (
+    "Speed, budget use and memory of memrules against a plain tiktoken loop "
+    "and LangChain's trim_messages, on seeded agent histories."
+)
+
+
+def _bench_harness() -> ModuleType:
+    """The benchmark harness's command, ``benchmarks/harness/command.py`` of the
+    source checkout this ``memrules`` is imported from. The harness is not
+    part of the installed package: without a checkout, :class:`UsageError`."""
+    root = Path(__file__).resolve().parents[2]  # memrules/_cli/main.py
+    command = root / "benchmarks" / "harness" / "command.py"
+    if not command.is_file():
+        msg = (
+            "bench runs the benchmark harness of a source checkout (benchmarks/), "
+            "which is not installed with memrules: run it in a clone of the repository"
+        )
+        raise UsageError(msg)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    module = importlib.import_module("benchmarks.harness.command")
+    found = Path(module.__file__ or "").resolve()
+    if found != command.resolve():
+        msg = f"bench: benchmarks.harness.command is {found}, not the checkout's {command}"
+        raise UsageError(msg)
+    return module
+
+
 def _bench(args: argparse.Namespace) -> int:
-    if args.json is not None:
-        _writable(args.json, "the figures")
+    harness = _bench_harness()
+    parser = _Parser(prog="memrules bench", description=_BENCH_HELP)
+    harness.add_arguments(parser)
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line on stderr (shown only on a terminal)",
+    )
+    try:
+        options = parser.parse_args(args.arguments)
+    except SystemExit as exc:  # --help, or a bad argument (already said on stderr)
+        return exc.code if isinstance(exc.code, int) else 2
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # --help's text on a full disk
+        msg = f"cannot write the output: {exc.strerror or exc}"
+        raise OutputError(msg) from None
+    if options.json is not None:
+        _writable(options.json, "the figures")
     out = _stdout()
     try:
-        with _progress(args) as progress:
-            figures = bench_command.run(bench_command.settings(args), out, progress=progress)
+        with _progress(options) as progress:
+            figures = harness.run(harness.settings(options), out, progress=progress)
     except BrokenPipeError:
         raise
     except OSError as exc:
         msg = f"cannot write the output: {exc.strerror or exc}"
         raise OutputError(msg) from None
-    if args.json is not None:
-        _write_file(args.json, json.dumps(figures, indent=2, default=str) + "\n", "the figures")
+    if options.json is not None:
+        _write_file(options.json, json.dumps(figures, indent=2, default=str) + "\n", "the figures")
     return 0
 
 
@@ -514,18 +560,17 @@ def _parser() -> argparse.ArgumentParser:
     add_demo_arguments(demo)
     demo.set_defaults(handler=_demo)
 
+    # The harness is in a source checkout, not in the package: the bench
+    # command's arguments are read by its own parser once the harness is found
+    # (_bench), so here they are taken as they are (no prefix chars: no options).
     bench = commands.add_parser(
         "bench",
-        help="speed and budget-use benchmark",
-        description="Speed, budget use and memory of memrules against a plain tiktoken loop "
-        "and LangChain's trim_messages, on seeded agent histories.",
+        help="speed and budget-use benchmark (in a source checkout)",
+        description=_BENCH_HELP,
+        add_help=False,
+        prefix_chars="\0",
     )
-    bench_command.add_arguments(bench)
-    bench.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress line on stderr (shown only on a terminal)",
-    )
+    bench.add_argument("arguments", nargs="*", help=argparse.SUPPRESS)
     bench.set_defaults(handler=_bench)
     return parser
 

@@ -62,7 +62,7 @@ class Pipeline:
     problems) is remembered in a :class:`~memrules._counting.measure.Measure`, so
     that the next request of a growing conversation pays for its new
     messages only. The pipeline owns one, used by default; a caller that
-    serves many conversations passes each its own (:meth:`memo`), so that
+    serves many conversations passes each its own (:meth:`measure`), so that
     one conversation's turns never evict another's.
 
     ``observers`` watch every run and strategy run (tracing, metrics,
@@ -119,10 +119,19 @@ class Pipeline:
         """The budget the config sets, for a context ``window`` if known."""
         return resolve_budget(self.config.trigger, window=window)
 
-    def memo(self) -> Measure:
-        """A new memo for one conversation, to pass to :meth:`apply` and
-        :meth:`count` with each of its requests (see the class docs)."""
+    def measure(self) -> Measure:
+        """A new, empty :class:`~memrules._counting.measure.Measure` for one
+        conversation: what its requests measured (counts and their running
+        sums, tool links, held messages), kept so that each request pays for
+        its new messages only. Pass it as ``memo=`` to :meth:`apply`,
+        :meth:`apply_async` and :meth:`count` with each of the conversation's
+        requests (see the class docs)."""
         return Measure(self.counter)
+
+    def memo(self) -> Measure:
+        """The same as :meth:`measure`: a new measure for one conversation, to
+        pass as ``memo=``."""
+        return self.measure()
 
     def context(
         self,
@@ -161,7 +170,7 @@ class Pipeline:
     ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
         default). Returns the new messages and the report. ``memo`` is the
-        conversation's own memo (:meth:`memo`), the pipeline's by default.
+        conversation's own measure (:meth:`measure`), the pipeline's by default.
         ``conversation_id`` names the conversation to the observers (a trace's
         ``gen_ai.conversation.id``); what ``offload`` stores is filed under
         ``conversation_id``, ``user`` and ``tenant``."""

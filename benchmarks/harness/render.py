@@ -1,4 +1,4 @@
-"""The benchmark's tables: text from the figures of :mod:`memrules._bench.measure`.
+"""The benchmark's tables: text from the figures of :mod:`benchmarks.harness.measure`.
 
 Every function takes the figures gathered so far and returns the text of
 one section (a title, a table and notes); nothing here measures or writes.
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memrules._bench._langchain import CONFIGS
-from memrules._bench.measure import ENCODER
-from memrules._bench.targets import Target
+from benchmarks.harness._langchain import CONFIGS
+from benchmarks.harness.measure import ENCODER
+from benchmarks.harness.targets import Target
 
 __all__ = ["SECTIONS", "header", "ms", "pct", "ratio", "table", "targets"]
 
@@ -355,7 +355,7 @@ def targets(figures: Figures, judged: Sequence[Target]) -> str:
         ]
         for t in judged
     ]
-    title = "Targets (issues 4 and 8)"
+    title = "Targets: speed, budget use and peak memory"
     if figures["settings"]["quick"]:
         title += " — quick run: tiny sizes, verdicts are not meaningful"
     return _title(title) + table(["target", "figure", "goal", "verdict"], rows)

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from memrules._bench import measure, render
-from memrules._bench.targets import judge
+from benchmarks.harness import measure, render
+from benchmarks.harness.targets import judge
 
 __all__ = ["add_arguments", "run", "settings"]
 

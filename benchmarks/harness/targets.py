@@ -1,5 +1,12 @@
-"""The benchmark's targets (from the speed issues), judged on the figures of
-:mod:`memrules._bench.measure`. A ratio is judged by the median of its
+"""The benchmark's targets, judged on the figures of
+:mod:`benchmarks.harness.measure`: cold counting within 1.1x of a plain
+tiktoken loop; a request that needs no compaction under 5 ms, and one of
+rebuilt messages at most 5 ms beyond building them; the request hook no
+slower than ``json.loads`` of its body; an agent loop within 3x of the floor
+(5x converting from OpenAI dicts every turn) and at least 300x faster than
+LangChain's exact ``trim_messages``; no window over budget, no broken tool
+pair and a median budget use of at least 90%; a peak memory of at most a
+quarter of the history's text. A ratio is judged by the median of its
 alternating rounds; the tables show the range beside it."""
 
 from __future__ import annotations

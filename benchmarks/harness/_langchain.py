@@ -116,7 +116,7 @@ class LangChain:
     def trim(
         self, messages: list[Any], budget: int, counter: Counter, config: TrimConfig
     ) -> list[Any]:
-        """``trim_messages`` as the issue runs it: newest first, the system
+        """``trim_messages`` as the benchmark runs it: newest first, the system
         prompt kept, whole messages only."""
         kept: list[Any] = self.module.trim_messages(
             messages,

@@ -1,10 +1,10 @@
 """The benchmark's measurements: memrules against the least an exact
 trimmer must do, and against LangChain, on seeded agent histories
-(:mod:`memrules._bench.histories`).
+(:mod:`benchmarks.harness.histories`).
 
 Each measurement stores its figures, JSON-ready, under its key of
-:attr:`Context.figures`; :mod:`memrules._bench.render` turns them into
-tables and :mod:`memrules._bench.targets` judges them. Nothing here prints.
+:attr:`Context.figures`; :mod:`benchmarks.harness.render` turns them into
+tables and :mod:`benchmarks.harness.targets` judges them. Nothing here prints.
 
 It is built not to flatter memrules:
 
@@ -15,7 +15,7 @@ It is built not to flatter memrules:
   average is recorded before and after each section.
 - The **floor does the same counting** as memrules: with the default
   ``count_rule: openai`` it counts OpenAI's framing on the request's JSON
-  (:mod:`memrules._bench.reference`), encoding each new message once and
+  (:mod:`benchmarks.harness.reference`), encoding each new message once and
   keeping short recurring strings (roles) counted, as memrules does.
 - Beside the long-lived list a caller appends to, it measures the paths
   callers really take: converting the whole list with ``from_openai``
@@ -55,11 +55,11 @@ from typing import Any
 import attrs
 import tiktoken
 
+from benchmarks.harness._langchain import CONFIGS, LangChain, TrimConfig, load_langchain
+from benchmarks.harness.histories import History, agent_history, request_points
+from benchmarks.harness.reference import PRIMING, openai_message_tokens
 from memrules._adapters import from_openai, to_openai
 from memrules._adapters.conversion_memo import ConversionMemo
-from memrules._bench._langchain import CONFIGS, LangChain, TrimConfig, load_langchain
-from memrules._bench.histories import History, agent_history, request_points
-from memrules._bench.reference import PRIMING, openai_message_tokens
 from memrules._config.load import MemoryConfig
 from memrules._core.invariants import pairing_problems
 from memrules._core.messages import Conversation, Message
