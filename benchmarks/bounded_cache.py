@@ -104,12 +104,12 @@ def main() -> None:
     print(f"{n:,} messages, best of {args.repeat}, microseconds per message")
     print(f"{'cache':26} {'cold many':>10} {'warm many':>10} {'warm get':>10}")
     for name, make in makers.items():
-        cold = best(lambda: make().many(messages), args.repeat)
+        cold = best(lambda make=make: make().many(messages), args.repeat)
         cache = make()
         cache.many(messages)
-        warm = best(lambda: cache.many(messages), args.repeat * 4)
+        warm = best(lambda cache=cache: cache.many(messages), args.repeat * 4)
         get = cache.get
-        warm_get = best(lambda: [get(m) for m in messages], args.repeat * 4)
+        warm_get = best(lambda get=get: [get(m) for m in messages], args.repeat * 4)
         print(
             f"{name:26} {cold / n * 1e6:10.2f} {warm / n * 1e6:10.3f} {warm_get / n * 1e6:10.3f}"
         )
