@@ -279,6 +279,8 @@ class JSONClient:
     def _request(self, method: str, path: str, data: bytes | None) -> Any:
         import httpx
 
+        _mask_httpx_log()
+
         prepared = self._prepare(path, data)
         start = self.clock()
         delay = self.backoff
@@ -352,6 +354,7 @@ class JSONClient:
         as :meth:`post` does."""
         import httpx
 
+        _mask_httpx_log()
         data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
         prepared = self._prepare(path, data)
         start = self.clock()
@@ -447,6 +450,25 @@ def _masked(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return redact_text(text)
+
+
+class _MaskedLog:
+    """A filter for the ``httpx`` logger: each request it logs (``HTTP
+    Request: POST <url>``) with the URL's credentials and key-like query
+    values as ``***``, as every message of this module shows a URL."""
+
+    def filter(self, record: Any) -> bool:
+        record.msg = redact_text(record.getMessage())
+        record.args = ()
+        return True
+
+
+@functools.cache
+def _mask_httpx_log() -> None:
+    """Install :class:`_MaskedLog` on the ``httpx`` logger, once."""
+    import logging
+
+    logging.getLogger("httpx").addFilter(_MaskedLog())
 
 
 @functools.cache
