@@ -35,12 +35,12 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 import attrs
 
+from memrules._core.bounded import BoundedTable
 from memrules._core.checks import is_whole
 from memrules._core.messages import Message
 
@@ -115,7 +115,7 @@ class ConversionMemo:
         self.size = size
         self._provider: str | None = None
         self._last: _Last[Any] = _Last([], (), ())
-        self._table: OrderedDict[Any, Message] = OrderedDict()
+        self._table: BoundedTable[Any, Message] = BoundedTable(size)  # first in, first out
         self._lock = threading.Lock()
 
     def convert(
@@ -162,13 +162,8 @@ class ConversionMemo:
         return out
 
     def _keep(self, key: Any, message: Message) -> None:
-        table = self._table
         with self._lock:
-            if key in table:
-                return
-            while len(table) >= self.size:
-                table.popitem(last=False)
-            table[key] = message
+            self._table.add(key, message)
 
     def __len__(self) -> int:
         """How many messages the fingerprint table holds."""

@@ -27,13 +27,13 @@ import math
 import re
 import threading
 import types
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import tiktoken
 import tiktoken.model
 
+from memrules._core.bounded import BoundedTable
 from memrules._core.checks import is_whole
 from memrules._core.errors import EncodingError
 from memrules._core.messages import Message, Text
@@ -275,27 +275,16 @@ class BoundedCache:
     def __init__(self, compute: Callable[[Message], int], cap: int) -> None:
         self._compute = compute
         self.cap = cap
-        # An OrderedDict, not a dict: popping a dict's oldest entry over and
-        # over leaves holes that every later next(iter(dict)) walks past, so
-        # evictions grew with the number of evictions before them.
-        self._data: OrderedDict[Message, int] = OrderedDict()
+        self._data: BoundedTable[Message, int] = BoundedTable(cap)  # first in, first out
         self._lock = threading.Lock()
 
     def get(self, message: Message) -> int:
         count = self._data.get(message)
         if count is None:
             count = self._compute(message)
-            self._insert(message, count)
+            with self._lock:
+                self._data.add(message, count)
         return count
-
-    def _insert(self, message: Message, count: int) -> None:
-        data = self._data
-        with self._lock:
-            if message in data:
-                return
-            while len(data) >= self.cap:
-                data.popitem(last=False)
-            data[message] = count
 
     def many(self, messages: Sequence[Message]) -> tuple[int, ...]:
         """Counts of ``messages``: one C-level pass of lookups, then the misses
@@ -310,12 +299,7 @@ class BoundedCache:
             counts[i] = compute(messages[i])
         with self._lock:
             for i in missing:
-                message = messages[i]
-                if message in data:
-                    continue
-                while len(data) >= self.cap:
-                    data.popitem(last=False)
-                data[message] = counts[i]  # type: ignore[assignment]
+                data.add(messages[i], counts[i])  # type: ignore[arg-type]  # computed
         return tuple(counts)  # type: ignore[arg-type]  # no None is left
 
     def __len__(self) -> int:

@@ -1,5 +1,7 @@
-"""A small JSON-over-HTTP client on the standard library, for the seams that
-talk to a server: OpenAI-compatible chat and embeddings endpoints.
+"""A small JSON-over-HTTP client on ``httpx`` (blocking and awaited alike),
+for the seams that talk to a server: OpenAI-compatible chat and embeddings
+endpoints. ``httpx`` is imported by the first request, never by
+``import memrules``.
 
 :class:`JSONClient` sends JSON to a path under a base URL and returns the
 JSON it gets back. It retries, with exponential backoff, the answers that
@@ -26,23 +28,21 @@ import asyncio
 import base64
 import email.utils
 import functools
-import http.client
 import json
 import os
-import socket
-import ssl
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from memrules._core.checks import check_api_key_env, check_whole
 from memrules._core.errors import ConfigError, MemrulesError
 from memrules._core.redaction import SECRET_QUERY, redact_text, redact_url, split_credentials
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = [
     "MAX_RETRIES",
@@ -277,15 +277,16 @@ class JSONClient:
         return self.total_timeout - (self.clock() - start)
 
     def _request(self, method: str, path: str, data: bytes | None) -> Any:
+        import httpx
+
+        _mask_httpx_log()
+
         prepared = self._prepare(path, data)
         start = self.clock()
         delay = self.backoff
         for attempt in range(self.retries + 1):
-            request = urllib.request.Request(
-                prepared.wire, data=data, method=method, headers=prepared.headers
-            )
             try:
-                raw = self._send(request, prepared, self._remaining(start))
+                raw = self._send(httpx, method, prepared, data, self._remaining(start))
             except _RetryableError as retry:
                 wait = retry.wait(delay, self.max_backoff)
                 if attempt == self.retries or wait >= self._remaining(start):
@@ -307,34 +308,35 @@ class JSONClient:
         return EndpointStatusError(msg, url=error.url, status=error.status, body=error.body)
 
     def _send(
-        self, request: urllib.request.Request, prepared: _Prepared, remaining: float
+        self, httpx: Any, method: str, prepared: _Prepared, data: bytes | None, remaining: float
     ) -> bytes:
         url = prepared.shown
         timeout = min(self.timeout, remaining)
         if timeout <= 0:
             raise self._timed_out(url, self.total_timeout)
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                raw: bytes = response.read(MAX_REPLY_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            try:
-                body = exc.read(4096)
-            except (OSError, http.client.HTTPException):
-                body = b""
-            raise _status_error(
-                url, exc.code, str(exc.reason), body, prepared.secrets,
-                exc.headers.get("Retry-After"),
-            ) from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                raise self._timed_out(url, timeout) from None
-            msg = f"cannot reach {url}: {_masked(one_line(str(exc.reason)), prepared.secrets)}"
-            raise EndpointUnreachableError(msg, url=url) from None
-        except TimeoutError:
+            with (
+                httpx.Client(timeout=timeout, follow_redirects=True, verify=_tls()) as client,
+                client.stream(
+                    method, prepared.wire, content=data, headers=prepared.headers
+                ) as response,
+            ):
+                raw = bytearray()
+                for chunk in response.iter_bytes():
+                    raw += chunk
+                    if len(raw) > MAX_REPLY_BYTES:
+                        break
+                status, reason = response.status_code, response.reason_phrase
+                retry_after = response.headers.get("Retry-After")
+        except httpx.TimeoutException:
             raise self._timed_out(url, timeout) from None
-        except (OSError, http.client.HTTPException) as exc:
+        except (httpx.TransportError, OSError) as exc:
             raise _unreachable(url, exc, prepared.secrets) from None
-        return _within_limit(raw, url)
+        if status >= 400:
+            raise _status_error(
+                url, status, reason, bytes(raw[:4096]), prepared.secrets, retry_after
+            )
+        return _within_limit(bytes(raw), url)
 
     def _timed_out(self, url: str, seconds: float) -> EndpointTimeoutError:
         within = f"{seconds:g} s" if seconds == self.timeout else (
@@ -347,16 +349,13 @@ class JSONClient:
 
     async def post_async(self, path: str, body: Mapping[str, Any]) -> Any:
         """:meth:`post`, awaited: the same request, timeouts, retries (waiting
-        with ``asyncio.sleep``) and errors, over ``httpx`` (the ``async``
-        extra) without blocking the event loop. Each call opens its own
-        connection, as :meth:`post` does. Without ``httpx`` installed it is
-        :meth:`post` in a worker thread (``asyncio.to_thread``), which does
-        not block the loop either but holds a thread while it waits."""
+        with ``asyncio.sleep``) and errors, over ``httpx.AsyncClient``
+        without blocking the event loop. Each call opens its own connection,
+        as :meth:`post` does."""
+        import httpx
+
+        _mask_httpx_log()
         data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        try:
-            import httpx
-        except ImportError:  # pragma: no cover - the async extra is missing
-            return await asyncio.to_thread(self._request, "POST", path, data)
         prepared = self._prepare(path, data)
         start = self.clock()
         delay = self.backoff
@@ -453,11 +452,32 @@ def _masked(text: str, secrets: tuple[str, ...]) -> str:
     return redact_text(text)
 
 
+class _MaskedLog:
+    """A filter for the ``httpx`` logger: each request it logs (``HTTP
+    Request: POST <url>``) with the URL's credentials and key-like query
+    values as ``***``, as every message of this module shows a URL."""
+
+    def filter(self, record: Any) -> bool:
+        record.msg = redact_text(record.getMessage())
+        record.args = ()
+        return True
+
+
+@functools.cache
+def _mask_httpx_log() -> None:
+    """Install :class:`_MaskedLog` on the ``httpx`` logger, once."""
+    import logging
+
+    logging.getLogger("httpx").addFilter(_MaskedLog())
+
+
 @functools.cache
 def _tls() -> ssl.SSLContext:
-    """The TLS settings every awaited request shares: the system's default,
-    as ``urllib`` uses for :meth:`JSONClient.post` (made once: building it
-    costs some 20 ms of CPU, which would block the event loop per request)."""
+    """The TLS settings every request shares: the system's default (made
+    once: building it costs some 20 ms of CPU, which would block the event
+    loop per request)."""
+    import ssl
+
     return ssl.create_default_context()
 
 

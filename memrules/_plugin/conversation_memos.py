@@ -18,10 +18,10 @@ costs what a first request costs. :class:`ConversationMemos` keeps at most
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
 from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._core.bounded import BoundedTable
 from memrules._counting.measure import Measure
 from memrules._runtime.pipeline import Pipeline
 
@@ -52,7 +52,8 @@ class ConversationMemos:
     def __init__(self, make: Callable[[], ConversationMemo], cap: int) -> None:
         self.cap = cap
         self._make = make
-        self._table: OrderedDict[str | None, ConversationMemo] = OrderedDict()
+        # least recently used first: get touches each hit
+        self._table: BoundedTable[str | None, ConversationMemo] = BoundedTable(cap)
         self._lock = threading.Lock()
 
     def get(self, conversation_id: str | None) -> ConversationMemo:
@@ -60,11 +61,10 @@ class ConversationMemos:
         with self._lock:
             memo = self._table.get(conversation_id)
             if memo is None:
-                memo = self._table[conversation_id] = self._make()
-                while len(self._table) > self.cap:
-                    self._table.popitem(last=False)
+                memo = self._make()
+                self._table.put(conversation_id, memo)
             else:
-                self._table.move_to_end(conversation_id)
+                self._table.touch(conversation_id)
             return memo
 
     def forget(self, conversation_id: str | None) -> None:

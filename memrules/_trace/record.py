@@ -67,7 +67,6 @@ import contextlib
 import json
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -75,6 +74,7 @@ from typing import IO, Any
 
 import attrs
 
+from memrules._core.bounded import BoundedTable
 from memrules._core.budget import Budget
 from memrules._core.checks import is_whole
 from memrules._core.errors import OutputError, TraceError
@@ -215,7 +215,8 @@ class InputDeltas:
 
     def __init__(self, *, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._last: OrderedDict[str, tuple[int, list[str]]] = OrderedDict()
+        # least recently written first
+        self._last: BoundedTable[str, tuple[int, list[str]]] = BoundedTable(KEPT_CONVERSATIONS)
 
     def encode(self, number: int, line: Mapping[str, Any]) -> dict[str, Any]:
         """``line`` (without its number) as written, numbered ``number``."""
@@ -227,7 +228,7 @@ class InputDeltas:
         texts = [_message_text(m) for m in messages]
         key = _conversation_key(line)
         last = self._last.get(key)
-        _keep(self._last, key, (number, texts))
+        self._last.put(key, (number, texts))
         k = 0 if last is None else len(last[1])
         if last is None or k == 0 or k > len(texts) or texts[:k] != last[1]:
             out.update(line)
@@ -246,15 +247,6 @@ class InputDeltas:
         self._last.pop(_conversation_key(line), None)
 
 
-def _keep(last: OrderedDict[str, Any], key: str, value: Any) -> None:
-    """``last[key] = value``, as the most recent; the oldest forgotten
-    beyond :data:`KEPT_CONVERSATIONS`."""
-    last[key] = value
-    last.move_to_end(key)
-    while len(last) > KEPT_CONVERSATIONS:
-        last.popitem(last=False)
-
-
 class InputRebuilder:
     """The reader's side of ``prefix``: each line with its input whole again.
     Keeps each conversation's last input (as parsed), unless ``enabled`` is
@@ -262,7 +254,8 @@ class InputRebuilder:
 
     def __init__(self, *, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._last: OrderedDict[str, tuple[int, list[Any]]] = OrderedDict()
+        # least recently read first
+        self._last: BoundedTable[str, tuple[int, list[Any]]] = BoundedTable(KEPT_CONVERSATIONS)
 
     def rebuild(self, number: int, data: dict[str, Any], where: str) -> dict[str, Any]:
         """``data`` (line ``number``) with its whole input and no ``prefix``;
@@ -303,7 +296,7 @@ class InputRebuilder:
             whole = {name: value for name, value in data.items() if name != "prefix"}
             whole["messages"] = last[1][:k] + tail
         if self.enabled and isinstance(whole.get("messages"), list):
-            _keep(self._last, _conversation_key(whole), (number, whole["messages"]))
+            self._last.put(_conversation_key(whole), (number, whole["messages"]))
         return whole
 
 

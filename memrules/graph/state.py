@@ -39,12 +39,12 @@ import contextlib
 import json
 import threading
 import urllib.parse
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol, runtime_checkable
 
 import attrs
 
+from memrules._core.bounded import BoundedTable
 from memrules._core.checks import check_whole, is_whole
 from memrules._core.errors import ConfigError, ConfigProblem, GraphError, StateStoreError
 from memrules._core.redaction import redact_url
@@ -185,6 +185,11 @@ def decode_state(data: str | bytes, *, limits: GraphLimits, where: str) -> State
 # --- locks ------------------------------------------------------------------------
 
 
+def _in_use(entry: _Lock | _Entry) -> bool:
+    """Whether a request or update holds ``entry``: a table never drops it then."""
+    return entry.users > 0
+
+
 class _Lock:
     __slots__ = ("lock", "users")
 
@@ -202,7 +207,8 @@ class LocalLocks:
 
     def __init__(self, cap: int = DEFAULT_MAX_CONVERSATIONS) -> None:
         self.cap = cap
-        self._table: OrderedDict[str | None, _Lock] = OrderedDict()
+        # least recently used first; an entry in use is never dropped
+        self._table: BoundedTable[str | None, _Lock] = BoundedTable(cap)
         self._guard = threading.Lock()
 
     @contextlib.contextmanager
@@ -212,7 +218,7 @@ class LocalLocks:
             if entry is None:
                 entry = self._table[conversation_id] = _Lock()
             else:
-                self._table.move_to_end(conversation_id)
+                self._table.touch(conversation_id)
             entry.users += 1
         try:
             with entry.lock:
@@ -220,11 +226,7 @@ class LocalLocks:
         finally:
             with self._guard:
                 entry.users -= 1
-                excess = len(self._table) - self.cap
-                if excess > 0:
-                    idle = [c for c, e in self._table.items() if not e.users][:excess]
-                    for c in idle:
-                        del self._table[c]
+                self._table.trim(keep=_in_use)
 
 
 # --- the in-memory store ------------------------------------------------------------
@@ -264,7 +266,8 @@ class InMemoryStateStore:
         self.max_conversations = max_conversations
         graph = _EMPTY_GRAPH if graph_limits is None else MemoryGraph(limits=graph_limits)
         self._fresh = StateRecord(state=ConversationState(graph=graph))
-        self._table: OrderedDict[str | None, _Entry] = OrderedDict()
+        # least recently seen first; an entry in use is never dropped
+        self._table: BoundedTable[str | None, _Entry] = BoundedTable(max_conversations)
         self._guard = threading.Lock()
 
     def load(self, conversation_id: str | None) -> StateRecord:
@@ -278,21 +281,14 @@ class InMemoryStateStore:
             if entry is None:
                 entry = self._table[conversation_id] = _Entry(self._fresh)
             else:
-                self._table.move_to_end(conversation_id)
+                self._table.touch(conversation_id)
             entry.users += 1
-            self._evict()
+            self._table.trim(keep=_in_use)
         try:
             yield entry
         finally:
             with self._guard:
                 entry.users -= 1
-
-    def _evict(self) -> None:
-        excess = len(self._table) - self.max_conversations
-        if excess > 0:
-            idle = [c for c, e in self._table.items() if not e.users][:excess]
-            for c in idle:
-                del self._table[c]
 
     def update(
         self,

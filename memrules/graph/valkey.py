@@ -40,10 +40,10 @@ import re
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from memrules._core.bounded import BoundedTable
 from memrules._core.errors import ConfigError, StateStoreError
 from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
@@ -108,7 +108,8 @@ class ValkeyStateStore:
         self._fresh = StateRecord(state=ConversationState(graph=MemoryGraph(limits=self._limits)))
         self._locks = LocalLocks(max_conversations)
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, tuple[bytes, StateRecord]] = OrderedDict()
+        # least recently used first: _cached touches each hit
+        self._cache: BoundedTable[str, tuple[bytes, StateRecord]] = BoundedTable(cache_size)
         self._cache_lock = threading.Lock()
         if client is None:
             try:
@@ -143,15 +144,12 @@ class ValkeyStateStore:
             found = self._cache.get(key)
             if found is None or found[0] != stamp:
                 return None
-            self._cache.move_to_end(key)
+            self._cache.touch(key)
             return found[1]
 
     def _remember(self, key: str, stamp: bytes, record: StateRecord) -> None:
         with self._cache_lock:
-            self._cache[key] = (stamp, record)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+            self._cache.put(key, (stamp, record))
 
     def _read(self, client: Any, key: str) -> StateRecord:
         """The record under ``key``, through the cache: the stamp first, the
