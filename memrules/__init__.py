@@ -134,3 +134,9 @@ try:
     __version__ = _metadata.version("memrules")
 except _metadata.PackageNotFoundError:  # a checkout that was never installed
     __version__ = "0+unknown"
+
+# Each public name reports ``memrules`` as its module (memrules._core.public_names).
+from memrules._core.public_names import report_public_module
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

@@ -47,6 +47,7 @@ from memrules._core.messages import (
     ToolCall,
     ToolResult,
 )
+from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionResult
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
@@ -717,3 +718,7 @@ def memrules_middleware(pipeline: Pipeline, *, mode: Mode = "llm_input_messages"
     """
     _check_mode(mode)
     return _middleware_class()(pipeline, mode)
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

@@ -46,6 +46,7 @@ from memrules._core.messages import (
     ToolCall,
     ToolResult,
 )
+from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionResult
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
@@ -305,3 +306,7 @@ def session_input_callback(
         return compacted
 
     return combine
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

@@ -45,6 +45,7 @@ from memrules._core.messages import (
     ToolCall,
     ToolResult,
 )
+from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionResult
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
@@ -251,3 +252,7 @@ def history_capability(pipeline: Pipeline, *, in_thread: bool = True) -> Any:
     capabilities = require("pydantic_ai.capabilities", "pydantic-ai")
     processor = async_history_processor(pipeline) if in_thread else history_processor(pipeline)
     return capabilities.ProcessHistory(processor)
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module
