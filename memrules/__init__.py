@@ -150,3 +150,10 @@ else:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), "__version__"})
+
+
+# Each public name reports ``memrules`` as its module (memrules._core.public_names).
+from memrules._core.public_names import report_public_module  # noqa: E402
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

@@ -31,6 +31,7 @@ import re
 import time
 from collections.abc import Callable
 
+from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionAction, CompressionResult
 from memrules._engine.observe import PipelineObserver, RunInfo, StepInfo
 
@@ -194,3 +195,7 @@ class LoggingObserver:
 
     def __repr__(self) -> str:
         return f"LoggingObserver({self.logger.name!r})"
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

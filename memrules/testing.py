@@ -60,6 +60,7 @@ from memrules._core.messages import (
     ToolCall,
     ToolResult,
 )
+from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionResult
 from memrules._engine.contract import DEFAULT_WARNING_MARKER, Outcome, Strategy, StrategyContext
 from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
@@ -723,3 +724,7 @@ def graphs(
     return graph_parts(max_nodes=max_nodes, max_relationships=max_relationships).map(
         lambda parts: MemoryGraph.of(*parts, limits=limits or GraphLimits())
     )
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

@@ -510,3 +510,26 @@ def test_the_langgraph_example_runs_and_keeps_every_pair() -> None:
         assert "model calls: 31" in out
         largest = int(out.split("largest prompt sent: ")[1].split()[0])
         assert largest < 2000
+
+
+def test_the_langchain_conversion_is_an_adapter_that_imports_no_framework() -> None:
+    """The conversion lives in ``memrules._adapters.langchain`` (re-exported here), and importing
+    it imports no framework: only the hooks need one."""
+    import subprocess
+    import sys
+
+    import memrules._adapters.langchain as adapter
+    import memrules.integrations.langchain as integration
+
+    for name in ('from_langchain', 'to_langchain'):
+        assert getattr(integration, name) is getattr(adapter, name)
+    code = (
+        "import sys, memrules._adapters.langchain; "
+        "print(sorted(m.split('.')[0] for m in sys.modules if m.split('.')[0] in "
+        "{'langchain_core', 'langchain', 'langgraph', 'agents', 'pydantic_ai', 'pydantic_core', "
+        "'pydantic'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["memrules.memory.text", "memrules.memory.classify", "memrules.memory.binding"]
+MODULES = ["memrules.memory.text", "memrules.memory.classify", "memrules.memory"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -327,3 +327,26 @@ def test_agent_runs_with_the_session_input_callback_send_valid_pairs() -> None:
     assert len(first_calls[-1]) < 20 * 4
     last = first_calls[-1][-1]
     assert (last.get("role"), last.get("content")) == ("user", "read file 19")
+
+
+def test_the_agents_items_conversion_is_an_adapter_that_imports_no_framework() -> None:
+    """The conversion lives in ``memrules._adapters.openai_agents`` (re-exported
+    here), and importing it imports no framework: only the hooks need one."""
+    import subprocess
+    import sys
+
+    import memrules._adapters.openai_agents as adapter
+    import memrules.integrations.openai_agents as integration
+
+    for name in ('from_items', 'to_items', 'KEY'):
+        assert getattr(integration, name) is getattr(adapter, name)
+    code = (
+        "import sys, memrules._adapters.openai_agents; "
+        "print(sorted(m.split('.')[0] for m in sys.modules if m.split('.')[0] in "
+        "{'langchain_core', 'langchain', 'langgraph', 'agents', 'pydantic_ai', 'pydantic_core', "
+        "'pydantic'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

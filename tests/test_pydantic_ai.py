@@ -203,3 +203,26 @@ def test_the_capability_wraps_the_processor() -> None:
     assert agent.run_sync("Read every file.").output == "all read"
     for k, sent in enumerate(caller.seen):
         assert pairing_problems(sent) == [], f"model request {k}"
+
+
+def test_the_pydantic_ai_conversion_is_an_adapter_that_imports_no_framework() -> None:
+    """The conversion lives in ``memrules._adapters.pydantic_ai`` (re-exported here), and importing
+    it imports no framework: only the hooks need one."""
+    import subprocess
+    import sys
+
+    import memrules._adapters.pydantic_ai as adapter
+    import memrules.integrations.pydantic_ai as integration
+
+    for name in ('from_history', 'to_history'):
+        assert getattr(integration, name) is getattr(adapter, name)
+    code = (
+        "import sys, memrules._adapters.pydantic_ai; "
+        "print(sorted(m.split('.')[0] for m in sys.modules if m.split('.')[0] in "
+        "{'langchain_core', 'langchain', 'langgraph', 'agents', 'pydantic_ai', 'pydantic_core', "
+        "'pydantic'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

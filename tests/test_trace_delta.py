@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import pytest
 
-import memrules._trace.record
+import memrules._trace.deltas
 from benchmarks.harness.histories import agent_history
 from memrules import (
     MemoryPlugin,
@@ -232,7 +232,7 @@ def test_a_line_stored_whole_where_a_delta_belongs_is_said(tmp_path: Path) -> No
 def test_writer_and_reader_forget_the_same_conversations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memrules._trace.record, "KEPT_CONVERSATIONS", 2)
+    monkeypatch.setattr(memrules._trace.deltas, "KEPT_CONVERSATIONS", 2)
     history: Conversation = agent_history(40, seed=4).messages
     trace = tmp_path / "t.jsonl"
     with record_trace(trace, load_pipeline(CONFIG)) as traced:

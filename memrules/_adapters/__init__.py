@@ -5,6 +5,9 @@
 - :mod:`memrules._adapters.anthropic`: Anthropic Messages API messages and the
   ``system`` parameter (:func:`from_anthropic`, :func:`to_anthropic`,
   :func:`to_anthropic_request`).
+- :mod:`memrules._adapters.langchain`: LangChain ``BaseMessage`` lists
+  (``from_langchain``, ``to_langchain``; ``langchain_core`` imported on first
+  use), re-exported by :mod:`memrules.integrations.langchain`.
 
 ``to_x(from_x(m)) == m`` for every valid input ``m``; a conversation's
 :class:`ConversionMemo` makes ``from_x`` pay only for messages that

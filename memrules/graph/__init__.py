@@ -25,6 +25,7 @@ graph and rendered into every request.
 from __future__ import annotations
 
 from memrules._core.errors import GraphError, StateStoreError
+from memrules._core.public_names import report_public_module
 from memrules.graph.extract import GraphExtractor, offline_extractor
 from memrules.graph.limits import AtCap, GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
@@ -70,3 +71,7 @@ __all__ = [
     "render_graph",
     "save_snapshot",
 ]
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

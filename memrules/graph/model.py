@@ -12,7 +12,7 @@ GraphNode(id='vault', labels=('Entity',), properties={'name': 'vault'}, weight=1
 >>> GraphRelationship(id="r", source="vault", target="Lisbon", type="is_in", weight=float("nan"))
 Traceback (most recent call last):
 ...
-memrules._core.errors.GraphError: relationship 'r': weight=nan must be a finite number
+memrules.GraphError: relationship 'r': weight=nan must be a finite number
 
 Weights rank what the graph keeps at its cap and what rendering shows first
 (highest first). The spec gives relationships a weight; nodes carry one too,

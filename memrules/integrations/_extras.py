@@ -1,27 +1,8 @@
-"""Importing an optional framework, with an error that says which extra to install."""
+"""Importing an optional framework, with an error that says which extra to
+install (defined with the adapters, which import the frameworks lazily too)."""
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-
-from memrules._core.errors import MemrulesError
+from memrules._adapters.frameworks import MissingExtraError, require
 
 __all__ = ["MissingExtraError", "require"]
-
-
-class MissingExtraError(MemrulesError, ImportError):
-    """An integration was used without the package it integrates with."""
-
-
-def require(module: str, extra: str) -> ModuleType:
-    """``module`` imported, or :class:`MissingExtraError` naming the extra
-    that installs it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        msg = (
-            f"this needs {module.split('.')[0]!r}, which is not installed: "
-            f"pip install 'memrules[{extra}]' ({exc})"
-        )
-        raise MissingExtraError(msg) from None

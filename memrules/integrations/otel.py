@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memrules._core.messages import Conversation
+from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionAction, CompressionResult
 from memrules._engine.observe import RunInfo, StepInfo
 from memrules._io.version import memrules_version
@@ -106,3 +107,7 @@ class OpenTelemetryObserver:
 
     def __repr__(self) -> str:
         return f"OpenTelemetryObserver(include_content={self.include_content})"
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

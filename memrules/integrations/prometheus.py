@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memrules._core.errors import ConfigError
+from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionAction, CompressionResult
 from memrules._engine.observe import RunInfo, StepInfo
 from memrules.integrations._extras import require
@@ -234,3 +235,7 @@ class PrometheusMemoryObserver:
 
     def __repr__(self) -> str:
         return "PrometheusMemoryObserver()"
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

@@ -35,6 +35,7 @@ shell).
 
 from __future__ import annotations
 
+from memrules._core.public_names import report_public_module
 from memrules.memory.autostore import StoreOutcome
 from memrules.memory.binding import bound_collection
 from memrules.memory.config import (
@@ -71,3 +72,7 @@ __all__ = [
     "bound_collection",
     "reflect",
 ]
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

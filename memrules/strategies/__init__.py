@@ -11,6 +11,7 @@ built-ins' are.
 
 from __future__ import annotations
 
+from memrules._core.public_names import report_public_module
 from memrules.strategies.clamp import clamp_oversized_messages
 from memrules.strategies.observations import drop_observations
 from memrules.strategies.registry import BUILTIN_ORDER, STRATEGIES, register, strategy_factory
@@ -33,3 +34,7 @@ __all__ = [
     "summarize",
     "trim_to_budget",
 ]
+
+
+report_public_module(__name__, __all__, globals())
+del report_public_module

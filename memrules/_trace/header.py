@@ -1,0 +1,90 @@
+"""A trace's first line: the format, its version, the memrules that wrote it,
+and what each pipeline was (see :mod:`memrules._trace.record`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from memrules._core.seam_protocols import JSONRequests
+from memrules._io.version import memrules_version
+from memrules._runtime.logged import (
+    LoggedSummarizer,
+)
+from memrules._runtime.pipeline import Pipeline
+from memrules._trace.canonical import (
+    canonical_config,
+    config_sha256,
+    described,
+    encoder_fingerprint,
+)
+
+__all__ = ["READS_VERSIONS", "TRACE_FORMAT", "TRACE_VERSION", "TraceHeader", "pipeline_header"]
+
+
+TRACE_FORMAT = "memrules.trace"
+TRACE_VERSION = 2
+READS_VERSIONS = (1, 2)
+"""The format versions :func:`read_trace` reads (1: every input in full)."""
+
+
+def _version() -> str:
+    return memrules_version()
+
+
+def _seams_header(
+    pipeline: Pipeline, *, extractor: object = None, resolver: object = None
+) -> dict[str, Any]:
+    summarizer = pipeline.seams.summarizer
+    inner = summarizer.inner if isinstance(summarizer, LoggedSummarizer) else summarizer
+    store = pipeline.seams.store
+    return {
+        "summarizer": None
+        if inner is None
+        else {"repr": described(inner), "json_requests": isinstance(inner, JSONRequests)},
+        "store": None if store is None else described(store),
+        "graph_extractor": None if extractor is None else described(extractor),
+        "context_window_resolver": None if resolver is None else described(resolver),
+    }
+
+
+def pipeline_header(name: str, pipeline: Pipeline, *, plugin: bool = False) -> dict[str, Any]:
+    """What a trace's header says of one pipeline (see the module docs)."""
+    canonical = canonical_config(pipeline.config)
+    config = pipeline.config
+    return {
+        "name": name,
+        "config": canonical,
+        "config_sha256": config_sha256(canonical),
+        "max_passes": pipeline.max_passes,
+        **encoder_fingerprint(pipeline.counter),
+        "seams": _seams_header(
+            pipeline,
+            extractor=config.graph_extractor if plugin else None,
+            resolver=config.context_window_resolver if plugin else None,
+        ),
+    }
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class TraceHeader:
+    """A trace's first line, read: the format version, the memrules that
+    wrote it, and each pipeline's entry (as :func:`pipeline_header` wrote it)."""
+
+    version: int
+    memrules: str
+    pipelines: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": TRACE_FORMAT,
+            "version": self.version,
+            "memrules": self.memrules,
+            "pipelines": list(self.pipelines),
+        }
+
+
+def _header(entries: Sequence[dict[str, Any]]) -> TraceHeader:
+    return TraceHeader(version=TRACE_VERSION, memrules=_version(), pipelines=tuple(entries))
