@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import doctest
 
 import pytest
 
@@ -176,9 +175,3 @@ def test_a_nested_call_is_not_answered_on_its_own() -> None:
     with log.active(), pytest.raises(ReplayMismatch, match="answered only inside"):
         seam_call("embedder", "embed", lambda: {"texts": []}, list, answer=len)
 
-
-def test_the_diff_module_s_example_runs() -> None:
-    import memrules._core.jsondiff
-
-    failed, attempted = doctest.testmod(memrules._core.jsondiff)
-    assert (failed, attempted) == (0, 1)

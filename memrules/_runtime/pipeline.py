@@ -217,7 +217,8 @@ class Pipeline:
         ...     "{max_messages: 3, strategies: [{type: summarize, turns: 2}]}",
         ...     seams=Seams(summarizer=extractive_summarizer()),
         ... )
-        >>> turns = [message("user", f"Edit src/app{i}.py, step {i}.") for i in range(5)]
+        >>> step = "rename the handler, update its tests and the changelog; "
+        >>> turns = [message("user", f"Edit src/app{i}.py: {step * 4}") for i in range(5)]
         >>> result = asyncio.run(pipeline.apply_async(turns))
         >>> result == pipeline.apply(turns), len(result.messages)
         (True, 3)
