@@ -8,6 +8,14 @@ The names below are the public API (a test holds them to this list). The
 built-in strategy factories are in :mod:`memrules.strategies`, the seams in
 :mod:`memrules.seams`, and the tools to property-test a strategy in
 :mod:`memrules.testing`; every other module is private.
+
+The private packages are layers, each importing only those below it
+(checked by import-linter): ``_core`` (pure values) → ``_io`` (HTTP, files)
+→ ``_counting`` and ``_adapters`` → ``_engine`` (the strategy contract and
+interpreter) → ``strategies``, ``graph`` → ``seams`` (backends, loaded
+lazily) → ``memory`` → ``_config`` (reading, never opening) → ``_runtime``
+(the pipeline) → ``_trace`` → ``_plugin`` (owns stores and clients) →
+``_replay`` → ``integrations`` → ``_cli``.
 """
 
 from __future__ import annotations
