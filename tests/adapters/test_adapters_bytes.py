@@ -21,8 +21,8 @@ from typing import Any
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.support.adapter_json import anthropic_requests, openai_messages, shuffled
 from tests.adapters.test_adapters import ANTHROPIC_DIALOGUE, OPENAI_DIALOGUE
+from tests.support.adapter_json import anthropic_requests, openai_messages, shuffled
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = range(5)

@@ -468,21 +468,26 @@ def test_a_failing_strategy_warns_and_strict_fails(tmp_path: Path) -> None:
     strict = run(
         "compact", "--config", str(config), str(source), *allow, "--strict", "--report", str(report)
     )
-    assert_clean(strict, 1, "memrules: error: strategy tests.support.custom_strategies:always_fails")
+    assert_clean(
+        strict, 1, "memrules: error: strategy tests.support.custom_strategies:always_fails"
+    )
     assert strict.stdout == ""
     assert not report.exists()  # whole or nothing: no report either
 
 
 def test_imports_need_allowing_on_the_command_line(tmp_path: Path) -> None:
     config = tmp_path / "import.yaml"
-    config.write_text("strategies:\n  - type: 'tests.support.custom_strategies:keep_last'\n    count: 3\n")
+    config.write_text(
+        "strategies:\n  - type: 'tests.support.custom_strategies:keep_last'\n    count: 3\n"
+    )
     source = tmp_path / "in.json"
     source.write_text(json.dumps(SEED_MESSAGES))
     refused = run("compact", "--config", str(config), str(source))
     assert_clean(
         refused,
         2,
-        f"{config}:2: strategies[0].type: importing 'tests.support.custom_strategies' is not allowed",
+        f"{config}:2: strategies[0].type: importing 'tests.support.custom_strategies' "
+        "is not allowed",
     )
     assert refused.stdout == ""
     for flags in (["--allow-imports", "tests"], ["--trust-config"]):

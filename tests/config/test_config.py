@@ -485,8 +485,10 @@ def test_one_module_may_be_given_as_a_str() -> None:
 
 
 def test_load_config_refuses_imports_by_default_through_load_pipeline() -> None:
-    with pytest.raises(ConfigError, match=r"'tests\.custom_strategies' is not allowed"):
-        load_pipeline("strategies:\n  - type: 'tests.support.custom_strategies:keep_last'\n    count: 1\n")
+    with pytest.raises(ConfigError, match=r"'tests\.support\.custom_strategies' is not allowed"):
+        load_pipeline(
+            "strategies:\n  - type: 'tests.support.custom_strategies:keep_last'\n    count: 1\n"
+        )
 
 
 def test_custom_strategy_by_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,8 +33,8 @@ from memrules.graph import (
     offline_extractor,
 )
 from memrules.strategies import drop_observations, sliding_window
-from tests.support.graph_deltas import deltas, policy_for, sequential
 from tests.plugin.test_plugin import WordCounter
+from tests.support.graph_deltas import deltas, policy_for, sequential
 
 MARKER = "memrules graph memory:"
 THREADS = 16

@@ -27,7 +27,16 @@ from memrules.memory.retrieve import is_memory_message
 from memrules.memory.shared import SHARED_STORES
 from memrules.seams import Embedder, openai_embedder, qdrant_store
 from tests.support.chat_server import ChatServer
-from tests.support.memory_helpers import DAY, SYSTEM, T0, Plugins, ask, plugins, remember, store_settings
+from tests.support.memory_helpers import (
+    DAY,
+    SYSTEM,
+    T0,
+    Plugins,
+    ask,
+    plugins,
+    remember,
+    store_settings,
+)
 from tests.support.seams import CLIENT_BACKENDS, needs_memory_extras
 
 needs_prometheus = pytest.mark.skipif(

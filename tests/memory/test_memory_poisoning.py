@@ -30,7 +30,9 @@ from memrules.memory.text import header
 MARKER = "memrules memory:"
 NOW = 1_750_000_000.0
 CORPUS = yaml.safe_load(
-    (Path(__file__).resolve().parents[1] / "data" / "memory_poisoning.yaml").read_text(encoding="utf-8")
+    (Path(__file__).resolve().parents[1] / "data" / "memory_poisoning.yaml").read_text(
+        encoding="utf-8"
+    )
 )
 FRAMING_KINDS = frozenset({"forged-line", "forged-header", "template"})
 LINE = re.compile(r'- (?:\[\d{4}-\d{2}-\d{2}\] )?(".*")')

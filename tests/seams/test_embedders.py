@@ -14,7 +14,9 @@ from memrules._core.errors import ConfigError
 from memrules.seams import Embedder, local_embedder
 
 REFERENCE = json.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "minilm_reference.json").read_text(encoding="utf-8")
+    (Path(__file__).resolve().parents[1] / "data" / "minilm_reference.json").read_text(
+        encoding="utf-8"
+    )
 )
 
 

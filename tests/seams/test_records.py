@@ -25,8 +25,8 @@ from memrules.seams import Scope
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._lexical import document_vector, query_vector, tokens
 from memrules.testing import conversations
-from tests.support.adapter_json import openai_messages
 from tests.strategies.test_units import agent_loop
+from tests.support.adapter_json import openai_messages
 
 
 @given(conversation=conversations(max_size=12))

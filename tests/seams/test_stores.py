@@ -33,9 +33,9 @@ from memrules.seams import (
     recall_tool,
 )
 from memrules.strategies import offload
+from tests.strategies.test_units import agent_loop
 from tests.support.seams import BACKENDS, CLIENT_BACKENDS, FILE_BACKENDS, StoreMaker, maker
 from tests.support.strategies import COUNTER
-from tests.strategies.test_units import agent_loop
 
 SCOPE = Scope(conversation_id="c1", user="u1", tenant="t1")
 

@@ -28,9 +28,9 @@ from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 from memrules.seams import Seams, Summarizer, extractive_summarizer, openai_summarizer
 from memrules.strategies import drop_turns, sliding_window, summarize
 from memrules.strategies.seamed import SUMMARY_PREFIX
+from tests.strategies.test_units import agent_loop
 from tests.support.chat_server import ChatServer
 from tests.support.strategies import COUNTER, context, terse_summary, total
-from tests.strategies.test_units import agent_loop
 
 DEFAULT = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
 SUMMARY = message("user", f"{SUMMARY_PREFIX} what the tool rounds found")

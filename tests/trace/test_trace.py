@@ -164,7 +164,10 @@ def test_custom_strategies_rebuild_from_their_import_path() -> None:
     )
     config = load_config(text, allow_imports=["tests"])
     canonical = canonical_config(config)
-    assert canonical["strategies"][0] == {"type": "tests.support.custom_strategies:keep_last", "count": 2}
+    assert canonical["strategies"][0] == {
+        "type": "tests.support.custom_strategies:keep_last",
+        "count": 2,
+    }
     rebuilt = rebuild_config(canonical, allow_imports=["tests"])
     assert rebuilt.strategies == config.strategies
     with pytest.raises(TraceError, match="not allowed"):
