@@ -26,6 +26,7 @@ from memrules._core.budget import Budget
 from memrules._core.conversation import (
     first_system_index,
     held_indices,
+    is_turn_start,
     last_user_index,
     tool_links,
 )
@@ -391,10 +392,37 @@ def test_trimmed_windows_fit_the_budget_under_openai_framing(
     sent_tokens = openai_request_tokens(sent, COUNTER.count_text)
     measure = Measure(framed(COUNTER, OPENAI))
     held = measure.track(conversation).held()
-    held_only = measure.total(tuple(conversation[i] for i in held))
-    if held_only < budget:
+    least = least_kept(conversation, held, user_first=budget % 2 == 0)
+    if least is not None and measure.total(tuple(conversation[i] for i in least)) < budget:
         assert sent_tokens < budget
     assert sent_tokens <= result.report.tokens_after
+
+
+def least_kept(
+    conversation: Conversation, held: tuple[int, ...], *, user_first: bool
+) -> tuple[int, ...] | None:
+    """The cheapest set of messages any output must keep: the held ones
+    and, under ``user_first`` when the input leads with a user message and
+    the first held non-system message is not one, the cheapest user message
+    before it that opens a turn (one of tool results alone would lose them
+    with their dropped calls and leave nothing to lead). None when no such
+    user message exists."""
+    first_input = next((m for m in conversation if m.role != "system"), None)
+    first = next((h for h in held if conversation[h].role != "system"), None)
+    if (
+        not user_first
+        or first_input is None
+        or first_input.role != "user"
+        or first is None
+        or conversation[first].role == "user"
+    ):
+        return held
+    counter = framed(COUNTER, OPENAI)
+    starts = [i for i in range(first) if is_turn_start(conversation[i])]
+    if not starts:
+        return None
+    lead = min(starts, key=lambda i: counter.count(conversation[i]))
+    return tuple(sorted({*held, lead}))
 
 
 def test_a_window_under_user_first_leaves_room_for_the_user_message_held_to_lead_it() -> None:
