@@ -21,7 +21,8 @@ The rules, chosen by the config's ``count_rule``:
     type (``function``), name and arguments, and a tool message's
     ``tool_call_id``; a tool result carried inside another message (read from
     Anthropic) as the tool message OpenAI would need for it, and the user
-    message that carries a tool result's images after it. Every field is
+    message that carries a tool result's images after it (a user message of
+    tool results alone is sent as its tool messages, and counts only those). Every field is
     counted on its own, as the guide does, so the count is the guide's
     figure for the message OpenAI receives, and a window trimmed to a budget
     under this rule is within that budget under OpenAI's framing.
@@ -110,6 +111,10 @@ def _openai_role(message: Message) -> str:
 
 
 def _openai_frame(message: Message, count: TextCount) -> int:
+    if _only_results(message):  # sent as its tool messages, nothing of its own
+        results: list[ToolResult] = list(message.parts)  # type: ignore[arg-type]
+        per_result = _OPENAI_PER_MESSAGE + count("tool")
+        return sum(per_result + count(r.call_id) + _content(r, count) for r in results)
     total = _OPENAI_PER_MESSAGE + count(_openai_role(message))
     if message.name is not None:
         total += _OPENAI_PER_NAME + count(message.name)
@@ -134,6 +139,19 @@ def _openai_frame(message: Message, count: TextCount) -> int:
                 total += _OPENAI_PER_MESSAGE + count("user")
             total += count(result.call_id) + _content(result, count)
     return total
+
+
+def _only_results(message: Message) -> bool:
+    """Whether ``to_openai`` writes ``message`` as its tool messages alone: a
+    user message whose parts are all tool results, none of which moves
+    parts into a user message after them (then that user message is
+    written, with the message's role, name and kept fields)."""
+    parts = message.parts
+    return (
+        message.role == "user"
+        and bool(parts)
+        and all(isinstance(p, ToolResult) and not _moves_parts(p) for p in parts)
+    )
 
 
 def _moves_parts(result: ToolResult) -> bool:

@@ -60,9 +60,10 @@ def trim(
         return conversation
 
     held = track.held()
-    if context.user_first and track.leads_with_user:
-        held = _with_lead(conversation, held)
     sums = track.sums
+    if context.user_first and track.leads_with_user:
+        room = None if max_tokens is None else max_tokens - track.per_request
+        held = _with_lead(conversation, held, sums, room)
     droppable = n - len(held)
 
     def position(k: int) -> int:
@@ -92,12 +93,23 @@ def trim(
     return (*head, *conversation[first_kept:])
 
 
-def _with_lead(conversation: Conversation, held: tuple[int, ...]) -> tuple[int, ...]:
-    """``held`` and the user message the interpreter holds to lead the
-    output under ``user_first`` when the first non-system held message is
-    not a user message (see :func:`memrules._invariants.enforce`): the
-    latest turn start before it, else the latest user message before it.
-    Counting it here keeps the window within the budget with it."""
+def _with_lead(
+    conversation: Conversation,
+    held: tuple[int, ...],
+    sums: Sequence[int],
+    room: int | None,
+) -> tuple[int, ...]:
+    """``held`` and the user message that leads the output under
+    ``user_first`` when the first non-system held message is not a user
+    message (see :func:`memrules._core.invariants.enforce`).
+
+    The interpreter's choice is the latest turn start before it, else the
+    latest user message before it. When that one and ``held`` exceed
+    ``room`` (the tokens the messages may take), the latest turn start
+    before it that fits with ``held`` leads instead: the window then stays
+    within its budget whenever any user message can lead the held ones
+    within it. Counting the lead here keeps the window within the budget
+    with it."""
     first = next((h for h in held if conversation[h].role != "system"), None)
     if first is None or conversation[first].role == "user":
         return held
@@ -110,7 +122,18 @@ def _with_lead(conversation: Conversation, held: tuple[int, ...]) -> tuple[int, 
                 break
             if lead is None:
                 lead = i
-    if lead is None or lead in held:
+    if lead is None:
+        return held
+    if room is not None and is_turn_start(conversation[lead]):
+        left = room - sum(sums[h + 1] - sums[h] for h in held)
+        if sums[lead + 1] - sums[lead] > left:
+            fits = (
+                i
+                for i in range(lead - 1, -1, -1)
+                if sums[i + 1] - sums[i] <= left and is_turn_start(conversation[i])
+            )
+            lead = next(fits, lead)
+    if lead in held:
         return held
     return tuple(sorted((*held, lead)))
 

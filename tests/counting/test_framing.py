@@ -162,3 +162,44 @@ def test_a_window_under_the_budget_is_under_it_with_the_framing() -> None:
     out = pipeline.apply(history).messages
     assert openai_request_tokens(to_openai(out), ENCODE) < 40
     assert pipeline.count(out) == openai_request_tokens(to_openai(out), ENCODE)
+
+
+def test_a_user_message_of_tool_results_counts_what_to_openai_sends() -> None:
+    """to_openai writes a user message holding only tool results as its tool
+    messages and nothing else; one with anything more (a text, or an image a
+    result moves out) is followed by a user message of its own. The rule
+    counts exactly what is sent, so a window the pipeline sees as over the
+    budget is not one that would fit."""
+    call = Message(
+        role="assistant",
+        parts=(
+            ToolCall(id="call_1", name="read_file", arguments='{"path": "a.py"}'),
+            ToolCall(id="call_2", name="search", arguments='{"query": "x"}'),
+        ),
+    )
+    results = (
+        ToolResult(call_id="call_1", content="print(1)"),
+        ToolResult(call_id="call_2", content=(Text(text="found"), Text(text="twice"))),
+    )
+    image = Opaque(
+        kind="anthropic:image",
+        payload={"type": "image", "source": {"type": "url", "url": "https://x/a.png"}},
+    )
+    cases = (
+        Message(role="user", parts=results),
+        Message(role="user", parts=results, name="ann"),
+        Message(role="user", parts=(*results, Text(text="and now?"))),
+        Message(
+            role="user",
+            parts=(ToolResult(call_id="call_1", content=(Text(text="see"), image)), results[1]),
+        ),
+    )
+    for user in cases:
+        messages = (message("user", "read it"), call, user)
+        sent = to_openai(messages)
+        assert framed_total(messages) == openai_request_tokens(sent, ENCODE), (user, sent)
+    only = framed(COUNTER, OPENAI).count(cases[0])
+    n = ENCODE
+    assert only == (3 + n("tool") + n("call_1") + n("print(1)")) + (
+        3 + n("tool") + n("call_2") + n("found") + n("twice")
+    )

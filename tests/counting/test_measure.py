@@ -26,12 +26,21 @@ from memrules._core.budget import Budget
 from memrules._core.conversation import (
     first_system_index,
     held_indices,
+    is_turn_start,
     last_user_index,
     tool_links,
 )
 from memrules._core.indices import Indices
 from memrules._core.invariants import Enforced, enforce
-from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules._core.messages import (
+    Conversation,
+    Message,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    message,
+)
 from memrules._core.repair import input_problems
 from memrules._counting.framing import OPENAI, framed
 from memrules._counting.measure import Measure, _Line
@@ -383,10 +392,37 @@ def test_trimmed_windows_fit_the_budget_under_openai_framing(
     sent_tokens = openai_request_tokens(sent, COUNTER.count_text)
     measure = Measure(framed(COUNTER, OPENAI))
     held = measure.track(conversation).held()
-    held_only = measure.total(tuple(conversation[i] for i in held))
-    if held_only < budget:
+    least = least_kept(conversation, held, user_first=budget % 2 == 0)
+    if least is not None and measure.total(tuple(conversation[i] for i in least)) < budget:
         assert sent_tokens < budget
     assert sent_tokens <= result.report.tokens_after
+
+
+def least_kept(
+    conversation: Conversation, held: tuple[int, ...], *, user_first: bool
+) -> tuple[int, ...] | None:
+    """The cheapest set of messages any output must keep: the held ones
+    and, under ``user_first`` when the input leads with a user message and
+    the first held non-system message is not one, the cheapest user message
+    before it that opens a turn (one of tool results alone would lose them
+    with their dropped calls and leave nothing to lead). None when no such
+    user message exists."""
+    first_input = next((m for m in conversation if m.role != "system"), None)
+    first = next((h for h in held if conversation[h].role != "system"), None)
+    if (
+        not user_first
+        or first_input is None
+        or first_input.role != "user"
+        or first is None
+        or conversation[first].role == "user"
+    ):
+        return held
+    counter = framed(COUNTER, OPENAI)
+    starts = [i for i in range(first) if is_turn_start(conversation[i])]
+    if not starts:
+        return None
+    lead = min(starts, key=lambda i: counter.count(conversation[i]))
+    return tuple(sorted({*held, lead}))
 
 
 def test_a_window_under_user_first_leaves_room_for_the_user_message_held_to_lead_it() -> None:
@@ -508,3 +544,126 @@ def test_counts_publish_their_sums_before_their_sizes() -> None:
     line.count_to(5, counter, lock)
     line.count_to(12, counter, lock)
     assert line.sums == list(itertools.accumulate(counter.counts(messages), initial=0))
+
+
+def test_a_window_under_user_first_leads_with_a_user_message_that_fits() -> None:
+    """The held messages fit the budget, but the latest turn start before
+    them (the interpreter's choice of lead under user_first) does not fit
+    with them; an older turn start does, and leads the window instead."""
+    from memrules._adapters import to_openai
+    from memrules._bench.reference import openai_request_tokens
+
+    read = '{"limit": 100, "path": "src/app.py"}'
+
+    def call(call_id: str, name: str = "read_file", arguments: str = read) -> ToolCall:
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+
+    def result(call_id: str, content: Any = "", *, error: bool = True) -> ToolResult:
+        return ToolResult(call_id=call_id, content=content, is_error=error)
+
+    def warning(percent: int, id_: str) -> Message:
+        text = f"memrules context warning: {percent}% of the context window is used"
+        return Message(role="system", parts=(Text(text=text),), id=id_)
+
+    empty = (Text(text=""), Text(text=""))
+    words = (
+        "to the error returns is of the pass reads the tuple the line message pipeline "
+        "report and or the tokens the be a"
+    )
+    first_read = (
+        "p\nnb\nebhanoeod\nlfcapdhpikflgbgkcmmkecabe l\nibh dcn\nlcheglgc\n"
+        "kfkchkjibila npglfnhcbokdib\nklifbhgco\nacglpnbhmdkdc gmd\npadg ohmfpalloaocahlmnog\n"
+        "b dp dhicogohemboepfakcoa kejmcjcdol\nngpelpnffidhdlo fc"
+    )
+    second_read = (
+        "lll\nodigadalmnl  gagpkapddd p\nmoelbeanhk\nmnefjdgggclhnkgjlehdmgdeb hmaoojmhd "
+        "fkoglihhkkaj ihphjmmdiohdka aopcd kfnpfjjjblfiipngckjleheopcjmdknhmgdagidneebbfgmh h\n"
+        "jcnipbf\nm\na\necpa"
+    )
+    blocks = (
+        Text(
+            text="context stop strategy returns agent pass file returns full stop newest "
+            "✨🇫🇷👩\u200d💻 好 🙂😀"
+        ),
+        Opaque(kind="thinking", payload={"thinking": "", "signature": "sig"}),
+        Text(text="😀👍🏽🤖"),
+    )
+    search = call("call_2", "search", '{"query": ""}')
+    conversation: Conversation = (
+        message("system", "You are a helpful agent. "),
+        warning(97, "m1"),
+        Message(role="user", parts=empty),  # the older turn start that fits
+        Message(
+            role="assistant", parts=(Text(text=""), call("call_0"), call("call_1"), search), id="m3"
+        ),
+        Message(role="assistant", parts=(Text(text=""),)),
+        Message(role="tool", parts=(result("call_0", empty),), id="m5", name="read_file"),
+        warning(60, "m6"),
+        Message(role="tool", parts=(result("call_1"),), name="read_file"),
+        Message(role="user", parts=(result("call_2"),)),
+        Message(
+            role="assistant",
+            parts=(call("call_3", "run_tests", "{}"), call("call_4"), call("call_5")),
+            id="m9",
+        ),
+        # the latest turn start before the held messages: too big to lead them
+        Message(role="user", parts=(result("call_4", empty), Text(text=words), Text(text=""))),
+        Message(
+            role="assistant",
+            parts=(
+                Opaque(kind="image", payload={"type": "image_url", "url": "https://x/0.png"}),
+                call("call_6", arguments='{"path": 7}'),
+                call("call_7", "run_tests", "{}"),
+            ),
+            id="m11",
+        ),
+        Message(role="user", parts=(result("orphan_0", error=False),)),
+        Message(
+            role="assistant",
+            parts=(
+                call("call_8"),
+                call("call_9", arguments='{"path": "src/app.py"}'),
+                call("call_10", arguments="not json {"),
+            ),
+        ),
+        Message(
+            role="user",
+            parts=(
+                result("call_6", first_read),
+                result("call_7", "Q"),
+                result("call_8", second_read, error=False),
+            ),
+        ),
+        Message(
+            role="assistant",
+            parts=(
+                Text(text="keep at agent for is"),
+                call("call_11", "run_tests", "{}"),
+                call("call_12", arguments='{"path": 7}'),
+            ),
+            id="m15",
+        ),
+        Message(role="tool", parts=(result("orphan_1", "pipeline", error=False),)),
+        Message(
+            role="tool", parts=(result("call_9", blocks, error=False),), id="m17", name="read_file"
+        ),
+        warning(67, "m18"),
+        Message(
+            role="assistant",
+            parts=(
+                call("fc_13", arguments='{"path": "docs/guide.md"}'),
+                call("call_14", arguments='{"path": "README.md"}'),
+            ),
+            id="m19",
+        ),
+    )
+    budget = 374
+    measure = Measure(framed(COUNTER, OPENAI))
+    held = measure.track(conversation).held()
+    assert held == (0, 11, 13, 14, 17)
+    assert measure.total(tuple(conversation[i] for i in held)) < budget
+    result_ = pipeline(budget, rule="openai").apply(conversation)
+    assert result_.report.origin == (0, 2, 11, 13, 14, 17)
+    sent = openai_request_tokens(to_openai(result_.messages), COUNTER.count_text)
+    assert sent < budget
+    assert sent <= result_.report.tokens_after
