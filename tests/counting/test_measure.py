@@ -550,8 +550,7 @@ def test_a_window_under_user_first_leads_with_a_user_message_that_fits() -> None
     """The held messages fit the budget, but the latest turn start before
     them (the interpreter's choice of lead under user_first) does not fit
     with them; an older turn start does, and leads the window instead."""
-    from memrules._bench.reference import openai_request_tokens
-
+    from benchmarks.harness.reference import openai_request_tokens
     from memrules._adapters import to_openai
 
     read = '{"limit": 100, "path": "src/app.py"}'
