@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import importlib.util
 import json
 import subprocess
 import sys
@@ -70,6 +71,13 @@ def test_import_memrules_loads_no_network_store_model_or_framework_module() -> N
     assert sorted(m for m in NOT_ON_IMPORT if m in loaded) == []
 
 
+def _needs(module: str, extra: str) -> pytest.MarkDecorator:
+    """Skip, naming the extra, where ``module`` is not installed."""
+    missing = importlib.util.find_spec(module) is None
+    reason = f"needs the {extra} extra: pip install -e '.[{extra}]'"
+    return pytest.mark.skipif(missing, reason=reason)
+
+
 @pytest.mark.parametrize(
     ("code", "needs"),
     [
@@ -84,13 +92,18 @@ def test_import_memrules_loads_no_network_store_model_or_framework_module() -> N
             {"memrules.seams.summarizers", "memrules._io.http"},
         ),
         ("import memrules\nassert memrules.__version__", {"importlib.metadata"}),
-        (
+        pytest.param(
             "import memrules\n"
             "memrules.load_config('store: {backend: qdrant}\\n"
             'embedder: {type: openai, base_url: "http://127.0.0.1:9/v1", model: m}\')',
             {"memrules.seams.qdrant", "memrules.seams.embedders"},
+            marks=_needs("qdrant_client", "qdrant"),
         ),
-        ("import memrules.integrations.prometheus", {"prometheus_client"}),
+        pytest.param(
+            "import memrules.integrations.prometheus",
+            {"prometheus_client"},
+            marks=_needs("prometheus_client", "prometheus"),
+        ),
     ],
     ids=["milvus", "qdrant", "embedder", "summarizer", "version", "config", "prometheus"],
 )
