@@ -110,9 +110,7 @@ def main() -> None:
         warm = best(lambda cache=cache: cache.many(messages), args.repeat * 4)
         get = cache.get
         warm_get = best(lambda get=get: [get(m) for m in messages], args.repeat * 4)
-        print(
-            f"{name:26} {cold / n * 1e6:10.2f} {warm / n * 1e6:10.3f} {warm_get / n * 1e6:10.3f}"
-        )
+        print(f"{name:26} {cold / n * 1e6:10.2f} {warm / n * 1e6:10.3f} {warm_get / n * 1e6:10.3f}")
 
 
 if __name__ == "__main__":

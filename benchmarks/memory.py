@@ -25,7 +25,7 @@ from pathlib import Path
 
 from memrules import MemoryConfig, MemoryPlugin, Request
 from memrules._core.messages import message
-from memrules.memory import MemoryStoreConfig, ReflectionConfig, RouteMemory, reflect
+from memrules.memory import ReflectionConfig, RetrievalStoreConfig, RouteRetrieval, reflect
 from memrules.memory.autostore import memory_record, memory_text
 from memrules.memory.binding import open_store
 from memrules.seams import local_embedder
@@ -70,7 +70,7 @@ def run(backend: str, where: Path, args: argparse.Namespace) -> None:
         if backend == "milvus"
         else {"backend": "qdrant", "path": str(where / "memories")}
     )
-    settings = MemoryStoreConfig(store=store_config)
+    settings = RetrievalStoreConfig(store=store_config)
     store = open_store(settings, embedder=embedder)
     users = [f"user-{i}" for i in range(args.users)]
     records = []
@@ -86,7 +86,7 @@ def run(backend: str, where: Path, args: argparse.Namespace) -> None:
     store.add(records)
     filled = time.perf_counter() - started
     config = MemoryConfig(
-        memory=RouteMemory(retrieval_limit=5, auto_store=True), memory_store=settings
+        memory=RouteRetrieval(retrieval_limit=5, auto_store=True), memory_store=settings
     )
     plugin = MemoryPlugin(config, memory_store=store)
     requests, embeds, gates, keeps = [], [], [], []

@@ -23,7 +23,7 @@ from __future__ import annotations
 import typing as _typing
 
 from memrules._adapters import (
-    ConversionMemo,
+    ConversionCache,
     from_anthropic,
     from_openai,
     to_anthropic,
@@ -83,7 +83,7 @@ __all__ = [
     "ContextWindowResolver",
     "Conversation",
     "ConversationState",
-    "ConversionMemo",
+    "ConversionCache",
     "Embedder",
     "EmbedderError",
     "EncodingError",
@@ -152,8 +152,7 @@ else:
             from memrules._io.version import memrules_version
 
             return memrules_version()
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
+        return _renamed(name)
 
 
 def __dir__() -> list[str]:
@@ -161,7 +160,9 @@ def __dir__() -> list[str]:
 
 
 # Each public name reports ``memrules`` as its module (memrules._core.public_names).
-from memrules._core.public_names import report_public_module  # noqa: E402
+from memrules._core.public_names import renamed_names, report_public_module  # noqa: E402
 
 report_public_module(__name__, __all__, globals())
-del report_public_module
+# Names renamed since 0.x, still served (with a DeprecationWarning) by __getattr__.
+_renamed = renamed_names(__name__, {"ConversionMemo": "ConversionCache"}, globals())
+del renamed_names, report_public_module

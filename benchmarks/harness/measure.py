@@ -59,7 +59,7 @@ from benchmarks.harness._langchain import CONFIGS, LangChain, TrimConfig, load_l
 from benchmarks.harness.histories import History, agent_history, request_points
 from benchmarks.harness.reference import PRIMING, openai_message_tokens
 from memrules._adapters import from_openai, to_openai
-from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._config.load import MemoryConfig
 from memrules._core.invariants import pairing_problems
 from memrules._core.messages import Conversation, Message
@@ -148,9 +148,7 @@ class Context:
             load = list(os.getloadavg())
         except OSError:  # not on this platform
             return
-        self.figures.setdefault("load", []).append(
-            {"section": section, "when": when, "load": load}
-        )
+        self.figures.setdefault("load", []).append({"section": section, "when": when, "load": load})
 
 
 def start(settings: Settings) -> Context:
@@ -541,9 +539,9 @@ def _list_loop(history: History, budget: int, encoding: tiktoken.Encoding) -> fl
 def _from_openai_loop(history: History, budget: int, encoding: tiktoken.Encoding) -> float:
     """The caller keeps OpenAI dicts and converts the whole list every turn:
     ``pipeline.apply(from_openai(log, memo=...))``, the conversation's
-    :class:`~memrules._adapters.conversion_memo.ConversionMemo` its own."""
+    :class:`~memrules._adapters.conversion_cache.ConversionCache` its own."""
     pipeline = _pipeline(budget, encoding)
-    memo = ConversionMemo()
+    memo = ConversionCache()
     log: list[Any] = []
     gc.collect()
     begin = time.perf_counter()

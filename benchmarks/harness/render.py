@@ -208,11 +208,7 @@ def hook(figures: Figures) -> str:
         f"body parsed afresh each time, one conversation, budget {d['budget']:,} "
         f"({d['kept_messages']:,} sent)"
     )
-    return (
-        _title(title)
-        + table(["", "median", "÷ json.loads"], rows)
-        + load_line(figures, "hook")
-    )
+    return _title(title) + table(["", "median", "÷ json.loads"], rows) + load_line(figures, "hook")
 
 
 def loops(figures: Figures) -> str:

@@ -10,7 +10,7 @@
   use), re-exported by :mod:`memrules.integrations.langchain`.
 
 ``to_x(from_x(m)) == m`` for every valid input ``m``; a conversation's
-:class:`ConversionMemo` makes ``from_x`` pay only for messages that
+:class:`ConversionCache` makes ``from_x`` pay only for messages that
 conversation has not sent before; malformed input raises
 :class:`~memrules._core.errors.MessageFormatError` naming the message index and
 field. Fields the data model has no place for are kept in
@@ -22,11 +22,11 @@ says what else is lost that way.
 """
 
 from memrules._adapters.anthropic import from_anthropic, to_anthropic, to_anthropic_request
-from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.openai import from_openai, to_openai
 
 __all__ = [
-    "ConversionMemo",
+    "ConversionCache",
     "from_anthropic",
     "from_openai",
     "to_anthropic",

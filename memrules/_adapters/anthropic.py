@@ -119,7 +119,7 @@ from memrules._adapters._common import (
     write_opaque,
     write_text,
 )
-from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.frozen import ValueProblem, freeze_json, has_surrogate
 from memrules._core.messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
 
@@ -141,7 +141,7 @@ def from_anthropic(
     messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
     *,
     system: str | Sequence[Mapping[str, Any]] | None = None,
-    memo: ConversionMemo | None = None,
+    memo: ConversionCache | None = None,
 ) -> tuple[Message, ...]:
     """Read Anthropic messages into a conversation.
 
@@ -154,7 +154,7 @@ def from_anthropic(
     writer can write back (``NaN``, lone surrogates); an error in the system
     prompt names ``system``.
 
-    ``memo``, one conversation's :class:`~memrules._adapters.conversion_memo.ConversionMemo`,
+    ``memo``, one conversation's :class:`~memrules._adapters.conversion_cache.ConversionCache`,
     makes a request pay only for the messages that conversation has not
     sent before (the system prompt is read every time).
     """

@@ -7,7 +7,7 @@ lists: ``to_langchain(from_langchain(ms)) == ms`` for LangChain messages
 ``ToolMessage`` with status and artifact, ids, names, metadata, chunks), and
 ``from_langchain(to_langchain(c)) == c`` for memrules conversations
 (Anthropic-style tool results inside a user message become ``tool_result``
-blocks, as ``langchain-anthropic`` writes them). :class:`LangChainMemo`
+blocks, as ``langchain-anthropic`` writes them). :class:`LangChainConversions`
 converts only the messages an agent loop has not handed over before.
 
 ``langchain_core`` is imported on first use, not with this module: the
@@ -36,7 +36,7 @@ from memrules._core.messages import (
     ToolResult,
 )
 
-__all__ = ["KEY", "STASH", "LangChainMemo", "from_langchain", "to_langchain"]
+__all__ = ["KEY", "STASH", "LangChainConversions", "from_langchain", "to_langchain"]
 
 
 @functools.cache
@@ -346,7 +346,7 @@ def _one(message: Any, index: int) -> Message:
         raise MessageFormatError(str(exc), index=index) from None
 
 
-class LangChainMemo:
+class LangChainConversions:
     """The conversions of the last messages seen, by identity: an agent loop
     hands the same message objects again each turn, plus a few new ones.
     Replaced whole on each use, so threads sharing it see a whole memo."""

@@ -112,7 +112,7 @@ from memrules._adapters._common import (
     write_opaque,
     write_text,
 )
-from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.frozen import FrozenDict
 from memrules._core.messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
 
@@ -155,7 +155,7 @@ _LEGACY_ID = "memrules_function_call_{}"
 
 
 def from_openai(
-    messages: Sequence[Mapping[str, Any]], *, memo: ConversionMemo | None = None
+    messages: Sequence[Mapping[str, Any]], *, memo: ConversionCache | None = None
 ) -> tuple[Message, ...]:
     """Read OpenAI chat-completions messages into a conversation.
 
@@ -165,7 +165,7 @@ def from_openai(
     ``messages[3].tool_calls[0].function.arguments: expected a string, got int``,
     and for values no JSON writer can write back (``NaN``, lone surrogates).
 
-    ``memo``, one conversation's :class:`~memrules._adapters.conversion_memo.ConversionMemo`,
+    ``memo``, one conversation's :class:`~memrules._adapters.conversion_cache.ConversionCache`,
     makes a request pay only for the messages that conversation has not
     sent before; the others come back as the very messages they became
     then.

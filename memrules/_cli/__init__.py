@@ -1,2 +1,1 @@
-"""The command line (``memrules``) and its commands: demo, eval and datasets.
-"""
+"""The command line (``memrules``) and its commands: demo, eval and datasets."""

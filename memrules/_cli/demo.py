@@ -153,9 +153,7 @@ class OpenAIChat:
     the API key. Raises an :class:`~memrules._io.http.EndpointError` on failure.
     """
 
-    base_url: str = attrs.field(
-        converter=check_base_url, repr=lambda url: repr(redact_url(url))
-    )
+    base_url: str = attrs.field(converter=check_base_url, repr=lambda url: repr(redact_url(url)))
     model: str | None = None
     api_key_env: str | None = None
     timeout: float = 60.0

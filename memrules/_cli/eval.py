@@ -455,8 +455,7 @@ def evaluate(settings: EvalSettings, progress: Progress | None = None) -> list[P
     configs = load_configs(settings)
     labels = names(settings.configs)
     pipelines = [
-        Pipeline.from_config(c, seams=Seams(store=StandIn("store", "eval store")))
-        for c in configs
+        Pipeline.from_config(c, seams=Seams(store=StandIn("store", "eval store"))) for c in configs
     ]
     entries = []
     for label, config, pipeline in zip(labels, configs, pipelines, strict=True):
@@ -468,8 +467,7 @@ def evaluate(settings: EvalSettings, progress: Progress | None = None) -> list[P
         entries.append(entry)
     total = sum(1 for _ in read_dataset(settings.dataset))
     items = (
-        (number, line, data)
-        for number, (line, data) in enumerate(read_dataset(settings.dataset))
+        (number, line, data) for number, (line, data) in enumerate(read_dataset(settings.dataset))
     )
     collected: list[list[RequestFigures]] = [[] for _ in configs]
     workdir = Path(tempfile.mkdtemp(prefix="memrules-eval-"))

@@ -180,9 +180,7 @@ def _write_all(stream: Any, data: bytes) -> None:
     stream.flush()
 
 
-def _writable(
-    path: Path, what: str, *inputs: str | os.PathLike[str] | None
-) -> None:
+def _writable(path: Path, what: str, *inputs: str | os.PathLike[str] | None) -> None:
     """Raise :class:`OutputError` unless ``path`` can be written (it is no
     input of the run, and no device or directory), before any work."""
     check_output(path, what, inputs=[i for i in inputs if i is not None])
@@ -533,9 +531,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--update", action="store_true", help="rewrite the trace from the replay, on purpose"
     )
-    replay.add_argument(
-        "--no-progress", action="store_true", help="no progress line on stderr"
-    )
+    replay.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     _add_trust(replay)
     replay.set_defaults(handler=_replay)
 

@@ -29,8 +29,8 @@ from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
 from memrules.graph.state import StateStoreConfig
 from memrules.memory.config import (
-    MemoryStoreConfig,
-    RouteMemory,
+    RetrievalStoreConfig,
+    RouteRetrieval,
     check_threshold,
 )
 from memrules.seams._settings import SeamSettings, section_problems
@@ -45,9 +45,9 @@ NO_MEMORY_STORE = "memory is enabled but there is no stores.memory"
 
 def _local_qdrant(settings: object) -> str | None:
     """The directory of a Qdrant store in local mode on disk, if it is one."""
-    if not isinstance(settings, (SeamSettings, MemoryStoreConfig)):
+    if not isinstance(settings, (SeamSettings, RetrievalStoreConfig)):
         return None
-    store = settings.store if isinstance(settings, MemoryStoreConfig) else settings
+    store = settings.store if isinstance(settings, RetrievalStoreConfig) else settings
     params = dict(store.params)
     if store.kind != "qdrant" or params.get("url") is not None:
         return None
@@ -59,21 +59,21 @@ def _memory_problems(config: MemoryConfig) -> list[ConfigProblem]:
     """What is wrong with a config's retrieval memory and routes."""
     problems = []
     memory, store = config.memory, config.memory_store
-    if isinstance(memory, RouteMemory) and memory.enabled and store is None:
+    if isinstance(memory, RouteRetrieval) and memory.enabled and store is None:
         message = (
             f"{NO_MEMORY_STORE}: add stores.memory (the store every route shares) at the top "
-            "of the file, or memory_store=MemoryStoreConfig(...) in Python"
+            "of the file, or memory_store=RetrievalStoreConfig(...) in Python"
         )
         problems.append(ConfigProblem(message=message, yaml_path="memory"))
     if (
-        isinstance(memory, RouteMemory)
-        and isinstance(store, MemoryStoreConfig)
+        isinstance(memory, RouteRetrieval)
+        and isinstance(store, RetrievalStoreConfig)
         and memory.threshold is not None
     ):
         wrong = check_threshold(memory.threshold, store.search, "threshold")
         if wrong is not None:
             problems.append(ConfigProblem(message=wrong, yaml_path="memory.threshold"))
-    if isinstance(memory, RouteMemory) and isinstance(store, MemoryStoreConfig):
+    if isinstance(memory, RouteRetrieval) and isinstance(store, RetrievalStoreConfig):
         others = {"warning_marker": config.warning_marker}
         if isinstance(config.graph_context, GraphContext):
             others["graph_context.marker"] = config.graph_context.marker
@@ -209,8 +209,8 @@ class MemoryConfig:
     warning_marker: str = DEFAULT_WARNING_MARKER
     repair: bool = False
     user_first: bool = False
-    memory: RouteMemory | None = None
-    memory_store: MemoryStoreConfig | None = None
+    memory: RouteRetrieval | None = None
+    memory_store: RetrievalStoreConfig | None = None
     routes: PMap[str, MemoryConfig] = attrs.field(factory=pmap, converter=_routes)
     strategies: tuple[NamedStrategy, ...] = attrs.field(
         factory=default_strategies, converter=_strategies

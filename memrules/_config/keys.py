@@ -26,8 +26,8 @@ from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
 from memrules.graph.state import StateStoreConfig
 from memrules.memory.config import (
-    MemoryStoreConfig,
-    RouteMemory,
+    RetrievalStoreConfig,
+    RouteRetrieval,
     memory_section,
 )
 from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
@@ -248,8 +248,8 @@ SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "graph_limits": ((GraphLimits,), "a GraphLimits"),
     "graph_context": ((GraphContext, type(None)), "a GraphContext or None"),
     "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
-    "memory": ((RouteMemory, type(None)), "a RouteMemory or None"),
-    "memory_store": ((MemoryStoreConfig, type(None)), "a MemoryStoreConfig or None"),
+    "memory": ((RouteRetrieval, type(None)), "a RouteRetrieval or None"),
+    "memory_store": ((RetrievalStoreConfig, type(None)), "a RetrievalStoreConfig or None"),
 }
 
 FILE_KEYS = ("stores", "routes")

@@ -52,7 +52,7 @@ from memrules._core.errors import ConfigError, ConfigProblem
 from memrules._core.yaml_nodes import MAX_CONFIG_BYTES, Node, locate, parse_yaml
 from memrules._engine.contract import StrategyFactory
 from memrules.memory.config import (
-    MemoryStoreConfig,
+    RetrievalStoreConfig,
     stores_section,
 )
 from memrules.strategies import STRATEGIES
@@ -173,7 +173,7 @@ def load_config(
         msg = f"a config is a mapping of settings, got {type_name(root.value)}"
         raise ConfigError.single(msg, path=label, line=root.line)
     problems: list[ConfigProblem] = []
-    memory_store: MemoryStoreConfig | None = None
+    memory_store: RetrievalStoreConfig | None = None
     stores_failed = False
     if "stores" in root.value:
         value = stores_section(root.value["stores"])
@@ -286,7 +286,7 @@ def _route_from_yaml(
     prefix: str,
     registry: Mapping[str, StrategyFactory],
     allowed: bool | tuple[str, ...],
-    memory_store: MemoryStoreConfig | None,
+    memory_store: RetrievalStoreConfig | None,
     path: str | None,
 ) -> MemoryConfig | list[ConfigProblem]:
     """One entry of ``routes``: a mapping of the same settings as a file's

@@ -39,11 +39,7 @@ def check_whole(name: str, value: object, minimum: int, maximum: int | None = No
 def check_seconds(name: str, value: object, maximum: float) -> float:
     """``value`` as a float if it is a number of seconds above 0 and at most
     ``maximum``, else a :class:`ConfigError` naming ``name``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0 < value <= maximum
-    ):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= maximum:
         msg = f"{name}={value!r} must be a number of seconds above 0 and at most {maximum:g}"
         raise ConfigError.single(msg, yaml_path=name)
     return float(value)
@@ -54,9 +50,7 @@ def check_api_key_env(name: object) -> str | None:
     or a portable variable name (:data:`ENVIRONMENT_NAME`), else a
     :class:`ConfigError` naming it: a name no shell can set (``'A B'``)
     would silently send no key."""
-    if name is not None and (
-        not isinstance(name, str) or ENVIRONMENT_NAME.fullmatch(name) is None
-    ):
+    if name is not None and (not isinstance(name, str) or ENVIRONMENT_NAME.fullmatch(name) is None):
         msg = (
             f"api_key_env={name!r} must name an environment variable: a letter or _, "
             "then letters, digits and _ (OPENAI_API_KEY)"

@@ -146,6 +146,7 @@ class StateStoreError(MemrulesError, OSError):
     many times. Nothing was written: the state is as it was before the call.
     An ``OSError``, as the network and disk errors behind it are."""
 
+
 class OutputError(MemrulesError, OSError):
     """A file memrules was asked to write that it could not write (a full
     disk, a closed stdout) or must not write (a path that is also an input,

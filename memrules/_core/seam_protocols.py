@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from memrules._core.messages import Conversation
-from memrules._core.seam_records import MemoryRecord, RecallHit, Scope, StoreWrite
+from memrules._core.seam_records import RecallHit, Scope, StoredMessage, StoreWrite
 
 __all__ = [
     "SEARCH_MODES",
@@ -69,7 +69,7 @@ class VectorStore(Protocol):
     first, in the store's search mode unless ``mode`` names another.
     """
 
-    def add(self, records: Sequence[MemoryRecord]) -> StoreWrite: ...
+    def add(self, records: Sequence[StoredMessage]) -> StoreWrite: ...
 
     def search(
         self, query: str, *, k: int, scope: Scope, mode: str | None = None

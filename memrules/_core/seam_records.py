@@ -1,4 +1,4 @@
-"""What a vector store keeps: one :class:`MemoryRecord` per message.
+"""What a vector store keeps: one :class:`StoredMessage` per message.
 
 A record holds the message itself, losslessly (as JSON that reads back to an
 equal :class:`~memrules._core.messages.Message`), the text it is found by, who it
@@ -31,10 +31,10 @@ from memrules._core.messages import Conversation, Message, Opaque, Part, Text, T
 
 __all__ = [
     "MAX_SCOPE_CHARS",
-    "MemoryRecord",
     "RecallHit",
     "Scope",
     "StoreWrite",
+    "StoredMessage",
     "build_records",
     "check_storable",
     "content_hash",
@@ -138,7 +138,6 @@ def _part_json(part: Part) -> dict[str, Any]:
     if part.extra:
         out["extra"] = _sorted_thaw(part.extra)
     return out
-
 
 
 def _message_json(message: Message) -> dict[str, Any]:
@@ -284,7 +283,7 @@ def record_key(parts: Sequence[str]) -> str:
 
 
 @attrs.frozen(kw_only=True, slots=True)
-class MemoryRecord:
+class StoredMessage:
     """One message as a store keeps it.
 
     ``id`` is a hash of the scope, the turn and the content hash (see
@@ -389,7 +388,7 @@ def _starts(conversation: Conversation) -> tuple[list[int], list[int]]:
 
 def build_records(
     conversation: Conversation, indices: Iterable[int] | None = None, *, scope: Scope
-) -> tuple[MemoryRecord, ...]:
+) -> tuple[StoredMessage, ...]:
     """The records of ``conversation[i]`` for each of ``indices`` (all by
     default), in order. The conversation is read for the turn and exchange
     of each message and for the calls its tool results answer.
@@ -441,7 +440,7 @@ def build_records(
     calls = {
         p.id: p for m in conversation if m.call_ids for p in m.parts if isinstance(p, ToolCall)
     }
-    records: list[MemoryRecord] = []
+    records: list[StoredMessage] = []
     done: set[int] = set()
     for i in chosen:
         if i in done:
@@ -459,7 +458,7 @@ def build_records(
             msg = f"messages[{i}]: {exc}"
             raise StoreError(msg) from exc
         records.append(
-            MemoryRecord(
+            StoredMessage(
                 id=record_key(parts),
                 message=m,
                 text=index_text(m, calls),

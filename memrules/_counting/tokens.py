@@ -437,4 +437,3 @@ class SharedCounters(Generic[K]):
                     counter = self._make(key)
                     self._by_key[key] = counter
         return counter
-

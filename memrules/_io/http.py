@@ -136,7 +136,6 @@ def check_base_url(url: object) -> str:
     return url  # type: ignore[return-value]
 
 
-
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         msg = f"{attribute.name}={value!r} must be a number above 0"
@@ -339,8 +338,10 @@ class JSONClient:
         return _within_limit(bytes(raw), url)
 
     def _timed_out(self, url: str, seconds: float) -> EndpointTimeoutError:
-        within = f"{seconds:g} s" if seconds == self.timeout else (
-            f"{seconds:g} s (what was left of total_timeout {self.total_timeout:g} s)"
+        within = (
+            f"{seconds:g} s"
+            if seconds == self.timeout
+            else (f"{seconds:g} s (what was left of total_timeout {self.total_timeout:g} s)")
         )
         msg = f"{url} did not answer within {within}"
         return EndpointTimeoutError(msg, url=url)
@@ -389,9 +390,7 @@ class JSONClient:
         except httpx.TransportError as exc:
             raise _unreachable(url, exc, prepared.secrets) from None
         if status >= 400:
-            raise _status_error(
-                url, status, reason, raw[:4096], prepared.secrets, retry_after
-            )
+            raise _status_error(url, status, reason, raw[:4096], prepared.secrets, retry_after)
         return _within_limit(raw, url)
 
     async def _exchange(

@@ -5,7 +5,7 @@ stores and clients a config describes and closes them.
 - :mod:`~memrules._plugin.step`: the pure step, in named stages.
 - :mod:`~memrules._plugin.plugin`: :class:`MemoryPlugin`, the stateful shell
   (conversation state, memory, trace; ``with ... as plugin:`` / ``close``).
-- :mod:`~memrules._plugin.conversation_memos`: each conversation's memos.
+- :mod:`~memrules._plugin.conversation_caches`: each conversation's memos.
 - :mod:`~memrules._plugin.routes`: ``MemoryConfig.route`` and ``.close``,
   attached to the config from this layer.
 """

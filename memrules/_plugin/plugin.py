@@ -74,7 +74,7 @@ graph call, with :class:`~memrules._core.errors.StateStoreError` before anything
 was written.
 
 **What a request costs.** Beside the state, the plugin keeps, in this
-process, each conversation's :class:`~memrules._plugin.conversation_memos.ConversationMemo` (at
+process, each conversation's :class:`~memrules._plugin.conversation_caches.ConversationCache` (at
 most ``max_conversations``, least recently used out first): what its
 requests measured and converted, so that a request pays for what the
 conversation added since the last one. Memos change what a request costs,
@@ -118,7 +118,7 @@ from memrules._core.report import CompressionReport, CompressionResult
 from memrules._core.seam_protocols import Seams, Summarizer, VectorStore
 from memrules._counting.tokens import TokenCounter
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
-from memrules._plugin.conversation_memos import ConversationMemo, ConversationMemos
+from memrules._plugin.conversation_caches import ConversationCache, ConversationCaches
 from memrules._plugin.request import (
     Request,
     StepResult,
@@ -148,12 +148,12 @@ from memrules.graph.state import (
     StateStore,
 )
 from memrules.memory.autostore import StoreOutcome
-from memrules.memory.config import MemoryStoreConfig
-from memrules.memory.metrics import MemoryObserver
+from memrules.memory.config import RetrievalStoreConfig
+from memrules.memory.metrics import RetrievalObserver
 from memrules.memory.retrieve import (
     Retrieval,
 )
-from memrules.memory.service import MemoryService, StoredMemory
+from memrules.memory.service import ListedRecord, RetrievalService
 from memrules.memory.shared import SHARED_STORES
 from memrules.seams._log import seam_call
 
@@ -233,7 +233,7 @@ class MemoryPlugin:
         state_store: StateStore | None = None,
         trace: str | os.PathLike[str] | None = None,
         memory_store: VectorStore | None = None,
-        memory_observers: Iterable[MemoryObserver] = (),
+        memory_observers: Iterable[RetrievalObserver] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
         check_whole("max_conversations", max_conversations, 1)
@@ -263,10 +263,10 @@ class MemoryPlugin:
             self._tracer = PluginTracer(trace, self._pipeline, self._states)
             self._pipeline, self._states = self._tracer.pipeline, self._tracer.states
         pipeline = self._pipeline
-        self._memos = ConversationMemos(lambda: ConversationMemo(pipeline), max_conversations)
+        self._memos = ConversationCaches(lambda: ConversationCache(pipeline), max_conversations)
         self._clock = clock
-        self._memory: MemoryService | None = None
-        self._shared: MemoryStoreConfig | None = None
+        self._memory: RetrievalService | None = None
+        self._shared: RetrievalStoreConfig | None = None
         settings = memory_settings(config)
         if settings is not None:
             assert config.memory is not None
@@ -276,7 +276,7 @@ class MemoryPlugin:
             try:
                 if self._tracer is not None:
                     memory_store = self._tracer.memory_store(settings, memory_store)
-                self._memory = MemoryService(
+                self._memory = RetrievalService(
                     settings,
                     config.memory,
                     store=memory_store,
@@ -436,7 +436,7 @@ class MemoryPlugin:
 
         Converting costs what the conversation added since its last request
         (its messages are remembered, see
-        :class:`~memrules._adapters.conversion_memo.ConversionMemo`), and so does
+        :class:`~memrules._adapters.conversion_cache.ConversionCache`), and so does
         converting back: the messages the request keeps are sent as the
         body's own message objects (equal to what converting would give),
         and only new or changed ones (the warning, the graph, memories) are
@@ -598,11 +598,11 @@ class MemoryPlugin:
     # --- retrieval memory ---------------------------------------------------------
 
     @property
-    def memory(self) -> MemoryService | None:
+    def memory(self) -> RetrievalService | None:
         """The route's retrieval memory (None when it has none)."""
         return self._memory
 
-    def _require_memory(self, doing: str) -> MemoryService:
+    def _require_memory(self, doing: str) -> RetrievalService:
         if self._memory is None:
             msg = (
                 f"cannot {doing}: this route has no retrieval memory (give it a memory: entry "
@@ -672,7 +672,7 @@ class MemoryPlugin:
         store fails (call again to finish)."""
         return self._require_memory("forget").forget(user=user, tenant=tenant)
 
-    def list_memories(self, user: str, tenant: str) -> tuple[StoredMemory, ...]:
+    def list_memories(self, user: str, tenant: str) -> tuple[ListedRecord, ...]:
         """Every memory of ``user`` and ``tenant``, oldest first, in every
         generation of the collection (each says which, and whether it is the
         current embedder's). Raises :class:`~memrules._core.errors.StoreError` on

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from memrules._adapters import from_openai, to_openai
-from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.errors import MessageFormatError
 from memrules._core.messages import Conversation
 from memrules._core.report import CompressionReport
@@ -27,7 +27,7 @@ from memrules.graph.state import (
     ConversationState,
 )
 from memrules.memory.retrieve import (
-    MemoryReport,
+    RetrievalReport,
 )
 
 __all__ = ["Request", "StepResult", "conversation_id_from_metadata", "scope_from_metadata"]
@@ -113,7 +113,7 @@ class Request:
         conversation_id_of: Callable[[Mapping[str, Any]], str | None] = (
             conversation_id_from_metadata
         ),
-        memo: ConversionMemo | None = None,
+        memo: ConversionCache | None = None,
         user: str | None = None,
         tenant: str | None = None,
     ) -> Request:
@@ -123,7 +123,7 @@ class Request:
         ``metadata.conversation_id``); the ``user`` and ``tenant`` given,
         else ``metadata.user_id`` and ``metadata.tenant_id`` (see
         :func:`scope_from_metadata`). ``memo`` is the conversation's
-        :class:`~memrules._adapters.conversion_memo.ConversionMemo` (see
+        :class:`~memrules._adapters.conversion_cache.ConversionCache` (see
         :func:`~memrules.from_openai`). Raises
         :class:`~memrules._core.errors.MessageFormatError` for malformed input."""
         if not isinstance(body, Mapping):
@@ -180,7 +180,7 @@ class StepResult:
     rendered: RenderedGraph | None = None
     graph_tokens: int = 0
     graph_error: str | None = None
-    memory: MemoryReport | None = None
+    memory: RetrievalReport | None = None
     memory_tokens: int = 0
 
     @property

@@ -32,11 +32,11 @@ from memrules.graph.render import (
 from memrules.graph.state import (
     ConversationState,
 )
-from memrules.memory.config import MemoryStoreConfig
+from memrules.memory.config import RetrievalStoreConfig
 from memrules.memory.gate import reflect
 from memrules.memory.retrieve import (
-    MemoryReport,
     Retrieval,
+    RetrievalReport,
     insert_memory_message,
     is_memory_message,
     strip_memory_messages,
@@ -149,7 +149,7 @@ def _extract(
     return state, delta, report, None
 
 
-def memory_settings(config: MemoryConfig) -> MemoryStoreConfig | None:
+def memory_settings(config: MemoryConfig) -> RetrievalStoreConfig | None:
     """The shared memory store's settings, on a route with memory enabled."""
     if config.memory is None or not config.memory.enabled:
         return None
@@ -243,7 +243,7 @@ class _Received:
 
 
 def _received(
-    received: Conversation, context: GraphContext | None, settings: MemoryStoreConfig | None
+    received: Conversation, context: GraphContext | None, settings: RetrievalStoreConfig | None
 ) -> _Received:
     """Stage 0: take out the graph and memory messages an earlier request
     left (they are stale: new ones take their place), so they count for
@@ -311,12 +311,12 @@ def _render_graph(
 
 def _inject_memory(
     sent: Conversation,
-    settings: MemoryStoreConfig | None,
+    settings: RetrievalStoreConfig | None,
     retrieval: Retrieval | None,
     stale_memory: Message | None,
     now: float | None,
     pipeline: Pipeline,
-) -> tuple[Conversation, MemoryReport | None, int]:
+) -> tuple[Conversation, RetrievalReport | None, int]:
     """Stage 5: ``sent`` with what the gate kept of ``retrieval`` as one
     memory message, the report, and the message's tokens (outside the
     budget). Nothing on a route without memory or when nothing was asked."""
@@ -333,7 +333,7 @@ def _inject_memory(
         assert memory_message is not None
         memory_tokens = pipeline.count((memory_message,))
         sent = insert_memory_message(sent, memory_message)
-    return sent, MemoryReport(retrieval=retrieval, gate=gate, now=now), memory_tokens
+    return sent, RetrievalReport(retrieval=retrieval, gate=gate, now=now), memory_tokens
 
 
 def commit(

@@ -356,9 +356,7 @@ def _about(data: Mapping[str, Any]) -> str:
     return f"{kind}, conversation {conversation}" if conversation is not None else str(kind)
 
 
-def _compare(
-    number: int, recorded: Mapping[str, Any], replayed: Mapping[str, Any]
-) -> list[str]:
+def _compare(number: int, recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> list[str]:
     found = differences(dict(recorded), dict(replayed), limit=SHOWN_PER_REQUEST)
     prefix = f"request {number} ({_about(recorded)})"
     return [

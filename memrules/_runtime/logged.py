@@ -47,9 +47,9 @@ from memrules._core.errors import ReplayMismatch
 from memrules._core.messages import Conversation
 from memrules._core.seam_protocols import JSONRequests, Seams, Summarizer, VectorStore
 from memrules._core.seam_records import (
-    MemoryRecord,
     RecallHit,
     Scope,
+    StoredMessage,
     StoreWrite,
     content_hash,
     decode_message,
@@ -223,14 +223,14 @@ def _logged_summarizer(summarizer: Summarizer) -> LoggedSummarizer:
     return LoggedSummarizer(summarizer)
 
 
-def _record_json(record: MemoryRecord, *, scope: bool) -> dict[str, Any]:
+def _record_json(record: StoredMessage, *, scope: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"text": record.text, **record.to_dict()}
     if scope:
         out["scope"] = record.scope.to_dict()
     return out
 
 
-def _write_request(records: Sequence[MemoryRecord]) -> dict[str, Any]:
+def _write_request(records: Sequence[StoredMessage]) -> dict[str, Any]:
     """A store write as its log says it: the scope, and each record's text
     (what it is found by: a changed record reads as a changed text), id,
     turn and exchange."""
@@ -259,7 +259,7 @@ class LoggedStore:
     def __init__(self, inner: VectorStore) -> None:
         self.inner = inner
 
-    def add(self, records: Sequence[MemoryRecord]) -> StoreWrite:
+    def add(self, records: Sequence[StoredMessage]) -> StoreWrite:
         write: StoreWrite = seam_call(
             "store",
             "add",
@@ -349,9 +349,7 @@ class LoggedResolver:
             lambda: {"model": model},
             lambda: self.inner(model),
             answer=_window,
-            rebuild=lambda data: (
-                _unexpected_from(data) if "unexpected" in data else data["window"]
-            ),
+            rebuild=lambda data: _unexpected_from(data) if "unexpected" in data else data["window"],
         )
         return window
 

@@ -50,7 +50,7 @@ from memrules._engine.contract import StrategyFactory
 from memrules._engine.interpreter import NamedStrategy
 from memrules.graph.extract import _OfflineExtractor
 from memrules.graph.state import redact
-from memrules.memory.config import MemoryStoreConfig
+from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._settings import SeamSettings, section_keys
 
 __all__ = [
@@ -153,7 +153,7 @@ def _section(key: str, value: object) -> Any:
     return {"code": _code(value)}
 
 
-def _memory_store(settings: MemoryStoreConfig) -> dict[str, Any]:
+def _memory_store(settings: RetrievalStoreConfig) -> dict[str, Any]:
     """``stores.memory`` as its YAML says it: the backend's settings on it
     directly, the embedder's under ``embedding`` (keys by variable name)."""
     out: dict[str, Any] = _seam(settings.store)

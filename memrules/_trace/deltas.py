@@ -78,7 +78,6 @@ class InputDeltas:
         self._last.pop(_conversation_key(line), None)
 
 
-
 class InputRebuilder:
     """The reader's side of ``prefix``: each line with its input whole again.
     Keeps each conversation's last input (as parsed), unless ``enabled`` is

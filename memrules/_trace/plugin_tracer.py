@@ -23,7 +23,7 @@ from memrules._runtime.pipeline import Pipeline
 from memrules._trace.lines import messages_json
 from memrules._trace.writer import TraceWriter
 from memrules.graph.state import StateStore
-from memrules.memory.config import MemoryStoreConfig
+from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._log import RecordingLog
 
 __all__ = ["PluginTracer", "request_line", "response_line"]
@@ -122,16 +122,14 @@ class PluginTracer:
         self.pipeline = attrs.evolve(pipeline, config=traced, seams=seams)
         self.states: StateStore = LoggedStateStore(states, limits=config.graph_limits)
 
-    def memory_store(self, settings: MemoryStoreConfig, store: Any) -> LoggedStore:
+    def memory_store(self, settings: RetrievalStoreConfig, store: Any) -> LoggedStore:
         """The retrieval-memory store ``store`` (the plugin opened it for
         ``settings``), its searches and writes through the seam log."""
         if isinstance(store, LoggedStore):
             return store
         return LoggedStore(store)
 
-    def handle(
-        self, request: Any, run: Callable[[Any], Any], *, now: float | None = None
-    ) -> Any:
+    def handle(self, request: Any, run: Callable[[Any], Any], *, now: float | None = None) -> Any:
         """``run(request)`` (the plugin's request handling) under a recording
         log, and its line written."""
         log = RecordingLog()

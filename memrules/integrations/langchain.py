@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from memrules._adapters.langchain import LangChainMemo, from_langchain, to_langchain
+from memrules._adapters.langchain import LangChainConversions, from_langchain, to_langchain
 from memrules._core.errors import ConfigError
 from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionResult
@@ -62,7 +62,7 @@ def compact_langchain(
     messages: Sequence[Any],
     *,
     conversation_id: str | None = None,
-    memo: LangChainMemo | None = None,
+    memo: LangChainConversions | None = None,
 ) -> tuple[list[Any], CompressionResult]:
     """``pipeline.apply`` over LangChain messages: the compacted messages and
     the result. Messages the pipeline kept as they were are the very objects
@@ -105,7 +105,11 @@ def _check_mode(mode: str) -> None:
 
 
 def _updates(
-    pipeline: Pipeline, messages: Sequence[Any], mode: str, thread: str | None, memo: LangChainMemo
+    pipeline: Pipeline,
+    messages: Sequence[Any],
+    mode: str,
+    thread: str | None,
+    memo: LangChainConversions,
 ) -> dict[str, Any]:
     compacted, _ = compact_langchain(pipeline, messages, conversation_id=thread, memo=memo)
     if mode == "llm_input_messages":
@@ -137,7 +141,7 @@ class PreModelHook:
         _check_mode(mode)
         self.pipeline = pipeline
         self.mode = mode
-        self._memo = LangChainMemo()
+        self._memo = LangChainConversions()
 
     def __call__(self, state: Any) -> dict[str, Any]:
         messages = state["messages"] if isinstance(state, Mapping) else state.messages
@@ -164,7 +168,7 @@ def _middleware_class() -> type:
             super().__init__()
             self.pipeline = pipeline
             self.mode = mode
-            self._memo = LangChainMemo()
+            self._memo = LangChainConversions()
 
         @property
         def name(self) -> str:

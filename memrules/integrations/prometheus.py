@@ -9,8 +9,8 @@
 ``memrules_apply_duration_seconds``        how long a run took (histogram), by ``operation``
 =========================================  =================================================
 
-Retrieval memory (:class:`PrometheusMemoryObserver`, a
-:class:`~memrules.memory.MemoryObserver`), named as the reference router
+Retrieval memory (:class:`PrometheusRetrievalObserver`, a
+:class:`~memrules.memory.RetrievalObserver`), named as the reference router
 names them:
 
 ===========================================  ===============================================
@@ -35,11 +35,11 @@ conversation, which no Prometheus survives. ``namespace`` replaces the
 ``memrules`` prefix of the compaction metrics::
 
     from prometheus_client import start_http_server
-    from memrules.integrations.prometheus import PrometheusMemoryObserver, PrometheusObserver
+    from memrules.integrations.prometheus import PrometheusRetrievalObserver, PrometheusObserver
 
     pipeline = load_pipeline("memrules.yaml", observers=[PrometheusObserver()])
     support = load_config("routes.yaml").route(
-        "support", memory_observers=[PrometheusMemoryObserver()]
+        "support", memory_observers=[PrometheusRetrievalObserver()]
     )
 """
 
@@ -47,10 +47,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrules._core.errors import ConfigError
-from memrules._core.public_names import report_public_module
+from memrules._core.public_names import renamed_names, report_public_module
 from memrules._core.report import CompressionAction, CompressionResult
 from memrules._engine.observe import RunInfo, StepInfo
 from memrules.integrations._extras import require
@@ -60,8 +60,8 @@ __all__ = [
     "DURATION_BUCKETS",
     "RESULT_BUCKETS",
     "RETRIEVAL_BUCKETS",
-    "PrometheusMemoryObserver",
     "PrometheusObserver",
+    "PrometheusRetrievalObserver",
     "outcome",
 ]
 
@@ -163,8 +163,8 @@ RESULT_BUCKETS = (0, 1, 2, 3, 5, 10, 20, 50, 100)
 """Memories kept per retrieval (``retrieval_limit`` is at most 100)."""
 
 
-class PrometheusMemoryObserver:
-    """A :class:`~memrules.memory.MemoryObserver` that counts retrieval
+class PrometheusRetrievalObserver:
+    """A :class:`~memrules.memory.RetrievalObserver` that counts retrieval
     memory's events as the module docs list (no user label). ``registry``
     is prometheus_client's default one unless given. Make one per registry
     and share it between routes: registering the same metric twice is a
@@ -203,8 +203,7 @@ class PrometheusMemoryObserver:
             )
             self.skipped = _prometheus.Counter(
                 "llm_memory_retrieval_skipped_total",
-                "Requests memory was not asked for, by reason (no_scope, no_question, "
-                "small_talk).",
+                "Requests memory was not asked for, by reason (no_scope, no_question, small_talk).",
                 ["reason"],
                 registry=registry,
             )
@@ -217,7 +216,7 @@ class PrometheusMemoryObserver:
         except ValueError as exc:  # prometheus_client: "Duplicated timeseries"
             msg = (
                 f"cannot register memrules memory metrics: {exc}; make one "
-                "PrometheusMemoryObserver per registry and share it"
+                "PrometheusRetrievalObserver per registry and share it"
             )
             raise ConfigError.single(msg) from None
 
@@ -234,8 +233,14 @@ class PrometheusMemoryObserver:
         self.store_operations.labels(event.backend, event.operation, event.status).inc()
 
     def __repr__(self) -> str:
-        return "PrometheusMemoryObserver()"
+        return "PrometheusRetrievalObserver()"
 
 
 report_public_module(__name__, __all__, globals())
-del report_public_module
+# Names renamed since 0.x, still served with a DeprecationWarning (hidden from
+# type checkers, which would read every misspelt name as ``Any``).
+if not TYPE_CHECKING:
+    __getattr__ = renamed_names(
+        __name__, {"PrometheusMemoryObserver": "PrometheusRetrievalObserver"}, globals()
+    )
+del renamed_names, report_public_module

@@ -35,20 +35,22 @@ shell).
 
 from __future__ import annotations
 
-from memrules._core.public_names import report_public_module
+from typing import TYPE_CHECKING
+
+from memrules._core.public_names import renamed_names, report_public_module
 from memrules.memory.autostore import StoreOutcome
 from memrules.memory.binding import bound_collection
 from memrules.memory.config import (
     DEFAULT_BLOCK_PATTERNS,
     DEFAULT_THRESHOLDS,
-    MemoryStoreConfig,
     ReflectionConfig,
-    RouteMemory,
+    RetrievalStoreConfig,
+    RouteRetrieval,
 )
-from memrules.memory.gate import GateResult, Memory, reflect
-from memrules.memory.metrics import MemoryObserver, RetrievalEvent, StoreEvent
-from memrules.memory.retrieve import MemoryReport, Retrieval
-from memrules.memory.service import MemoryService, StoredMemory
+from memrules.memory.gate import GateResult, Recalled, reflect
+from memrules.memory.metrics import RetrievalEvent, RetrievalObserver, StoreEvent
+from memrules.memory.retrieve import Retrieval, RetrievalReport
+from memrules.memory.service import ListedRecord, RetrievalService
 from memrules.memory.text import CUT_MARKER, DEFAULT_MEMORY_MARKER
 
 __all__ = [
@@ -57,22 +59,38 @@ __all__ = [
     "DEFAULT_MEMORY_MARKER",
     "DEFAULT_THRESHOLDS",
     "GateResult",
-    "Memory",
-    "MemoryObserver",
-    "MemoryReport",
-    "MemoryService",
-    "MemoryStoreConfig",
+    "ListedRecord",
+    "Recalled",
     "ReflectionConfig",
     "Retrieval",
     "RetrievalEvent",
-    "RouteMemory",
+    "RetrievalObserver",
+    "RetrievalReport",
+    "RetrievalService",
+    "RetrievalStoreConfig",
+    "RouteRetrieval",
     "StoreEvent",
     "StoreOutcome",
-    "StoredMemory",
     "bound_collection",
     "reflect",
 ]
 
 
 report_public_module(__name__, __all__, globals())
-del report_public_module
+# Names renamed since 0.x, still served with a DeprecationWarning (hidden from
+# type checkers, which would read every misspelt name as ``Any``).
+if not TYPE_CHECKING:
+    __getattr__ = renamed_names(
+        __name__,
+        {
+            "Memory": "Recalled",
+            "MemoryObserver": "RetrievalObserver",
+            "MemoryReport": "RetrievalReport",
+            "MemoryService": "RetrievalService",
+            "MemoryStoreConfig": "RetrievalStoreConfig",
+            "RouteMemory": "RouteRetrieval",
+            "StoredMemory": "ListedRecord",
+        },
+        globals(),
+    )
+del renamed_names, report_public_module

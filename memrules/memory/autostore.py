@@ -39,7 +39,7 @@ from typing import Any, Literal
 import attrs
 
 from memrules._core.messages import Conversation, Message, Text
-from memrules._core.seam_records import MemoryRecord, Scope, encode_message, record_key
+from memrules._core.seam_records import Scope, StoredMessage, encode_message, record_key
 from memrules.memory.classify import is_refusal, is_small_talk, strip_reasoning
 from memrules.memory.retrieve import MEMORY_METADATA, question
 from memrules.memory.text import clean_text, cut_text
@@ -106,14 +106,14 @@ def memory_id(text: str, *, user: str, tenant: str) -> str:
 
 def memory_record(
     text: str, *, user: str, tenant: str, conversation_id: str | None, now: float
-) -> MemoryRecord:
+) -> StoredMessage:
     """The store record of memory ``text``, stored at ``now``."""
     message = Message(
         role="assistant",
         parts=(Text(text=text),),
         metadata={MEMORY_METADATA: {"stored_at": float(now)}},
     )
-    return MemoryRecord(
+    return StoredMessage(
         id=memory_id(text, user=user, tenant=tenant),
         message=message,
         text=text,
@@ -142,7 +142,7 @@ def plan_store(
     conversation_id: str | None,
     max_chars: int,
     now: float,
-) -> MemoryRecord | StoreOutcome:
+) -> StoredMessage | StoreOutcome:
     """The record to store for the turn that ``messages`` asked and
     ``reply`` answered, or the skipped outcome that says why there is
     none (see the module docs)."""

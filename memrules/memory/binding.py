@@ -37,7 +37,7 @@ from memrules._core.seam_protocols import Embedder
 from memrules.seams._store import MessageStore
 
 if TYPE_CHECKING:
-    from memrules.memory.config import MemoryStoreConfig
+    from memrules.memory.config import RetrievalStoreConfig
 
 __all__ = ["bound_collection", "generations", "identity_digest", "is_remote", "open_store"]
 
@@ -89,7 +89,7 @@ def generations(collection: str, names: Iterable[str]) -> tuple[str, ...]:
     )
 
 
-def open_store(settings: MemoryStoreConfig, *, embedder: Embedder | None = None) -> MessageStore:
+def open_store(settings: RetrievalStoreConfig, *, embedder: Embedder | None = None) -> MessageStore:
     """The store ``settings`` describe, in the collection bound to its
     embedder (``embedder``, when given, instead of the one ``settings``
     describe: a model already loaded). No I/O: it connects on first use.

@@ -70,9 +70,9 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "MAX_HYBRID_SCORE",
     "MEMORY_KEYS",
-    "MemoryStoreConfig",
     "ReflectionConfig",
-    "RouteMemory",
+    "RetrievalStoreConfig",
+    "RouteRetrieval",
     "memory_section",
     "stores_section",
 ]
@@ -262,12 +262,12 @@ def _default_store() -> SeamSettings:
     return _store_settings({})
 
 
-def _default_threshold(config: MemoryStoreConfig) -> float:
+def _default_threshold(config: RetrievalStoreConfig) -> float:
     return DEFAULT_THRESHOLDS.get(config.search, 0.0)
 
 
 @attrs.frozen(kw_only=True, slots=True)
-class MemoryStoreConfig:
+class RetrievalStoreConfig:
     """The shared retrieval-memory store (YAML ``stores.memory``; see the
     module docs for the keys). ``store`` is the backend's settings (a
     mapping such as ``{"backend": "qdrant", "path": ":memory:"}``, given the
@@ -380,7 +380,7 @@ def check_threshold(value: object, search: str, key: str) -> str | None:
 
 
 @attrs.frozen(kw_only=True, slots=True)
-class RouteMemory:
+class RouteRetrieval:
     """One route's ``memory`` entry: whether it retrieves (``enabled``), how
     many memories at most (``retrieval_limit``, 1 to 100), whether it
     stores completed turns (``auto_store``; off by default: storing what
@@ -412,7 +412,7 @@ class RouteMemory:
         if problems:
             raise ConfigError(problems)
 
-    def threshold_in(self, store: MemoryStoreConfig) -> float:
+    def threshold_in(self, store: RetrievalStoreConfig) -> float:
         """The threshold this route uses: its own, else the store's."""
         return store.threshold if self.threshold is None else float(self.threshold)
 
@@ -429,10 +429,10 @@ def _line_of(path: str, node: Node) -> int | None:
     return locate(node, path.removeprefix("stores.memory").lstrip("."))
 
 
-def _memory_store(node: Node) -> MemoryStoreConfig | list[ConfigProblem]:
+def _memory_store(node: Node) -> RetrievalStoreConfig | list[ConfigProblem]:
     """``stores.memory``: a mapping (null: every default)."""
     if node.value is None:
-        return MemoryStoreConfig()
+        return RetrievalStoreConfig()
     if not node.is_mapping:
         message = f"stores.memory is a mapping of the store's settings, got {node.plain()!r}"
         return [_problem(message, "stores.memory", node.line)]
@@ -468,7 +468,7 @@ def _memory_store(node: Node) -> MemoryStoreConfig | list[ConfigProblem]:
     if problems and "store" not in fields:
         return problems  # the threshold's range depends on the store's search mode
     try:
-        built = MemoryStoreConfig(**fields)
+        built = RetrievalStoreConfig(**fields)
     except ConfigError as exc:
         seen = {p.yaml_path for p in problems}
         problems.extend(
@@ -515,7 +515,7 @@ def _reflection(node: object) -> ReflectionConfig:
     return ReflectionConfig(**values)
 
 
-def stores_section(node: Node) -> MemoryStoreConfig | list[ConfigProblem] | None:
+def stores_section(node: Node) -> RetrievalStoreConfig | list[ConfigProblem] | None:
     """The ``stores:`` section of a config file: ``memory`` is the one store
     it names today (null: none)."""
     if node.value is None:
@@ -537,7 +537,7 @@ def stores_section(node: Node) -> MemoryStoreConfig | list[ConfigProblem] | None
     return problems or built
 
 
-def memory_section(node: Node) -> RouteMemory | list[ConfigProblem] | None:
+def memory_section(node: Node) -> RouteRetrieval | list[ConfigProblem] | None:
     """A route's ``memory:`` entry: a mapping (null: none)."""
     if node.value is None:
         return None
@@ -547,7 +547,7 @@ def memory_section(node: Node) -> RouteMemory | list[ConfigProblem] | None:
             f"{node.plain()!r}"
         )
         return [_problem(message, "memory", node.line)]
-    known = [f.name for f in attrs.fields(RouteMemory)]
+    known = [f.name for f in attrs.fields(RouteRetrieval)]
     problems = [
         _problem(
             f"unknown key {key!r}; known keys: {', '.join(known)}",
@@ -560,7 +560,7 @@ def memory_section(node: Node) -> RouteMemory | list[ConfigProblem] | None:
     if problems:
         return problems
     try:
-        return RouteMemory(**{k: v.plain() for k, v in node.value.items()})
+        return RouteRetrieval(**{k: v.plain() for k, v in node.value.items()})
     except ConfigError as exc:
         return [
             attrs.evolve(p, line=node.key_lines.get(p.yaml_path.removeprefix("memory."), node.line))

@@ -66,11 +66,11 @@ from memrules.memory.text import (
     text_units,
 )
 
-__all__ = ["GateResult", "Memory", "decay", "jaccard", "memory_message", "reflect", "render"]
+__all__ = ["GateResult", "Recalled", "decay", "jaccard", "memory_message", "reflect", "render"]
 
 
 @attrs.frozen(kw_only=True, slots=True)
-class Memory:
+class Recalled:
     """One retrieved memory: its record ``id``, ``text`` (``Q: …\\nA: …``
     for an auto-stored turn), ``score`` (the search's; after the gate, the
     decayed one), when it was stored (``stored_at``, seconds since the
@@ -92,7 +92,7 @@ class Memory:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Memory:
+    def from_dict(cls, data: Mapping[str, Any]) -> Recalled:
         """The memory :meth:`to_dict` wrote (a trace's recorded retrieval)."""
         return cls(
             id=data["id"],
@@ -111,7 +111,7 @@ class GateResult:
     ``blocked`` (with the pattern each matched), the ``duplicates`` (id
     dropped, id kept), and those left out ``over_budget``."""
 
-    memories: tuple[Memory, ...] = ()
+    memories: tuple[Recalled, ...] = ()
     text: str | None = None
     tokens: int = 0
     blocked: tuple[tuple[str, str], ...] = ()
@@ -140,7 +140,7 @@ def memory_message(text: str) -> Message:
     return message("system", text)
 
 
-def render(memories: Sequence[Memory], marker: str) -> str:
+def render(memories: Sequence[Recalled], marker: str) -> str:
     """The message text for ``memories``, in their order."""
     return "\n".join(
         [header(marker), *(memory_line(m.text, m.stored_at, marker) for m in memories)]
@@ -173,8 +173,8 @@ def jaccard(a: str, b: str) -> float:
 
 
 def _blocked(
-    memories: Iterable[Memory], config: ReflectionConfig, marker: str
-) -> tuple[list[Memory], list[tuple[str, str]]]:
+    memories: Iterable[Recalled], config: ReflectionConfig, marker: str
+) -> tuple[list[Recalled], list[tuple[str, str]]]:
     kept, blocked = [], []
     for m in memories:
         forged = forges_framing(m.text, marker)
@@ -189,9 +189,9 @@ def _blocked(
 
 
 def _deduplicated(
-    memories: Iterable[Memory], threshold: float
-) -> tuple[list[Memory], list[tuple[str, str]]]:
-    kept: list[Memory] = []
+    memories: Iterable[Recalled], threshold: float
+) -> tuple[list[Recalled], list[tuple[str, str]]]:
+    kept: list[Recalled] = []
     dropped = []
     for m in memories:
         twin = next(
@@ -209,7 +209,7 @@ def _deduplicated(
     return kept, dropped
 
 
-def _fit(memory: Memory, marker: str, budget: int) -> Memory | None:
+def _fit(memory: Recalled, marker: str, budget: int) -> Recalled | None:
     """``memory`` with its text cut (at a character boundary, then
     :data:`CUT_MARKER`) to the longest prefix whose message fits ``budget``;
     None when not even one character fits."""
@@ -234,7 +234,7 @@ def _fit(memory: Memory, marker: str, budget: int) -> Memory | None:
 
 
 def reflect(
-    memories: Sequence[Memory], config: ReflectionConfig, *, now: float | None, marker: str
+    memories: Sequence[Recalled], config: ReflectionConfig, *, now: float | None, marker: str
 ) -> GateResult:
     """Pass ``memories`` (best first, as retrieval answered) through the gate
     (see the module docs) as of ``now`` (seconds since the epoch; None: no
@@ -256,7 +256,7 @@ def reflect(
     decayed.sort(key=lambda m: (-m.score, m.id))
     unique, duplicates = _deduplicated(decayed, config.dedup_threshold)
     budget = config.max_inject_tokens
-    chosen: list[Memory] = []
+    chosen: list[Recalled] = []
     cut: str | None = None
     over: list[str] = []
     for i, m in enumerate(unique):

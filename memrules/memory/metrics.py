@@ -10,7 +10,7 @@ tenant, conversation or text: labels made of those make a time series per
 user, which no metrics system survives, and would put who asked what in
 the metrics.
 
-:class:`~memrules.integrations.prometheus.PrometheusMemoryObserver` turns
+:class:`~memrules.integrations.prometheus.PrometheusRetrievalObserver` turns
 them into the seed's metrics (``llm_memory_retrieval_total{backend,
 status}``, a latency histogram and a result-count histogram). An observer
 that raises is logged and otherwise ignored: metrics never fail a request.
@@ -24,7 +24,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import attrs
 
-__all__ = ["MemoryObserver", "RetrievalEvent", "StoreEvent", "notify"]
+__all__ = ["RetrievalEvent", "RetrievalObserver", "StoreEvent", "notify"]
 
 log = logging.getLogger("memrules.memory")
 
@@ -58,7 +58,7 @@ class StoreEvent:
 
 
 @runtime_checkable
-class MemoryObserver(Protocol):
+class RetrievalObserver(Protocol):
     """Receives retrieval memory's events (see the module docs)."""
 
     def on_retrieval(self, event: RetrievalEvent) -> None: ...
@@ -66,7 +66,7 @@ class MemoryObserver(Protocol):
     def on_store(self, event: StoreEvent) -> None: ...
 
 
-def notify(observers: Iterable[MemoryObserver], event: RetrievalEvent | StoreEvent) -> None:
+def notify(observers: Iterable[RetrievalObserver], event: RetrievalEvent | StoreEvent) -> None:
     """Hand ``event`` to every observer; one that raises is logged and skipped."""
     for observer in observers:
         try:

@@ -10,7 +10,7 @@ The I/O (embedding the question, searching the store) is the shell's
   tenant (memory is scoped by both, so a request without them gets none,
   and its :class:`Retrieval` says why), not without a question, not for
   small talk;
-- :func:`select` turns the store's hits into :class:`~memrules.memory.gate.Memory`
+- :func:`select` turns the store's hits into :class:`~memrules.memory.gate.Recalled`
   values: those of the caller's user and tenant only (the store matches
   them already; this is a second lock on the same door), at or above the
   threshold, at most ``retrieval_limit``;
@@ -33,12 +33,12 @@ from memrules._core.conversation import is_turn_start
 from memrules._core.messages import Conversation, Message
 from memrules._core.seam_records import MAX_SCOPE_CHARS, RecallHit
 from memrules.memory.classify import is_small_talk
-from memrules.memory.gate import GateResult, Memory
+from memrules.memory.gate import GateResult, Recalled
 
 __all__ = [
     "MEMORY_METADATA",
-    "MemoryReport",
     "Retrieval",
+    "RetrievalReport",
     "RetrievalStatus",
     "SkipReason",
     "insert_memory_message",
@@ -83,7 +83,7 @@ class Retrieval:
     tenant: str | None = None
     backend: str = ""
     threshold: float | None = None
-    memories: tuple[Memory, ...] = ()
+    memories: tuple[Recalled, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,12 +113,12 @@ class Retrieval:
             tenant=data["tenant"],
             backend=data["backend"],
             threshold=data["threshold"],
-            memories=tuple(Memory.from_dict(m) for m in data["memories"]),
+            memories=tuple(Recalled.from_dict(m) for m in data["memories"]),
         )
 
 
 @attrs.frozen(kw_only=True, slots=True)
-class MemoryReport:
+class RetrievalReport:
     """What memory did for one request: the ``retrieval``, what the
     ``gate`` made of it, and the ``now`` (seconds since the epoch) the gate
     decayed scores by: with these a replay injects the same bytes."""
@@ -208,12 +208,12 @@ def select(
     tenant: str,
     threshold: float,
     limit: int,
-) -> tuple[Memory, ...]:
+) -> tuple[Recalled, ...]:
     """The memories of ``hits`` (best first) that belong to ``user`` and
     ``tenant`` and score at least ``threshold``, at most ``limit``, in
     their order."""
     kept = [
-        Memory(
+        Recalled(
             id=hit.id,
             text=hit.message.text,
             score=hit.score,

@@ -1,21 +1,21 @@
 """The shell of retrieval memory: where it touches the store, the clock and
 the metrics. :class:`~memrules.MemoryPlugin` holds one
-:class:`MemoryService` per route with memory enabled.
+:class:`RetrievalService` per route with memory enabled.
 
-- :meth:`MemoryService.start` opens the collection at start-up and checks
+- :meth:`RetrievalService.start` opens the collection at start-up and checks
   it against the embedder: a collection made for another embedder, or
   holding vectors of another dimension, is a
   :class:`~memrules._core.errors.ConfigError` there and then (never near-zero
   scores later); a store that cannot be reached is logged, and retrieval
   reports ``error`` until it is back.
-- :meth:`MemoryService.retrieve` asks the store (see
+- :meth:`RetrievalService.retrieve` asks the store (see
   :func:`memrules.memory.retrieve.plan`) and never raises: a store or
   embedder that fails is a :class:`~memrules.memory.retrieve.Retrieval`
   with ``status="error"`` (and the ``error`` metric), and the request goes
   on without memory.
-- :meth:`MemoryService.store_turn` writes one turn (see
+- :meth:`RetrievalService.store_turn` writes one turn (see
   :mod:`memrules.memory.autostore`); it never raises either.
-- :meth:`MemoryService.forget` and :meth:`MemoryService.memories` delete
+- :meth:`RetrievalService.forget` and :meth:`RetrievalService.memories` delete
   and list one user's memories in every generation of the collection (one
   per embedding model it was used with; see
   :mod:`memrules.memory.binding`): the right to be forgotten covers them
@@ -38,8 +38,8 @@ from memrules._core.seam_protocols import VectorStore
 from memrules._core.seam_records import Scope, scope_id_problem
 from memrules.memory.autostore import StoreOutcome, StoreStatus, plan_store
 from memrules.memory.binding import generations
-from memrules.memory.config import MemoryStoreConfig, RouteMemory
-from memrules.memory.metrics import MemoryObserver, RetrievalEvent, StoreEvent, notify
+from memrules.memory.config import RetrievalStoreConfig, RouteRetrieval
+from memrules.memory.metrics import RetrievalEvent, RetrievalObserver, StoreEvent, notify
 from memrules.memory.retrieve import (
     Retrieval,
     RetrievalStatus,
@@ -50,14 +50,14 @@ from memrules.memory.retrieve import (
 )
 from memrules.memory.shared import SHARED_STORES
 
-__all__ = ["MemoryService", "StoredMemory"]
+__all__ = ["ListedRecord", "RetrievalService"]
 
 log = logging.getLogger("memrules.memory")
 
 
 @attrs.frozen(kw_only=True, slots=True)
-class StoredMemory:
-    """One memory as :meth:`MemoryService.memories` lists it: its ``id``,
+class ListedRecord:
+    """One memory as :meth:`RetrievalService.memories` lists it: its ``id``,
     ``text``, when it was stored, the conversation it came from, the
     physical ``collection`` that holds it and whether that is the one the
     current embedder uses (``current``)."""
@@ -89,7 +89,7 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
-class MemoryService:
+class RetrievalService:
     """Retrieval memory for one route: the shared store's ``settings``, the
     route's entry (``route``), the store (``store``; by default the one
     :data:`~memrules.memory.shared.SHARED_STORES` holds for ``settings``,
@@ -99,11 +99,11 @@ class MemoryService:
 
     def __init__(
         self,
-        settings: MemoryStoreConfig,
-        route: RouteMemory,
+        settings: RetrievalStoreConfig,
+        route: RouteRetrieval,
         *,
         store: VectorStore | None = None,
-        observers: Iterable[MemoryObserver] = (),
+        observers: Iterable[RetrievalObserver] = (),
         clock: Callable[[], float] = time.time,
         source: str | None = None,
     ) -> None:
@@ -133,7 +133,7 @@ class MemoryService:
             SHARED_STORES.release(self.settings)
 
     def __repr__(self) -> str:
-        return f"MemoryService(store={self.store!r}, route={self.route!r})"
+        return f"RetrievalService(store={self.store!r}, route={self.route!r})"
 
     # --- start-up ---------------------------------------------------------------------
 
@@ -334,7 +334,7 @@ class MemoryService:
         self._event("forget", "done", started)
         return int(deleted)
 
-    def memories(self, *, user: str, tenant: str) -> tuple[StoredMemory, ...]:
+    def memories(self, *, user: str, tenant: str) -> tuple[ListedRecord, ...]:
         """Every memory of ``user`` and ``tenant``, in every generation of
         the collection, oldest first. Raises
         :class:`~memrules._core.errors.StoreError` on failure."""
@@ -343,7 +343,7 @@ class MemoryService:
         try:
             store, names = self._collections("list memories")
             found = [
-                StoredMemory(
+                ListedRecord(
                     id=hit.id,
                     text=hit.message.text,
                     stored_at=stored_at(hit.message),

@@ -1,6 +1,6 @@
 """The retrieval-memory stores open in this process, shared by their holders.
 
-A :class:`~memrules.memory.config.MemoryStoreConfig` is a value: reading it
+A :class:`~memrules.memory.config.RetrievalStoreConfig` is a value: reading it
 opens nothing. Whoever serves requests opens the store it describes through
 :data:`SHARED_STORES` and gives it back when done: every holder of one
 config value gets the same store (one client, since a Qdrant directory can
@@ -17,7 +17,7 @@ import threading
 import attrs
 
 from memrules.memory.binding import open_store
-from memrules.memory.config import MemoryStoreConfig
+from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._store import MessageStore
 
 __all__ = ["SHARED_STORES", "SharedStores"]
@@ -25,20 +25,20 @@ __all__ = ["SHARED_STORES", "SharedStores"]
 
 @attrs.define
 class _Held:
-    settings: MemoryStoreConfig
+    settings: RetrievalStoreConfig
     store: MessageStore
     holders: int
 
 
 class SharedStores:
-    """Open stores, one per :class:`MemoryStoreConfig` value (by identity,
+    """Open stores, one per :class:`RetrievalStoreConfig` value (by identity,
     as a config file's routes share theirs), each counted by its holders."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: dict[int, _Held] = {}
 
-    def acquire(self, settings: MemoryStoreConfig) -> MessageStore:
+    def acquire(self, settings: RetrievalStoreConfig) -> MessageStore:
         """The store ``settings`` describe: the one already open for this
         value, else a new one (:func:`~memrules.memory.binding.open_store`,
         no I/O: it connects on first use). Each call must be paired with
@@ -51,7 +51,7 @@ class SharedStores:
             held.holders += 1
             return held.store
 
-    def release(self, settings: MemoryStoreConfig) -> None:
+    def release(self, settings: RetrievalStoreConfig) -> None:
         """One holder of ``settings``' store is done; the last one closes it."""
         with self._lock:
             held = self._held.get(id(settings))
@@ -63,7 +63,7 @@ class SharedStores:
             del self._held[id(settings)]
         held.store.close()
 
-    def close(self, settings: MemoryStoreConfig) -> None:
+    def close(self, settings: RetrievalStoreConfig) -> None:
         """Close ``settings``' store now, whoever still holds it (their
         later calls fail as the store's do after ``close``); a later
         :meth:`acquire` opens a new one."""
@@ -74,7 +74,7 @@ class SharedStores:
             del self._held[id(settings)]
         held.store.close()
 
-    def is_open(self, settings: MemoryStoreConfig) -> bool:
+    def is_open(self, settings: RetrievalStoreConfig) -> bool:
         """Whether a store for ``settings`` is open."""
         with self._lock:
             held = self._held.get(id(settings))

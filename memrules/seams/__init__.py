@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         Summarizer,
         VectorStore,
     )
-    from memrules._core.seam_records import MemoryRecord, RecallHit, Scope, StoreWrite
+    from memrules._core.seam_records import RecallHit, Scope, StoredMessage, StoreWrite
     from memrules.seams._store import MessageStore
     from memrules.seams.embedders import local_embedder, openai_embedder
     from memrules.seams.milvus import milvus_store
@@ -49,13 +49,13 @@ __all__ = [
     "SEARCH_MODES",
     "Embedder",
     "JSONRequests",
-    "MemoryRecord",
     "MessageStore",
     "RecallHit",
     "Scope",
     "SeamCall",
     "Seams",
     "StoreWrite",
+    "StoredMessage",
     "Summarizer",
     "VectorStore",
     "answer_recall",
@@ -71,12 +71,19 @@ __all__ = [
 # public name -> the module that defines it (imported on first access)
 _WHERE: dict[str, str] = {
     **dict.fromkeys(
-        ("SEARCH_MODES", "Embedder", "JSONRequests", "SeamCall", "Seams", "Summarizer",
-         "VectorStore"),
+        (
+            "SEARCH_MODES",
+            "Embedder",
+            "JSONRequests",
+            "SeamCall",
+            "Seams",
+            "Summarizer",
+            "VectorStore",
+        ),
         "memrules._core.seam_protocols",
     ),
     **dict.fromkeys(
-        ("MemoryRecord", "RecallHit", "Scope", "StoreWrite"), "memrules._core.seam_records"
+        ("StoredMessage", "RecallHit", "Scope", "StoreWrite"), "memrules._core.seam_records"
     ),
     "MessageStore": "memrules.seams._store",
     "local_embedder": "memrules.seams.embedders",

@@ -48,7 +48,7 @@ from memrules._core.checks import check_whole
 from memrules._core.errors import CollectionError, ConfigError, EmbedderError, StoreError
 from memrules._core.redaction import redact_text
 from memrules._core.seam_protocols import SEARCH_MODES, Embedder
-from memrules._core.seam_records import MemoryRecord, RecallHit, Scope, StoreWrite, check_storable
+from memrules._core.seam_records import RecallHit, Scope, StoredMessage, StoreWrite, check_storable
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
 
@@ -78,7 +78,7 @@ class Backend(Protocol):
     def existing(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` the collection holds."""
 
-    def write(self, rows: Sequence[tuple[MemoryRecord, list[float]]]) -> None:
+    def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
         """Store each record with its vector (an upsert by record id)."""
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -254,9 +254,9 @@ class MessageStore:
 
     # --- add ------------------------------------------------------------------------------
 
-    def add(self, records: Sequence[MemoryRecord]) -> StoreWrite:
+    def add(self, records: Sequence[StoredMessage]) -> StoreWrite:
         """Store ``records`` (see the module docs); all or none of the new ones."""
-        unique: dict[str, MemoryRecord] = {}
+        unique: dict[str, StoredMessage] = {}
         for r in records:
             unique.setdefault(r.id, r)
         if not unique:
@@ -328,7 +328,7 @@ class MessageStore:
             raise EmbedderError(msg)
         return vectors
 
-    def _write(self, rows: list[tuple[MemoryRecord, list[float]]]) -> None:
+    def _write(self, rows: list[tuple[StoredMessage, list[float]]]) -> None:
         chunks = [rows[i : i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
         written: list[str] = []
         for number, chunk in enumerate(chunks, start=1):
@@ -411,7 +411,6 @@ class MessageStore:
             return self._backend.lexical(query, k=k, scope=scope)
         except Exception as exc:
             raise self._fail("to search by BM25", exc) from exc
-
 
     # --- listing and forgetting, by scope --------------------------------------------------
 

@@ -24,9 +24,9 @@ from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import (
     MAX_SCOPE_CHARS,
-    MemoryRecord,
     RecallHit,
     Scope,
+    StoredMessage,
     decode_message,
 )
 from memrules.seams._durable import Files, local_path
@@ -209,7 +209,7 @@ class _Milvus:
             found.update(row["id"] for row in rows)
         return found
 
-    def write(self, rows: Sequence[tuple[MemoryRecord, list[float]]]) -> None:
+    def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
         data = [
             {
                 "id": r.id,

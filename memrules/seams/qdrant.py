@@ -24,7 +24,7 @@ from memrules._core.checks import check_api_key_env
 from memrules._core.errors import ConfigError, StoreError
 from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
-from memrules._core.seam_records import MemoryRecord, RecallHit, Scope, decode_message
+from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
 from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
@@ -138,7 +138,7 @@ class _Qdrant:
             found.update(_record_id(p.id) for p in points)
         return found
 
-    def write(self, rows: Sequence[tuple[MemoryRecord, list[float]]]) -> None:
+    def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
         from qdrant_client import models
 
         points = []
@@ -311,8 +311,7 @@ def qdrant_store(
     """
     if url is not None and path is not None:
         msg = (
-            f"url={redact_url(url)!r} and path={path!r} are both set; "
-            "a store is a server or local"
+            f"url={redact_url(url)!r} and path={path!r} are both set; a store is a server or local"
         )
         raise ConfigError.single(msg, yaml_path="path")
     if url is not None and (

@@ -89,15 +89,11 @@ def trace(files: tuple[Path, Path], tmp_path: Path) -> Path:
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
     path = tmp_path / "d.jsonl"
-    messages = [
-        {"id": f"m{i}", **m} for i, m in enumerate(MESSAGES[:9])
-    ]
+    messages = [{"id": f"m{i}", **m} for i, m in enumerate(MESSAGES[:9])]
     conversation = {
         "id": "c1",
         "messages": messages,
-        "questions": [
-            {"id": "q1", "question": "what?", "answer": "message 1", "evidence": ["m1"]}
-        ],
+        "questions": [{"id": "q1", "question": "what?", "answer": "message 1", "evidence": ["m1"]}],
     }
     path.write_text(json.dumps(conversation) + "\n")
     return path
@@ -175,16 +171,30 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(
         ["compact", "--config", str(config), "--trace", str(source), str(source)],
         ["compact", "--config", str(config), "--report", str(config), str(source)],
         ["compact", "--config", str(config), "--trace", str(link), str(source)],
-        ["compact", "--config", str(config), "--report", f"{tmp_path}/../{tmp_path.name}/in.json",
-         str(source)],
+        [
+            "compact",
+            "--config",
+            str(config),
+            "--report",
+            f"{tmp_path}/../{tmp_path.name}/in.json",
+            str(source),
+        ],
         ["eval", "--config", str(config), "--trace", str(dataset), "--no-progress", str(dataset)],
     ):
         done = run(*command)
         assert_one_line(done, "also an input")
         assert done.stdout == ""
     report = tmp_path / "same.json"
-    done = run("compact", "--config", str(config), "--report", str(report), "--trace",
-               str(report), str(source))
+    done = run(
+        "compact",
+        "--config",
+        str(config),
+        "--report",
+        str(report),
+        "--trace",
+        str(report),
+        str(source),
+    )
     assert_one_line(done, "also an input")
     assert not report.exists()
     assert {p: p.read_bytes() for p in before} == before
@@ -241,10 +251,23 @@ def test_every_file_option_on_a_full_disk_is_one_line_and_exit_2(
         assert done.stdout == ""  # nothing printed when a file failed
     assert old.read_text() == "the old file\n"
     for command in (
-        ["eval", "--config", str(config), "--no-progress", "--trace", str(small_disk / "e.jsonl"),
-         str(dataset)],
-        ["bench", "--quick", "--skip-langchain", "--no-progress", "--json",
-         str(small_disk / "b.json")],
+        [
+            "eval",
+            "--config",
+            str(config),
+            "--no-progress",
+            "--trace",
+            str(small_disk / "e.jsonl"),
+            str(dataset),
+        ],
+        [
+            "bench",
+            "--quick",
+            "--skip-langchain",
+            "--no-progress",
+            "--json",
+            str(small_disk / "b.json"),
+        ],
     ):
         done = run(*command, stdout=subprocess.DEVNULL)
         assert_one_line(done, str(small_disk), "No space left on device")
@@ -305,8 +328,18 @@ def test_a_writer_killed_mid_trace_leaves_nothing_the_next_run_keeps(
             "strategies:\n  - type: summarize\n    turns: 2\n"
         )
         writer = subprocess.Popen(
-            [sys.executable, "-m", "memrules", "compact", "--config", str(slow), "--trace",
-             str(target), "--no-progress", str(source)],
+            [
+                sys.executable,
+                "-m",
+                "memrules",
+                "compact",
+                "--config",
+                str(slow),
+                "--trace",
+                str(target),
+                "--no-progress",
+                str(source),
+            ],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.DEVNULL,

@@ -521,7 +521,7 @@ def test_the_langchain_conversion_is_an_adapter_that_imports_no_framework() -> N
     import memrules._adapters.langchain as adapter
     import memrules.integrations.langchain as integration
 
-    for name in ('from_langchain', 'to_langchain'):
+    for name in ("from_langchain", "to_langchain"):
         assert getattr(integration, name) is getattr(adapter, name)
     code = (
         "import sys, memrules._adapters.langchain; "

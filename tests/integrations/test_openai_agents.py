@@ -338,7 +338,7 @@ def test_the_agents_items_conversion_is_an_adapter_that_imports_no_framework() -
     import memrules._adapters.openai_agents as adapter
     import memrules.integrations.openai_agents as integration
 
-    for name in ('from_items', 'to_items', 'KEY'):
+    for name in ("from_items", "to_items", "KEY"):
         assert getattr(integration, name) is getattr(adapter, name)
     code = (
         "import sys, memrules._adapters.openai_agents; "

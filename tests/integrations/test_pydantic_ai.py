@@ -214,7 +214,7 @@ def test_the_pydantic_ai_conversion_is_an_adapter_that_imports_no_framework() ->
     import memrules._adapters.pydantic_ai as adapter
     import memrules.integrations.pydantic_ai as integration
 
-    for name in ('from_history', 'to_history'):
+    for name in ("from_history", "to_history"):
         assert getattr(integration, name) is getattr(adapter, name)
     code = (
         "import sys, memrules._adapters.pydantic_ai; "

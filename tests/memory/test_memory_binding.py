@@ -16,7 +16,7 @@ import pytest
 
 import memrules
 from memrules import ConfigError
-from memrules.memory import MemoryStoreConfig, RouteMemory, bound_collection
+from memrules.memory import RetrievalStoreConfig, RouteRetrieval, bound_collection
 from memrules.memory.binding import generations, identity_digest
 from memrules.seams import Embedder
 from tests.support.chat_server import ChatServer, embeddings_reply
@@ -113,8 +113,8 @@ def test_a_changed_model_starts_a_new_collection_and_the_old_one_stays_readable(
 def remote_config(backend: str, where: Path, server: ChatServer) -> memrules.MemoryConfig:
     settings = store_settings(backend, where, threshold=-1.0)
     return memrules.MemoryConfig(
-        memory=RouteMemory(auto_store=True),
-        memory_store=MemoryStoreConfig(
+        memory=RouteRetrieval(auto_store=True),
+        memory_store=RetrievalStoreConfig(
             store=settings.store,
             embedding={"type": "openai", "base_url": server.url, "model": "embed-1"},
             threshold=-1.0,

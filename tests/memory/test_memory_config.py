@@ -13,10 +13,10 @@ import memrules
 from memrules._core.errors import ConfigError
 from memrules.memory import (
     DEFAULT_THRESHOLDS,
-    Memory,
-    MemoryStoreConfig,
+    Recalled,
     ReflectionConfig,
-    RouteMemory,
+    RetrievalStoreConfig,
+    RouteRetrieval,
     reflect,
 )
 from memrules.memory.config import MAX_HYBRID_SCORE
@@ -53,7 +53,7 @@ def test_a_file_with_routes() -> None:
     config = memrules.load_config(TWO_ROUTES)
     assert config.route_names == ("default", "code", "plain", "support")
     support, code, plain = (config.routes[n] for n in ("support", "code", "plain"))
-    assert support.memory == RouteMemory(retrieval_limit=3, auto_store=True)
+    assert support.memory == RouteRetrieval(retrieval_limit=3, auto_store=True)
     assert support.max_messages == 30
     assert code.max_tokens == 8000
     assert plain.memory is None
@@ -116,7 +116,7 @@ def test_the_shipped_routes_config_loads() -> None:
 
 @needs_memory_extras
 def test_defaults() -> None:
-    store = MemoryStoreConfig()
+    store = RetrievalStoreConfig()
     assert store.backend == "milvus"
     assert dict(store.store.params)["uri"] == "memrules_memories.db"
     assert store.threshold == DEFAULT_THRESHOLDS["dense"] == 0.3
@@ -124,11 +124,11 @@ def test_defaults() -> None:
         enabled=True, max_inject_tokens=2048, recency_decay_days=30, dedup_threshold=0.9
     )
     assert store.max_memory_chars == 4000
-    qdrant = MemoryStoreConfig(store={"backend": "qdrant"})
+    qdrant = RetrievalStoreConfig(store={"backend": "qdrant"})
     assert dict(qdrant.store.params)["path"] == "memrules_memories_qdrant"
-    hybrid = MemoryStoreConfig(store={"backend": "qdrant", "search": "hybrid"})
+    hybrid = RetrievalStoreConfig(store={"backend": "qdrant", "search": "hybrid"})
     assert hybrid.threshold == 0.0
-    assert RouteMemory() == RouteMemory(
+    assert RouteRetrieval() == RouteRetrieval(
         enabled=True, retrieval_limit=5, auto_store=False, threshold=None
     )
 
@@ -136,11 +136,15 @@ def test_defaults() -> None:
 @needs_memory_extras
 def test_python_configs_check_themselves() -> None:
     with pytest.raises(ConfigError, match=r"memory is enabled but there is no stores\.memory"):
-        memrules.MemoryConfig(memory=RouteMemory())
-    store = MemoryStoreConfig(store={"backend": "qdrant", "path": ":memory:", "search": "hybrid"})
+        memrules.MemoryConfig(memory=RouteRetrieval())
+    store = RetrievalStoreConfig(
+        store={"backend": "qdrant", "path": ":memory:", "search": "hybrid"}
+    )
     with pytest.raises(ConfigError, match=r"memory\.threshold: threshold=0.5 .*hybrid"):
-        memrules.MemoryConfig(memory=RouteMemory(threshold=0.5), memory_store=store)
-    ok = memrules.MemoryConfig(memory=RouteMemory(threshold=MAX_HYBRID_SCORE), memory_store=store)
+        memrules.MemoryConfig(memory=RouteRetrieval(threshold=0.5), memory_store=store)
+    ok = memrules.MemoryConfig(
+        memory=RouteRetrieval(threshold=MAX_HYBRID_SCORE), memory_store=store
+    )
     assert ok.memory is not None
     with pytest.raises(ConfigError, match="may not be named 'default'"):
         memrules.MemoryConfig(routes={"default": memrules.MemoryConfig()})
@@ -361,7 +365,7 @@ def test_a_catastrophic_pattern_matches_in_bounded_time() -> None:
     """``(a+)+$`` backtracks exponentially in Python's ``re`` (over 20 s on
     this 31-character memory); the gate matches it in linear time."""
     config = ReflectionConfig(block_patterns=["(a+)+$"])
-    memory = Memory(id="m", text="a" * 30 + "!", score=1.0)
+    memory = Recalled(id="m", text="a" * 30 + "!", score=1.0)
     started = time.perf_counter()
     result = reflect([memory] * 3, config, now=None, marker="memrules memory:")
     assert time.perf_counter() - started < 1.0

@@ -286,9 +286,7 @@ def test_the_route_refuses_an_id_no_store_can_keep(
         control = {"user": "ana\x1f\x00", "tenant": "acme\x7f"}
         kept = plugin.on_response(ask("My locker code is 5512.", **control), "5512.", now=T0)
         assert kept.status == "stored"
-        assert [m.id for m in plugin.list_memories(control["user"], control["tenant"])] == [
-            kept.id
-        ]
+        assert [m.id for m in plugin.list_memories(control["user"], control["tenant"])] == [kept.id]
         assert plugin.forget(control["user"], control["tenant"]) == 1
         assert plugin.list_memories(control["user"], control["tenant"]) == ()
     finally:

@@ -18,9 +18,9 @@ import memrules
 from memrules import ConfigError, MemoryConfig, MemoryPlugin, Request
 from memrules._core.messages import message
 from memrules.memory import (
-    MemoryStoreConfig,
     RetrievalEvent,
-    RouteMemory,
+    RetrievalStoreConfig,
+    RouteRetrieval,
     StoreEvent,
 )
 from memrules.memory.retrieve import is_memory_message
@@ -63,7 +63,7 @@ def make_each(
 
 
 class Events:
-    """A MemoryObserver that keeps what it is told."""
+    """A RetrievalObserver that keeps what it is told."""
 
     def __init__(self) -> None:
         self.retrievals: list[RetrievalEvent] = []
@@ -195,7 +195,7 @@ def test_the_same_turn_is_kept_once(make: Plugins) -> None:
 
 
 def test_routes_without_auto_store_or_memory_keep_nothing(make: Plugins) -> None:
-    reading = make(memory=RouteMemory(auto_store=False))
+    reading = make(memory=RouteRetrieval(auto_store=False))
     assert reading.on_response(ask("I live in Porto."), "Noted.").status == "disabled"
     assert reading.list_memories("ana", "acme") == ()
     plain = MemoryPlugin(MemoryConfig())
@@ -296,13 +296,13 @@ def settle() -> None:
             thread.join(timeout=10)
 
 
-def down_settings(backend: str) -> MemoryStoreConfig:
+def down_settings(backend: str) -> RetrievalStoreConfig:
     store = (
         {"backend": "milvus", "uri": "http://127.0.0.1:1"}
         if backend == "milvus"
         else {"backend": "qdrant", "url": "http://127.0.0.1:1"}
     )
-    return MemoryStoreConfig(store=store)
+    return RetrievalStoreConfig(store=store)
 
 
 @pytest.mark.filterwarnings("ignore:Failed to obtain server version")
@@ -338,10 +338,10 @@ def test_prometheus_counts_hits_misses_errors_without_a_user_label(
 ) -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from memrules.integrations.prometheus import PrometheusMemoryObserver
+    from memrules.integrations.prometheus import PrometheusRetrievalObserver
 
     registry = CollectorRegistry()
-    metrics = PrometheusMemoryObserver(registry)
+    metrics = PrometheusRetrievalObserver(registry)
     make = Plugins("qdrant", tmp_path, local_embedder)
     try:
         plugin = make(memory_observers=[metrics])
@@ -374,8 +374,8 @@ def test_prometheus_counts_hits_misses_errors_without_a_user_label(
     assert "ana" not in exposition
     assert "acme" not in exposition
     assert "user" not in exposition.replace("per user", "")
-    with pytest.raises(ConfigError, match="one PrometheusMemoryObserver per registry"):
-        PrometheusMemoryObserver(registry)
+    with pytest.raises(ConfigError, match="one PrometheusRetrievalObserver per registry"):
+        PrometheusRetrievalObserver(registry)
 
 
 # --- routes of one file -----------------------------------------------------------------
@@ -456,7 +456,7 @@ routes:
 @needs_memory_extras
 def test_the_shared_store_is_open_while_a_plugin_holds_it(tmp_path: Path) -> None:
     settings = store_settings("qdrant", tmp_path)
-    config = MemoryConfig(memory=RouteMemory(auto_store=True), memory_store=settings)
+    config = MemoryConfig(memory=RouteRetrieval(auto_store=True), memory_store=settings)
     first = MemoryPlugin.from_config(config)
     with MemoryPlugin.from_config(config) as second:
         assert SHARED_STORES.is_open(settings)
@@ -471,7 +471,7 @@ def test_the_shared_store_is_open_while_a_plugin_holds_it(tmp_path: Path) -> Non
 def test_a_route_can_be_given_its_own_store(tmp_path: Path, local_embedder: Embedder) -> None:
     settings = store_settings("qdrant", tmp_path)
     store = qdrant_store(path=":memory:", collection="given", embedder=local_embedder)
-    config = MemoryConfig(memory=RouteMemory(auto_store=True), memory_store=settings)
+    config = MemoryConfig(memory=RouteRetrieval(auto_store=True), memory_store=settings)
     plugin = config.route(memory_store=store)
     assert plugin.memory is not None
     assert plugin.memory.store is store
@@ -499,7 +499,7 @@ def test_memory_and_the_working_graph_take_their_places_together(
     make = Plugins("qdrant", tmp_path, local_embedder)
     settings = store_settings("qdrant", tmp_path)
     config = MemoryConfig(
-        memory=RouteMemory(auto_store=True),
+        memory=RouteRetrieval(auto_store=True),
         memory_store=settings,
         graph_context=GraphContext(),
         graph_extractor=offline_extractor(),

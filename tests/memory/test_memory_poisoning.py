@@ -23,7 +23,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrules.memory import Memory, ReflectionConfig, normalize, reflect
+from memrules.memory import Recalled, ReflectionConfig, normalize, reflect
 from memrules.memory.gate import render
 from memrules.memory.text import header
 
@@ -41,7 +41,7 @@ FORGED = re.compile(r"\[\d{4}-\d{2}-\d{2}\]|<\||\|>|</?[a-z]|\[/?inst\]", re.IGN
 
 def gate(text: str, config: ReflectionConfig | None = None) -> tuple[bool, str | None]:
     """Whether the gate blocks ``text``, and the block it injects otherwise."""
-    memory = Memory(id="m", text=text, score=0.9, stored_at=NOW - 86_400)
+    memory = Recalled(id="m", text=text, score=0.9, stored_at=NOW - 86_400)
     result = reflect(
         [memory], config or ReflectionConfig(max_inject_tokens=100_000), now=NOW, marker=MARKER
     )
@@ -123,7 +123,7 @@ def test_every_payload_injected_by_a_disabled_gate_keeps_the_framing() -> None:
     """With the gate disabled nothing is blocked; every payload still sits
     in its own quoted line, and forges nothing of the block."""
     texts = [p["text"] for p in CORPUS["payloads"]]
-    found = [Memory(id=f"m{i}", text=t, score=0.5) for i, t in enumerate(texts)]
+    found = [Recalled(id=f"m{i}", text=t, score=0.5) for i, t in enumerate(texts)]
     result = reflect(found, ReflectionConfig(enabled=False), now=NOW, marker=MARKER)
     assert result.text is not None
     assert framing_holds(result.text, texts)
@@ -139,7 +139,7 @@ TEXTS = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(TEXTS, min_size=1, max_size=4), marker=st.sampled_from([MARKER, "记忆:"]))
 def test_no_stored_text_can_close_or_forge_the_block(texts: list[str], marker: str) -> None:
-    found = [Memory(id=f"m{i}", text=t, score=1.0, stored_at=NOW) for i, t in enumerate(texts)]
+    found = [Recalled(id=f"m{i}", text=t, score=1.0, stored_at=NOW) for i, t in enumerate(texts)]
     assert framing_holds(render(found, marker), texts, marker)
 
 
@@ -153,11 +153,10 @@ def test_no_stored_text_can_close_or_forge_the_block(texts: list[str], marker: s
 )
 def test_memories_that_forge_the_framing_are_blocked(text: str) -> None:
     result = reflect(
-        [Memory(id="m", text=text, score=1.0)], ReflectionConfig(), now=None, marker=MARKER
+        [Recalled(id="m", text=text, score=1.0)], ReflectionConfig(), now=None, marker=MARKER
     )
     assert result.memories == ()
     assert result.blocked[0][1].startswith("forged framing")
-
 
 
 @pytest.mark.parametrize(

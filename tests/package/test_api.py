@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import pkgutil
+
+import pytest
 
 import memrules
 
@@ -20,7 +23,7 @@ PUBLIC = {
     "ContextWindowResolver",
     "Conversation",
     "ConversationState",
-    "ConversionMemo",
+    "ConversionCache",
     "EncodingError",
     "EstimatingCounter",
     "GraphError",
@@ -182,18 +185,18 @@ MEMORY_PUBLIC = {
     "DEFAULT_MEMORY_MARKER",
     "DEFAULT_THRESHOLDS",
     "GateResult",
-    "Memory",
-    "MemoryObserver",
-    "MemoryReport",
-    "MemoryService",
-    "MemoryStoreConfig",
+    "Recalled",
+    "RetrievalObserver",
+    "RetrievalReport",
+    "RetrievalService",
+    "RetrievalStoreConfig",
     "ReflectionConfig",
     "Retrieval",
     "RetrievalEvent",
-    "RouteMemory",
+    "RouteRetrieval",
     "StoreEvent",
     "StoreOutcome",
-    "StoredMemory",
+    "ListedRecord",
     "bound_collection",
     "reflect",
 }
@@ -218,3 +221,28 @@ def test_memory_imports_no_store_client() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+RENAMED = [
+    ("memrules", "ConversionMemo", "ConversionCache"),
+    ("memrules.memory", "Memory", "Recalled"),
+    ("memrules.memory", "MemoryObserver", "RetrievalObserver"),
+    ("memrules.memory", "MemoryReport", "RetrievalReport"),
+    ("memrules.memory", "MemoryService", "RetrievalService"),
+    ("memrules.memory", "MemoryStoreConfig", "RetrievalStoreConfig"),
+    ("memrules.memory", "RouteMemory", "RouteRetrieval"),
+    ("memrules.memory", "StoredMemory", "ListedRecord"),
+]
+
+
+@pytest.mark.parametrize(("module", "old", "new"), RENAMED)
+def test_a_renamed_public_name_still_works_and_says_its_new_name(
+    module: str, old: str, new: str
+) -> None:
+    package = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is now {module}\.{new}"):
+        value = getattr(package, old)
+    assert value is getattr(package, new)
+    assert old not in package.__all__
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        getattr(package, "NoSuch" + "Name")

@@ -20,7 +20,7 @@ from memrules._core.report import StopReason
 from memrules._counting.usage import ContextUsage
 from memrules._engine.contract import DEFAULT_WARNING_MARKER, StrategyContext
 from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request, StepResult, step
-from memrules.seams import MemoryRecord, RecallHit, Scope, StoreWrite
+from memrules.seams import RecallHit, Scope, StoredMessage, StoreWrite
 from memrules.strategies import offload, sliding_window
 
 
@@ -366,7 +366,7 @@ def test_with_extensions_gives_the_pipeline_its_seams() -> None:
 
     @attrs.frozen
     class Store:
-        def add(self, records: Sequence[MemoryRecord]) -> StoreWrite:
+        def add(self, records: Sequence[StoredMessage]) -> StoreWrite:
             stored.append(tuple(r.message for r in records))
             return StoreWrite(added=tuple(r.id for r in records))
 

@@ -166,7 +166,7 @@ def test_one_memo_grown_from_many_threads_at_once() -> None:
 
 
 def test_one_conversion_memo_from_many_threads() -> None:
-    memo = memrules.ConversionMemo(size=8)
+    memo = memrules.ConversionCache(size=8)
     raw = [{"role": "user" if i % 2 else "assistant", "content": f"m{i}"} for i in range(30)]
 
     def work(k: int) -> bool:

@@ -31,7 +31,10 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_server_answering_500_forever_costs_at_most_the_total_time() -> None:
     with ChatServer(fail=FOREVER) as server:
         client = JSONClient(
-            base_url=server.url, retries=MAX_RETRIES, backoff=0.2, max_backoff=0.4,
+            base_url=server.url,
+            retries=MAX_RETRIES,
+            backoff=0.2,
+            max_backoff=0.4,
             total_timeout=1.5,
         )
         start = time.monotonic()
@@ -47,7 +50,10 @@ def test_a_server_answering_500_forever_costs_at_most_the_total_time() -> None:
 def test_the_awaited_call_keeps_the_same_total_time() -> None:
     with ChatServer(fail=FOREVER) as server:
         client = JSONClient(
-            base_url=server.url, retries=MAX_RETRIES, backoff=0.2, max_backoff=0.4,
+            base_url=server.url,
+            retries=MAX_RETRIES,
+            backoff=0.2,
+            max_backoff=0.4,
             total_timeout=1.5,
         )
         start = time.monotonic()

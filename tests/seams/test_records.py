@@ -203,8 +203,9 @@ def test_ids_of_keys_without_the_separator_stay_as_stored_before() -> None:
     assert _record_id("t", "u", "c", "hello") == _sha(f"t\x1fu\x1fc\x1f{turn}\x1f{digest}")[:32]
     assert _record_id(None, None, None, "hello") == _sha(f"\x1f\x1f\x1f{turn}\x1f{digest}")[:32]
     text = "Q: Where?\nA: Porto."
-    assert memory_id(text, user="ana", tenant="acme") == (
-        _sha(f"memrules-memory\x1facme\x1fana\x1f{_sha(' '.join(text.split()))}")[:32]
+    assert (
+        memory_id(text, user="ana", tenant="acme")
+        == (_sha(f"memrules-memory\x1facme\x1fana\x1f{_sha(' '.join(text.split()))}")[:32])
     )
 
 

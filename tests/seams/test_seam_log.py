@@ -174,4 +174,3 @@ def test_a_nested_call_is_not_answered_on_its_own() -> None:
     log = ReplayingLog(calls)
     with log.active(), pytest.raises(ReplayMismatch, match="answered only inside"):
         seam_call("embedder", "embed", lambda: {"texts": []}, list, answer=len)
-

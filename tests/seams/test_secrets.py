@@ -143,8 +143,17 @@ def test_no_output_of_a_compact_run_holds_a_url_secret(
     report, trace = tmp_path / "report.json", tmp_path / "trace.jsonl"
     caplog.set_level(logging.DEBUG)
     status = main(
-        ["compact", "--config", str(config), "--report", str(report), "--trace", str(trace),
-         "--no-progress", str(source)]
+        [
+            "compact",
+            "--config",
+            str(config),
+            "--report",
+            str(report),
+            "--trace",
+            str(trace),
+            "--no-progress",
+            str(source),
+        ]
     )
     out, err = capsys.readouterr()
     for where, text in (

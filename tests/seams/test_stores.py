@@ -22,7 +22,7 @@ from memrules._core.messages import (
     ToolResult,
     message,
 )
-from memrules._core.seam_records import MemoryRecord, build_records
+from memrules._core.seam_records import StoredMessage, build_records
 from memrules.seams import (
     Embedder,
     MessageStore,
@@ -284,7 +284,7 @@ class FailOnWrite:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
 
-    def write(self, rows: Sequence[tuple[MemoryRecord, list[float]]]) -> None:
+    def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
         self.writes += 1
         if self.writes == self.k:
             self.backend.write(rows[: len(rows) // 2])
@@ -577,9 +577,7 @@ def test_scan_and_delete_scope_touch_one_user_and_tenant_only(make_client: Store
     assert [h.id for h in store.scan(SCOPE)] == sorted(r.id for r in mine)
     assert store.delete_scope(everything) == 6
     assert store.scan(everything) == ()
-    assert [h.id for h in store.scan(Scope(user="u2", tenant="t1"))] == sorted(
-        r.id for r in theirs
-    )
+    assert [h.id for h in store.scan(Scope(user="u2", tenant="t1"))] == sorted(r.id for r in theirs)
     assert [h.id for h in store.scan(Scope(user="u1", tenant="t2"))] == sorted(
         r.id for r in elsewhere
     )

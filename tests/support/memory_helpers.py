@@ -10,7 +10,7 @@ from typing import Any
 
 from memrules import MemoryConfig, MemoryPlugin, Request
 from memrules._core.messages import Message, message
-from memrules.memory import MemoryStoreConfig, RouteMemory
+from memrules.memory import RetrievalStoreConfig, RouteRetrieval
 from memrules.memory.binding import open_store
 from memrules.seams import Embedder, MessageStore
 
@@ -21,7 +21,7 @@ SYSTEM = message("system", "You are a helpful assistant.")
 
 def store_settings(
     backend: str, where: Path, name: str = "memories", **options: Any
-) -> MemoryStoreConfig:
+) -> RetrievalStoreConfig:
     """``stores.memory`` for ``backend`` in ``where``: a Milvus Lite file, or
     Qdrant's local mode in memory (``qdrant``) or on disk (``qdrant-disk``)."""
     if backend == "milvus":
@@ -30,7 +30,7 @@ def store_settings(
         store = {"backend": "qdrant", "path": ":memory:"}
     else:
         store = {"backend": "qdrant", "path": str(where / name)}
-    return MemoryStoreConfig(store={**store, "collection": name}, **options)
+    return RetrievalStoreConfig(store={**store, "collection": name}, **options)
 
 
 class Plugins:
@@ -42,7 +42,9 @@ class Plugins:
         self.embedder = embedder
         self.opened: list[MessageStore] = []
 
-    def store(self, settings: MemoryStoreConfig, embedder: Embedder | None = None) -> MessageStore:
+    def store(
+        self, settings: RetrievalStoreConfig, embedder: Embedder | None = None
+    ) -> MessageStore:
         store = open_store(settings, embedder=embedder or self.embedder)
         self.opened.append(store)
         return store
@@ -50,14 +52,14 @@ class Plugins:
     def __call__(
         self,
         *,
-        memory: RouteMemory | None = None,
-        settings: MemoryStoreConfig | None = None,
+        memory: RouteRetrieval | None = None,
+        settings: RetrievalStoreConfig | None = None,
         store: MessageStore | None = None,
         **options: Any,
     ) -> MemoryPlugin:
         settings = settings or store_settings(self.backend, self.where)
         config = MemoryConfig(
-            memory=memory or RouteMemory(auto_store=True),
+            memory=memory or RouteRetrieval(auto_store=True),
             memory_store=settings,
             max_messages=50,
         )

@@ -24,9 +24,9 @@ from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import Outcome, StrategyContext, StrategyResult
 from memrules._engine.interpreter import NamedStrategy
 from memrules.seams import (
-    MemoryRecord,
     RecallHit,
     Scope,
+    StoredMessage,
     StoreWrite,
     Summarizer,
     extractive_summarizer,
@@ -152,7 +152,7 @@ class MemoryStore:
     down: bool = False
     batches: list[Conversation] = attrs.field(factory=list)
 
-    def add(self, records: Sequence[MemoryRecord]) -> StoreWrite:
+    def add(self, records: Sequence[StoredMessage]) -> StoreWrite:
         if self.down:
             msg = "vector store unreachable"
             raise ConnectionError(msg)

@@ -236,7 +236,7 @@ def test_writer_and_reader_forget_the_same_conversations(
     history: Conversation = agent_history(40, seed=4).messages
     trace = tmp_path / "t.jsonl"
     with record_trace(trace, load_pipeline(CONFIG)) as traced:
-        for i, name in enumerate("abab" "cac"):
+        for i, name in enumerate("ababcac"):
             traced.apply(history[: 5 + i], conversation_id=name)
     found = lines(trace)[1:]
     assert [line.get("prefix") is not None for line in found] == [

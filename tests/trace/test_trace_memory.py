@@ -21,9 +21,9 @@ from memrules import MemoryConfig, MemoryPlugin, ReplayMismatch, load_config, re
 from memrules._cli.main import main
 from memrules._trace.canonical import canonical_config, rebuild_config
 from memrules._trace.record import dump_line
-from memrules.memory import MemoryStoreConfig, Retrieval, RouteMemory
+from memrules.memory import Retrieval, RetrievalStoreConfig, RouteRetrieval
 from memrules.memory.binding import open_store
-from memrules.memory.gate import Memory
+from memrules.memory.gate import Recalled
 from memrules.memory.shared import SharedStores
 from memrules.seams import Embedder, MessageStore
 from tests.support.memory_helpers import DAY, T0, ask
@@ -48,13 +48,13 @@ def edit(path: Path, line: int, change: Any) -> None:
     path.write_text("".join(text), encoding="utf-8")
 
 
-def settings_for(backend: str, where: Path) -> MemoryStoreConfig:
+def settings_for(backend: str, where: Path) -> RetrievalStoreConfig:
     """``stores.memory`` on disk in ``where``, its key named by a variable."""
     if backend == "milvus":
         store: dict[str, Any] = {"backend": "milvus", "uri": str(where / "memories.db")}
     else:
         store = {"backend": "qdrant", "path": str(where / "memories")}
-    return MemoryStoreConfig(store={**store, "collection": "memories", "api_key_env": KEY_ENV})
+    return RetrievalStoreConfig(store={**store, "collection": "memories", "api_key_env": KEY_ENV})
 
 
 def talk(plugin: MemoryPlugin) -> None:
@@ -107,7 +107,7 @@ def recorded(
     store: MessageStore = open_store(settings, embedder=local_embedder)
     times = iter(T0 + i * DAY for i in range(100))
     config = MemoryConfig(
-        memory=RouteMemory(auto_store=True), memory_store=settings, max_messages=50
+        memory=RouteRetrieval(auto_store=True), memory_store=settings, max_messages=50
     )
     trace = tmp_path / "memory.jsonl"
     plugin = MemoryPlugin(config, memory_store=store, trace=trace, clock=lambda: next(times))
@@ -300,8 +300,8 @@ def test_a_retrieval_reads_back_as_it_was_written() -> None:
         backend="qdrant",
         threshold=0.3,
         memories=(
-            Memory(id="a", text="Q: x\nA: y", score=0.51, stored_at=T0, conversation_id="c1"),
-            Memory(id="b", text="Q: z\nA: w", score=0.4),
+            Recalled(id="a", text="Q: x\nA: y", score=0.51, stored_at=T0, conversation_id="c1"),
+            Recalled(id="b", text="Q: z\nA: w", score=0.4),
         ),
     )
     assert Retrieval.from_dict(json.loads(json.dumps(retrieval.to_dict()))) == retrieval

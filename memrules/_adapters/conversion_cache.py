@@ -2,7 +2,7 @@
 
 A router converts the whole message list of every request, and a request
 of a long conversation repeats every message the last one had.
-:class:`ConversionMemo` remembers, for one conversation, what each message
+:class:`ConversionCache` remembers, for one conversation, what each message
 object was converted to, so that :func:`~memrules.from_openai` and
 :func:`~memrules.from_anthropic` handed the memo pay per message only for
 messages this conversation has not sent before. A message is known:
@@ -44,7 +44,7 @@ from memrules._core.bounded import BoundedTable
 from memrules._core.checks import is_whole
 from memrules._core.messages import Message
 
-__all__ = ["DEFAULT_MEMO_SIZE", "ConversionMemo", "fingerprint"]
+__all__ = ["DEFAULT_MEMO_SIZE", "ConversionCache", "fingerprint"]
 
 DEFAULT_MEMO_SIZE = 65_536
 
@@ -102,7 +102,7 @@ class _Last(Generic[S]):
     states: tuple[S, ...]
 
 
-class ConversionMemo:
+class ConversionCache:
     """One conversation's provider messages and what they became (see the
     module docs); ``size`` bounds the fingerprint table."""
 

@@ -1,4 +1,4 @@
-"""Converting with a conversation's memo (memrules._adapters.conversion_memo) gives
+"""Converting with a conversation's memo (memrules._adapters.conversion_cache) gives
 what converting afresh gives, whatever the conversation went through
 between two requests; the request hook sends back what it kept as the
 body's own objects and converts only the rest."""
@@ -21,9 +21,10 @@ from memrules import (
     Request,
     from_anthropic,
     from_openai,
+    to_anthropic,
     to_openai,
 )
-from memrules._adapters.conversion_memo import ConversionMemo, fingerprint
+from memrules._adapters.conversion_cache import ConversionCache, fingerprint
 from memrules._adapters.openai import write_back
 from memrules._runtime.pipeline import Pipeline
 from memrules.strategies import sliding_window, trim_to_budget
@@ -57,7 +58,7 @@ def next_request(data: st.DataObject, prev: list[Any], extra: list[Any]) -> list
 def test_openai_with_a_memo_is_openai_afresh(
     data: st.DataObject, first: list[Any], extra: list[Any]
 ) -> None:
-    memo = ConversionMemo(size=data.draw(st.sampled_from([0, 3, 1_000]), label="size"))
+    memo = ConversionCache(size=data.draw(st.sampled_from([0, 3, 1_000]), label="size"))
     request = first
     for _ in range(6):
         remembered = from_openai(request, memo=memo)
@@ -70,17 +71,30 @@ def test_openai_with_a_memo_is_openai_afresh(
 def test_anthropic_with_a_memo_is_anthropic_afresh(
     data: st.DataObject, first: list[Any], extra: list[Any]
 ) -> None:
-    memo = ConversionMemo()
+    memo = ConversionCache()
     request = first
+    seen: list[Any] = []
     for _ in range(5):
+        seen.extend(copy.deepcopy(request))
         system = data.draw(st.none() | st.just("Be brief."), label="system")
         remembered = from_anthropic(request, system=system, memo=memo)
-        assert remembered == from_anthropic(copy.deepcopy(request), system=system)
+        afresh = from_anthropic(copy.deepcopy(request), system=system)
+        assert to_anthropic(remembered) == to_anthropic(afresh)  # every key and value
+        if not _reordered_twins(seen):
+            assert remembered == afresh
         request = next_request(data, request, extra)
 
 
+def _reordered_twins(messages: list[Any]) -> bool:
+    """Whether two of ``messages`` are equal but for their keys' order: the
+    memo takes one for the other in place, as its module docs say, and the
+    key order it remembers is the first one's."""
+    canonical = {json.dumps(m, sort_keys=True) for m in messages}
+    return len({fingerprint(m) for m in messages}) > len(canonical)
+
+
 def test_messages_known_before_come_back_as_the_same_objects() -> None:
-    memo = ConversionMemo()
+    memo = ConversionCache()
     log = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
     first = from_openai(log, memo=memo)
     log.append({"role": "assistant", "content": "hello"})
@@ -99,7 +113,7 @@ def test_a_fingerprint_tells_key_order_and_number_types_apart() -> None:
     assert fingerprint(a) != fingerprint({"role": "user", "content": "hi", "x": 1.0})
     assert fingerprint(a) == fingerprint(json.loads(json.dumps(a)))
     assert fingerprint({"x": {1, 2}}) is None  # not JSON: never looked up
-    memo = ConversionMemo()
+    memo = ConversionCache()
     from_openai([{"role": "system", "content": "s"}, a], memo=memo)
     moved = from_openai([{"content": "hi", "role": "user", "x": 1}], memo=memo)
     assert moved == from_openai([{"content": "hi", "role": "user", "x": 1}])
@@ -107,7 +121,7 @@ def test_a_fingerprint_tells_key_order_and_number_types_apart() -> None:
 
 
 def test_an_edit_in_place_is_seen() -> None:
-    memo = ConversionMemo()
+    memo = ConversionCache()
     log = [{"role": "user", "content": [{"type": "text", "text": "a"}]}]
     from_openai(log, memo=memo)
     log[0]["content"][0]["text"] = "b"  # the same objects, changed
@@ -117,7 +131,7 @@ def test_an_edit_in_place_is_seen() -> None:
 def test_legacy_function_messages_keep_their_context() -> None:
     call = {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}
     answer = {"role": "function", "name": "f", "content": "42"}
-    memo = ConversionMemo()
+    memo = ConversionCache()
     log = [{"role": "user", "content": "go"}, call, answer]
     assert from_openai(log, memo=memo) == from_openai(log)
     shifted = [{"role": "user", "content": "again"}, *log]
@@ -125,17 +139,17 @@ def test_legacy_function_messages_keep_their_context() -> None:
 
 
 def test_a_memo_holds_one_provider_and_a_bounded_table() -> None:
-    memo = ConversionMemo(size=2)
+    memo = ConversionCache(size=2)
     from_openai([{"role": "user", "content": str(i)} for i in range(5)], memo=memo)
     assert len(memo) == 2
     with pytest.raises(ValueError, match="holds openai messages"):
         from_anthropic([{"role": "user", "content": "hi"}], memo=memo)
     with pytest.raises(ValueError, match="size=-1"):
-        ConversionMemo(size=-1)
+        ConversionCache(size=-1)
 
 
 def test_malformed_input_is_named_with_a_memo_too() -> None:
-    memo = ConversionMemo()
+    memo = ConversionCache()
     from_openai([{"role": "user", "content": "hi"}], memo=memo)
     with pytest.raises(MessageFormatError, match=r"messages\[1\]\.role"):
         from_openai([{"role": "user", "content": "hi"}, {"role": "robot"}], memo=memo)
@@ -203,18 +217,18 @@ def test_the_hook_sends_back_the_bodys_own_messages() -> None:
 
 
 def test_the_plugin_keeps_a_bounded_memo_per_conversation() -> None:
-    from memrules._plugin.conversation_memos import ConversationMemos
+    from memrules._plugin.conversation_caches import ConversationCaches
 
     made: list[int] = []
     pipeline = Pipeline.from_config(MemoryConfig(), counter=COUNTER)
 
     def make() -> Any:
-        from memrules._plugin.conversation_memos import ConversationMemo
+        from memrules._plugin.conversation_caches import ConversationCache
 
         made.append(1)
-        return ConversationMemo(pipeline)
+        return ConversationCache(pipeline)
 
-    memos = ConversationMemos(make, cap=2)
+    memos = ConversationCaches(make, cap=2)
     a, b = memos.get("a"), memos.get("b")
     assert memos.get("a") is a  # "a" is now the most recent
     memos.get("c")  # past the cap: "b", the least recently used, goes

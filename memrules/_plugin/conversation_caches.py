@@ -3,7 +3,7 @@
 The request hook serves many conversations through one pipeline. What makes
 a request of a long conversation cheap (the counts, tool links and held
 messages a :class:`~memrules._counting.measure.Measure` remembers, and the provider
-messages a :class:`~memrules._adapters.conversion_memo.ConversionMemo` has converted)
+messages a :class:`~memrules._adapters.conversion_cache.ConversionCache` has converted)
 is about one conversation, so each conversation gets its own: requests of
 one conversation never evict another's.
 
@@ -11,7 +11,7 @@ Memos are this process's, not conversation state: they hold message
 objects, so they are never written to a state store (Valkey) and are not
 shared between replicas; a replica that has not seen a conversation, or
 has forgotten it, builds its memo again on the next request, which then
-costs what a first request costs. :class:`ConversationMemos` keeps at most
+costs what a first request costs. :class:`ConversationCaches` keeps at most
 ``cap`` of them, least recently used out first.
 """
 
@@ -20,17 +20,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from memrules._adapters.conversion_memo import ConversionMemo
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.bounded import BoundedTable
 from memrules._counting.measure import Measure
 from memrules._runtime.pipeline import Pipeline
 
-__all__ = ["ConversationMemo", "ConversationMemos"]
+__all__ = ["ConversationCache", "ConversationCaches"]
 
 
-class ConversationMemo:
+class ConversationCache:
     """The :class:`~memrules._counting.measure.Measure` (``measure``) and the
-    :class:`~memrules._adapters.conversion_memo.ConversionMemo` (``conversion``) of one
+    :class:`~memrules._adapters.conversion_cache.ConversionCache` (``conversion``) of one
     conversation served by ``pipeline``. Both are bounded by that
     conversation and safe to share between threads."""
 
@@ -38,10 +38,10 @@ class ConversationMemo:
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.measure: Measure = pipeline.memo()
-        self.conversion = ConversionMemo()
+        self.conversion = ConversionCache()
 
 
-class ConversationMemos:
+class ConversationCaches:
     """The memos of at most ``cap`` conversations, by conversation id, made
     by ``make`` on first use; the least recently used goes first. Owned by
     one plugin; thread-safe (its lock guards the table, never held while a
@@ -49,14 +49,14 @@ class ConversationMemos:
 
     __slots__ = ("_lock", "_make", "_table", "cap")
 
-    def __init__(self, make: Callable[[], ConversationMemo], cap: int) -> None:
+    def __init__(self, make: Callable[[], ConversationCache], cap: int) -> None:
         self.cap = cap
         self._make = make
         # least recently used first: get touches each hit
-        self._table: BoundedTable[str | None, ConversationMemo] = BoundedTable(cap)
+        self._table: BoundedTable[str | None, ConversationCache] = BoundedTable(cap)
         self._lock = threading.Lock()
 
-    def get(self, conversation_id: str | None) -> ConversationMemo:
+    def get(self, conversation_id: str | None) -> ConversationCache:
         """The conversation's memo, made if new."""
         with self._lock:
             memo = self._table.get(conversation_id)
