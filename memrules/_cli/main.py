@@ -420,7 +420,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 _BENCH_HELP = (
     "Speed, budget use and memory of memrules against a plain tiktoken loop "
-    "and LangChain's trim_messages, on seeded agent histories."
+    "and LangChain's trim_messages, on generated agent histories (fixed random seeds)."
 )
 
 
@@ -549,8 +549,8 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="the seed's four-turn example",
-        description="The seed's four-turn memory example: max_messages 6, a 256-token window, "
+        help="a four-turn memory example",
+        description="A four-turn memory example: max_messages 6, a 256-token window, "
         "a warning at 20% and a sliding window of 4 messages. Offline by default.",
     )
     add_demo_arguments(demo)
