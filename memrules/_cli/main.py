@@ -568,7 +568,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("arguments", nargs="*", help=argparse.SUPPRESS)
     bench.set_defaults(handler=_bench)
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve retrieval memory and compaction over MCP (stdio)",
+        description="An MCP server on stdio (the mcp extra) with the tools remember, recall, "
+        "forget, list_memories and compact, for one route and one user and tenant, fixed "
+        "when it starts: no tool takes a user, so a caller reaches no one else's memories.",
+    )
+    mcp.add_argument("config", metavar="CONFIG", help="the YAML config (a file)")
+    mcp.add_argument(
+        "--route", default="default", help="the route to serve (default: the top level)"
+    )
+    mcp.add_argument("--user", help="the user whose memories it serves (or MEMRULES_MCP_USER)")
+    mcp.add_argument("--tenant", help="the user's tenant (or MEMRULES_MCP_TENANT)")
+    mcp.set_defaults(handler=_mcp)
     return parser
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from memrules._cli import mcp_server
+
+    found = mcp_server.scope(args.user, args.tenant)
+    if found is None:
+        raise UsageError(mcp_server.SCOPE_MISSING)
+    return mcp_server.serve(args.config, route=args.route, user=found[0], tenant=found[1])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
