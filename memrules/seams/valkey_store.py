@@ -58,7 +58,13 @@ from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
 from memrules.seams._lexical import tokens
-from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
+from memrules.seams._store import (
+    DEFAULT_COLLECTION,
+    MAX_K,
+    MessageStore,
+    check_collection,
+    check_mode,
+)
 
 __all__ = ["DEFAULT_KEY_PREFIX", "DEFAULT_URL", "valkey_store"]
 
@@ -296,11 +302,13 @@ class _Valkey:
             found += f" @conversation:{{{_digest(scope.conversation_id)}}}"
         return found
 
-    def _hits(self, reply: Sequence[Any], scope: Scope, scores: str) -> list[RecallHit]:
+    def _hits(
+        self, reply: Sequence[Any], scope: Scope, scores: str, terms: set[str] | None = None
+    ) -> list[RecallHit]:
         """The records of an ``FT.SEARCH`` reply that are ``scope``'s (checked
-        again as read), best first. ``scores``: ``withscores`` (the reply's
-        own, ``WITHSCORES``), ``distance`` (a returned cosine distance) or
-        ``none`` (each 0)."""
+        again as read) and, with ``terms``, hold one of them, best first.
+        ``scores``: ``withscores`` (the reply's own, ``WITHSCORES``),
+        ``distance`` (a returned cosine distance) or ``none`` (each 0)."""
         hits: list[RecallHit] = []
         step = 3 if scores == "withscores" else 2
         for i in range(1, len(reply) - step + 2, step):
@@ -312,6 +320,8 @@ class _Valkey:
                 score = 1.0 - float(fields["distance"])
             else:
                 score = 0.0
+            if terms is not None and not terms & set(_text(fields["terms"]).split()):
+                continue
             hit = _hit(key.rpartition(":r:")[2], fields, score)
             if (hit.user, hit.tenant) != (scope.user, scope.tenant):
                 continue  # a digest collision; never another user's record
@@ -333,16 +343,25 @@ class _Valkey:
         return self._hits(reply, scope, "distance")[:k]
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
+        """BM25 over ``terms`` within ``scope``. Each query token is an
+        optional clause (``~@terms:token``) after the scope filter: a union
+        of terms inside an intersection is scored by its first matching
+        term only (RediSearch 2.10), which ranks a record holding every
+        term below one holding one; optional clauses are each scored. The
+        scope's tags add a small score of their own to every record, so
+        records holding no token are dropped as read, and twice ``k`` are
+        fetched: a token that every record holds scores about nothing."""
         index = self._index(self.collection)
         terms = list(dict.fromkeys(tokens(query)))[:MAX_QUERY_TERMS]
         if not terms or not self._has_text(index):
             return []
-        search = f"{self._filter(scope)} @terms:({'|'.join(terms)})"
+        search = " ".join([self._filter(scope), *(f"~@terms:{t}" for t in terms)])
+        wanted = min(2 * k, 2 * MAX_K)
         reply = self._open().execute_command(
-            "FT.SEARCH", index, search, "VERBATIM", "SCORER", "BM25", "WITHSCORES",
-            "RETURN", len(_FIELDS), *_FIELDS, "LIMIT", 0, k, "DIALECT", 2,
+            "FT.SEARCH", index, search, "VERBATIM", "SCORER", "BM25STD", "WITHSCORES",
+            "RETURN", len(_FIELDS) + 1, *_FIELDS, "terms", "LIMIT", 0, wanted, "DIALECT", 2,
         )  # fmt: skip
-        return self._hits(reply, scope, "withscores")[:k]
+        return self._hits(reply, scope, "withscores", set(terms))[:k]
 
     # --- listing and forgetting ----------------------------------------------------------
 
