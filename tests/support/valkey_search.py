@@ -66,6 +66,7 @@ class SearchServer:
     def start(self) -> SearchServer:
         self._server.start()
         self.port = self._server.port
+        self._server._requested_port = self.port  # started again, it listens where it did
         return self
 
     @property
@@ -77,10 +78,7 @@ class SearchServer:
 
     def kill(self) -> None:
         """End the server with SIGKILL: no shutdown, no save."""
-        port = self.port
         self._server.terminate()
-        self._server.port = None
-        self.port = port  # start() again listens where it did
 
     def stop(self) -> None:
         self._server.stop()
