@@ -48,11 +48,12 @@ import hashlib
 import importlib.util
 import json
 import logging
+import os
 import struct
 from collections.abc import Sequence
 from typing import Any
 
-from memrules._core.checks import check_whole
+from memrules._core.checks import check_api_key_env, check_whole
 from memrules._core.errors import CollectionError, ConfigError, StoreError
 from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
@@ -116,8 +117,10 @@ class _Valkey:
         ef_construction: int,
         ef_runtime: int,
         timeout_seconds: float,
+        api_key_env: str | None = None,
     ) -> None:
         self.url = url
+        self.api_key_env = api_key_env
         self.collection = collection
         self.key_prefix = key_prefix
         self.m = m
@@ -142,10 +145,12 @@ class _Valkey:
         if self._client is None:
             import valkey
 
+            password = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
             self._client = valkey.Valkey.from_url(
                 self.url,
                 socket_timeout=self.timeout_seconds,
                 socket_connect_timeout=self.timeout_seconds,
+                **({"password": password} if password else {}),
             )
         return self._client
 
@@ -443,13 +448,16 @@ def valkey_store(
     ef_construction: int = 200,
     ef_runtime: int = 100,
     timeout_seconds: float = 5.0,
+    api_key_env: str | None = None,
     batch_size: int = 256,
     candidates: int = 50,
 ) -> MessageStore:
     """A store in a Valkey or Redis server at ``url`` (``valkey://host:port``,
     ``valkeys://`` for TLS, ``redis://``, ``unix:///path``; a password in the
-    URL is never shown) whose Search module has vector fields (see the module
-    docs). ``collection`` names the index, ``key_prefix`` starts every key
+    URL is never shown, and one in the environment variable ``api_key_env``
+    names is read when the client connects and never recorded) whose
+    Search module has vector fields (see the module docs). ``collection``
+    names the index, ``key_prefix`` starts every key
     and index name (two applications on one server keep apart by it). The
     HNSW graph links each vector to ``m`` others, built with a candidate list
     of ``ef_construction``, searched with one of ``ef_runtime`` (at least
@@ -463,6 +471,7 @@ def valkey_store(
     if not isinstance(url, str) or not url.startswith(_SCHEMES):
         msg = f"url={redact_url(url)!r} must be a Valkey server's {', '.join(_SCHEMES)} URL"
         raise ConfigError.single(msg, yaml_path="url")
+    check_api_key_env(api_key_env)
     check_collection(collection)
     _check_key_prefix(key_prefix)
     check_mode(search)
@@ -479,9 +488,10 @@ def valkey_store(
     if valkey_missing():
         msg = "the valkey backend needs the valkey client: pip install 'memrules[valkey]'"
         raise ConfigError.single(msg, yaml_path="backend")
+    key = f", api_key_env={api_key_env!r}" if api_key_env else ""
     description = (
         f"valkey_store(url={redact_url(url)!r}, collection={collection!r}, "
-        f"key_prefix={key_prefix!r}, search={search!r})"
+        f"key_prefix={key_prefix!r}, search={search!r}{key})"
     )
     return MessageStore(
         backend=_Valkey(
@@ -492,6 +502,7 @@ def valkey_store(
             ef_construction=ef_construction,
             ef_runtime=ef_runtime,
             timeout_seconds=float(timeout_seconds),
+            api_key_env=api_key_env,
         ),
         embedder=embedder,
         search=search,
