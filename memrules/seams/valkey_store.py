@@ -286,7 +286,7 @@ class _Valkey:
         snapshots only) or does not know the command."""
         import valkey
 
-        timeout_ms = max(1, int(self.timeout_seconds * 1000))
+        timeout_ms = self._timeout_ms()
         try:
             local, _ = self._open().execute_command("WAITAOF", 1, 0, timeout_ms)
         except valkey.exceptions.ResponseError as exc:
@@ -300,6 +300,11 @@ class _Valkey:
         return True
 
     # --- search ----------------------------------------------------------------------------
+
+    def _timeout_ms(self) -> int:
+        """A query's own time limit: the store's, not the module's default
+        (500 ms in RediSearch, which then answers what it found so far)."""
+        return max(1, int(self.timeout_seconds * 1000))
 
     def _filter(self, scope: Scope) -> str:
         found = f"@scope:{{{_scope_tag(scope.user, scope.tenant)}}}"
@@ -343,7 +348,7 @@ class _Valkey:
             "PARAMS", 4, "vector", struct.pack(f"<{len(vector)}f", *vector),
             "ef", max(self.ef_runtime, k),
             "RETURN", len(_FIELDS) + 1, *_FIELDS, "distance",
-            "LIMIT", 0, k, "DIALECT", 2,
+            "LIMIT", 0, k, "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
         )  # fmt: skip
         return self._hits(reply, scope, "distance")[:k]
 
@@ -364,7 +369,8 @@ class _Valkey:
         wanted = min(2 * k, 2 * MAX_K)
         reply = self._open().execute_command(
             "FT.SEARCH", index, search, "VERBATIM", "SCORER", "BM25STD", "WITHSCORES",
-            "RETURN", len(_FIELDS) + 1, *_FIELDS, "terms", "LIMIT", 0, wanted, "DIALECT", 2,
+            "RETURN", len(_FIELDS) + 1, *_FIELDS, "terms", "LIMIT", 0, wanted,
+            "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
         )  # fmt: skip
         return self._hits(reply, scope, "withscores", set(terms))[:k]
 
@@ -385,7 +391,7 @@ class _Valkey:
         while True:
             reply = client.execute_command(
                 "FT.SEARCH", index, self._filter(scope), "RETURN", len(_FIELDS), *_FIELDS,
-                "LIMIT", offset, _PAGE, "DIALECT", 2,
+                "LIMIT", offset, _PAGE, "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
             )  # fmt: skip
             found.update((h.id, h) for h in self._hits(reply, scope, "none"))
             offset += _PAGE
