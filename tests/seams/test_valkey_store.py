@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -332,3 +332,54 @@ def test_two_plugin_processes_share_one_server_and_never_another_users_memories(
         assert not others & set(out["ana_listed"])
         assert out["nobody_listed"] == []
         assert set(out["bob_listed"]) == {t for n in ("one", "two") for t in SAID[n].get("bob", ())}
+
+
+# --- dense search against the exact scan ----------------------------------------------------
+
+
+class Seeded:
+    """Seeded random unit vectors of 64 floats: the same text, the same vector."""
+
+    dimension = 64
+    identity: ClassVar[dict[str, Any]] = {"model": "seeded", "dimension": 64}
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import hashlib
+
+        import numpy as np
+
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+            v = np.random.default_rng(seed).standard_normal(64)
+            out.append((v / np.linalg.norm(v)).tolist())
+        return out
+
+
+def test_dense_search_is_the_exact_scan_within_the_scope(server: SearchServer) -> None:
+    """600 records of 3 users; for each user and query, the dense top 10 is
+    the top 10 of a numpy scan of every record with the user's mask."""
+    import numpy as np
+
+    from memrules._core.messages import message
+
+    embedder = Seeded()
+    store = valkey_store(url=server.url, embedder=embedder, collection="exact", search="dense")
+    scopes = [Scope(user=f"u{u}", tenant="t") for u in range(3)]
+    records = [
+        r
+        for i in range(600)
+        for r in build_records((message("user", f"note {i}"),), scope=scopes[i % 3])
+    ]
+    store.add(records)
+    matrix = np.array(embedder.embed([r.text for r in records]))
+    owner = np.array([r.scope.user for r in records])
+    for q in range(10):
+        (query,) = embedder.embed([f"question {q}"])
+        for scope in scopes:
+            scores = np.where(owner == scope.user, matrix @ np.array(query), -np.inf)
+            exact = [records[i].id for i in np.argsort(-scores)[:10]]
+            hits = store.search(f"question {q}", k=10, scope=scope)
+            assert [h.id for h in hits] == exact
+            assert np.allclose([h.score for h in hits], np.sort(scores)[::-1][:10], atol=1e-5)
+    store.close()
