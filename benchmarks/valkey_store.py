@@ -24,16 +24,39 @@ import numpy as np
 
 from memrules._core.messages import message
 from memrules._core.seam_records import Scope, build_records
-from memrules.seams.valkey_store import valkey_store
+from memrules.seams.valkey import valkey_store
 from tests.support.valkey_search import SearchServer
 
 DIMENSION = 384
 USERS = 20
 ROUNDS = 40
-WORDS = (
-    "deploy key vault prod terraform porto sister cat miso budget invoice schedule export "
-    "database pool retry queue lexer test dentist friday landlord chess coffee decaf"
-).split()
+WORDS = [
+    "deploy",
+    "key",
+    "vault",
+    "prod",
+    "terraform",
+    "porto",
+    "sister",
+    "cat",
+    "miso",
+    "budget",
+    "invoice",
+    "schedule",
+    "export",
+    "database",
+    "pool",
+    "retry",
+    "queue",
+    "lexer",
+    "test",
+    "dentist",
+    "friday",
+    "landlord",
+    "chess",
+    "coffee",
+    "decaf",
+]
 
 
 class Synthetic:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from memrules.seams.qdrant import qdrant_store
     from memrules.seams.recall import answer_recall, recall_tool
     from memrules.seams.summarizers import extractive_summarizer, openai_summarizer
-    from memrules.seams.valkey_store import valkey_store
+    from memrules.seams.valkey import valkey_store
 
 __all__ = [
     "SEARCH_MODES",
@@ -98,7 +98,7 @@ _WHERE: dict[str, str] = {
     "recall_tool": "memrules.seams.recall",
     "extractive_summarizer": "memrules.seams.summarizers",
     "openai_summarizer": "memrules.seams.summarizers",
-    "valkey_store": "memrules.seams.valkey_store",
+    "valkey_store": "memrules.seams.valkey",
 }
 
 

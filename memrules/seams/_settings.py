@@ -58,7 +58,7 @@ _Factory = Callable[..., Any]
 def _stores() -> dict[str, _Factory]:
     from memrules.seams.milvus import milvus_store
     from memrules.seams.qdrant import qdrant_store
-    from memrules.seams.valkey_store import valkey_store
+    from memrules.seams.valkey import valkey_store
 
     return {"milvus": milvus_store, "qdrant": qdrant_store, "valkey": valkey_store}
 

@@ -20,7 +20,7 @@ from memrules._core.errors import ConfigError, StoreError
 from memrules._core.seam_records import StoredMessage, build_records
 from memrules.memory import RetrievalStoreConfig, RouteRetrieval
 from memrules.seams import Embedder, MessageStore, Scope, Seams
-from memrules.seams.valkey_store import valkey_store
+from memrules.seams.valkey import valkey_store
 from memrules.strategies import offload
 from tests.seams.test_stores import FACTS, grow
 from tests.strategies.test_units import agent_loop

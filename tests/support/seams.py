@@ -12,7 +12,7 @@ import pytest
 
 from memrules.seams import Embedder, MessageStore, milvus_store, qdrant_store
 from memrules.seams.embedders import local_embedder_missing
-from memrules.seams.valkey_store import valkey_store
+from memrules.seams.valkey import valkey_store
 from tests.support.valkey_search import HAS_VALKEY_SEARCH, key_prefix, shared_server
 
 MISSING_LOCAL = local_embedder_missing()
