@@ -29,9 +29,9 @@ whole suite, servers that are not here), ``<!-- needs: MODULE ... (EXTRA) -->``
 from __future__ import annotations
 
 import contextlib
-import doctest
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,11 +59,21 @@ def _scratch(block: Block, tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _lines(text: str) -> list[str]:
+    return [" ".join(line.split()) for line in text.strip("\n").splitlines()]
+
+
 def _matches(shown: str, printed: str) -> bool:
-    checker = doctest.OutputChecker()
-    want = "\n".join(line.rstrip() for line in shown.strip("\n").splitlines()) + "\n"
-    got = "\n".join(line.rstrip() for line in printed.strip("\n").splitlines()) + "\n"
-    return checker.check_output(want, got, doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    """Whether ``printed`` is what ``shown`` shows: line by line, runs of
+    blanks as one, ``...`` alone on a line for any lines (none included),
+    ``...`` inside a line for any text."""
+    pattern = ""
+    for line in _lines(shown):
+        if line == "...":
+            pattern += r"(?:[^\n]*\n)*?"
+        else:
+            pattern += ".*".join(re.escape(piece) for piece in line.split("...")) + r"\n"
+    return re.fullmatch(pattern, "".join(f"{line}\n" for line in _lines(printed))) is not None
 
 
 def _bin(cwd: Path) -> Path:
@@ -72,10 +82,10 @@ def _bin(cwd: Path) -> Path:
     bin_dir = cwd.parent / f"{cwd.name}-bin"
     if not bin_dir.is_dir():
         bin_dir.mkdir()
-        (bin_dir / "python").symlink_to(sys.executable)
-        command = bin_dir / "memrules"
-        command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m memrules "$@"\n')
-        command.chmod(0o755)
+        for name, run in (("python", ""), ("memrules", " -m memrules")):
+            command = bin_dir / name  # a script, not a link: a venv is found by its path
+            command.write_text(f'#!/bin/sh\nexec "{sys.executable}"{run} "$@"\n')
+            command.chmod(0o755)
     return bin_dir
 
 
