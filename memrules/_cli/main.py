@@ -562,8 +562,8 @@ def _parser() -> argparse.ArgumentParser:
         "eval",
         help="score pipelines on a dataset: tokens saved, facts kept, recall",
         description="Run each pipeline over a dataset of conversations with probe questions "
-        "(JSON Lines; see the README) and print one row per pipeline: requests, tokens before "
-        "and after, compression ratio, broken tool pairs, facts kept in the compacted context, "
+        "(JSON Lines; see the docs' Evaluation guide) and print one row per pipeline: "
+        "requests, tokens before and after, compression ratio, broken tool pairs, facts kept in the compacted context, "
         "recall@k (with a store), p50/p95 time per request.",
     )
     eval_command.add_arguments(evaluation)
@@ -572,8 +572,8 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="the seed's four-turn example",
-        description="The seed's four-turn memory example: max_messages 6, a 256-token window, "
+        help="the four-turn example, offline or against an endpoint",
+        description="The four-turn memory example: max_messages 6, a 256-token window, "
         "a warning at 20% and a sliding window of 4 messages. Offline by default.",
     )
     add_demo_arguments(demo)
