@@ -563,8 +563,8 @@ def _parser() -> argparse.ArgumentParser:
         help="score pipelines on a dataset: tokens saved, facts kept, recall",
         description="Run each pipeline over a dataset of conversations with probe questions "
         "(JSON Lines; see the docs' Evaluation guide) and print one row per pipeline: "
-        "requests, tokens before and after, compression ratio, broken tool pairs, facts kept in the compacted context, "
-        "recall@k (with a store), p50/p95 time per request.",
+        "requests, tokens before and after, compression ratio, broken tool pairs, facts kept "
+        "in the compacted context, recall@k (with a store), p50/p95 time per request.",
     )
     eval_command.add_arguments(evaluation)
     _add_trust(evaluation)
