@@ -1,4 +1,4 @@
-"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``demo``, ``bench``.
+"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``check``, ``demo``, ``bench``.
 
 ``memrules compact --config CONFIG INPUT`` reads OpenAI-format messages (a
 JSON list, or a request object with a ``messages`` list) from INPUT (``-``
@@ -40,6 +40,7 @@ import attrs
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
 from memrules._adapters.anthropic import to_anthropic_request
 from memrules._cli import eval as eval_command
+from memrules._cli.check import check_configs
 from memrules._cli.demo import add_arguments as add_demo_arguments
 from memrules._cli.demo import render as render_demo
 from memrules._config.load import load_config
@@ -49,6 +50,7 @@ from memrules._core.messages import Conversation
 from memrules._core.redaction import redact_text
 from memrules._core.report import CompressionReport, CompressionResult
 from memrules._io.files import check_output, write_atomic
+from memrules._io.version import memrules_version
 from memrules._replay.replay import replay_trace
 from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.progress import Progress, ProgressObserver
@@ -409,6 +411,16 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    _stdout()
+    outcome = check_configs(args.configs, allow_imports=_allowed(args))
+    if outcome.report:
+        _emit("\n".join(outcome.report) + "\n")
+    for problem in outcome.problems:
+        _say(f"memrules: error: {problem}")
+    return 0 if outcome.ok else 2
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.base_url is None and (args.model is not None or args.api_key_env is not None):
         msg = "--model and --api-key-env need --base-url"
@@ -484,7 +496,18 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="memrules", description="Keep LLM conversations inside their context budget."
     )
+    parser.add_argument("--version", action="version", version=f"memrules {memrules_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = commands.add_parser(
+        "check",
+        help="validate configs and print the pipeline, budget and seams they resolve to",
+        description="Validate each config, opening nothing; print what it resolves to, or "
+        "every problem with its file, line and YAML path (exit status 2).",
+    )
+    check.add_argument("configs", nargs="+", metavar="CONFIG", help="a YAML config file")
+    _add_trust(check)
+    check.set_defaults(handler=_check)
 
     compact = commands.add_parser(
         "compact",
@@ -539,9 +562,9 @@ def _parser() -> argparse.ArgumentParser:
         "eval",
         help="score pipelines on a dataset: tokens saved, facts kept, recall",
         description="Run each pipeline over a dataset of conversations with probe questions "
-        "(JSON Lines; see the README) and print one row per pipeline: requests, tokens before "
-        "and after, compression ratio, broken tool pairs, facts kept in the compacted context, "
-        "recall@k (with a store), p50/p95 time per request.",
+        "(JSON Lines; see the docs' Evaluation guide) and print one row per pipeline: "
+        "requests, tokens before and after, compression ratio, broken tool pairs, facts kept "
+        "in the compacted context, recall@k (with a store), p50/p95 time per request.",
     )
     eval_command.add_arguments(evaluation)
     _add_trust(evaluation)
@@ -549,8 +572,8 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="a four-turn memory example",
-        description="A four-turn memory example: max_messages 6, a 256-token window, "
+        help="the four-turn example, offline or against an endpoint",
+        description="The four-turn memory example: max_messages 6, a 256-token window, "
         "a warning at 20% and a sliding window of 4 messages. Offline by default.",
     )
     add_demo_arguments(demo)
