@@ -47,8 +47,7 @@ def _budget(config: MemoryConfig) -> str:
         source = f"max_tokens {config.max_tokens:,}"
     else:
         source = (
-            f"max_fraction {config.max_fraction} of a "
-            f"{config.context_window_tokens:,}-token window"
+            f"max_fraction {config.max_fraction} of a {config.context_window_tokens:,}-token window"
         )
     if config.safety_margin:
         source += f", less a safety margin of {config.safety_margin}"
