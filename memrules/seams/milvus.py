@@ -12,10 +12,14 @@ JSON (in pieces of at most 65,535 bytes, up to :data:`MAX_MESSAGE_BYTES`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
-from collections.abc import Sequence
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memrules._core.checks import check_api_key_env
@@ -30,6 +34,7 @@ from memrules._core.seam_records import (
     decode_message,
 )
 from memrules.seams._durable import Files, local_path
+from memrules.seams._local_index import LocalIndex, Row
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
 
 __all__ = ["DEFAULT_URI", "MAX_MESSAGE_BYTES", "MAX_TEXT_BYTES", "milvus_store"]
@@ -92,6 +97,57 @@ def _pieces(payload: str) -> list[str]:
     return out or [""]
 
 
+_WORD = re.compile(r"\w+")
+_BM25 = (1.5, 0.75)  # Milvus Lite's BM25 function: k1 and b
+
+
+def _term_counts(text: str) -> dict[int, float]:
+    """The sparse vector Milvus Lite's BM25 function makes of ``text``:
+    each ``\\w+`` token, lower-cased, with its count (tokens are keyed by
+    Python's string hash: the index lives in this process only)."""
+    return {hash(token): float(n) for token, n in Counter(_WORD.findall(text.lower())).items()}
+
+
+class _Shared:
+    """The local index of one Milvus Lite collection (see
+    :mod:`memrules.seams._local_index`) and the lock its users take turns
+    with; ``index`` is None until the first search builds it from the
+    engine, and again after a write it may not have followed."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.index: LocalIndex | None = None
+        self.holders = 0
+
+
+class _Indexes:
+    """The local indexes of the Milvus Lite collections this process has
+    open, by (file, collection). Milvus Lite serves one file to every
+    client in the process and locks it against other processes, so the
+    stores of one file in this process share one index per collection,
+    which lives while one of them holds it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, str], _Shared] = {}
+
+    def acquire(self, key: tuple[str, str]) -> _Shared:
+        with self._lock:
+            shared = self._held.setdefault(key, _Shared())
+            shared.holders += 1
+            return shared
+
+    def release(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            shared = self._held[key]
+            shared.holders -= 1
+            if not shared.holders:
+                del self._held[key]
+
+
+_LOCAL = _Indexes()
+
+
 def is_server(uri: str) -> bool:
     """Whether ``uri`` names a Milvus server (else a Milvus Lite file)."""
     return uri.startswith(_SERVER_SCHEMES)
@@ -107,6 +163,8 @@ class _Milvus:
         self._client: Any = None
         self._loaded: set[str] = set()
         self._files = None if is_server(uri) else Files(uri)
+        # Milvus Lite only: the local index of this collection, shared in the process.
+        self._shared: _Shared | None = None
 
     def _open(self) -> Any:
         if self._client is None:
@@ -197,6 +255,10 @@ class _Milvus:
             properties={_IDENTITY: json.dumps(identity, sort_keys=True)},
         )
         self._ready(self.collection)
+        shared = self._share()
+        if shared is not None:
+            with shared.lock:
+                shared.index = LocalIndex(dimension, saturation=_BM25)
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         client = self._ready(self.collection)
@@ -226,11 +288,88 @@ class _Milvus:
             }
             for r, vector in rows
         ]
-        self._ready(self.collection).upsert(self.collection, data)
+        with self._following() as index:
+            self._ready(self.collection).upsert(self.collection, data)
+            if index is not None:
+                index.upsert(
+                    _row(r.id, r.scope.user, r.scope.tenant, r.scope.conversation_id, v, r.text)
+                    for r, v in rows
+                )
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            self._ready(self.collection).delete(self.collection, ids=list(ids))
+            with self._following() as index:
+                self._ready(self.collection).delete(self.collection, ids=list(ids))
+                if index is not None:
+                    index.delete(ids)
+
+    # --- the local index (Milvus Lite) ---------------------------------------------------
+
+    def _share(self) -> _Shared | None:
+        """The shared local index holder of this collection; None for a server."""
+        if self._files is None:
+            return None
+        if self._shared is None:
+            self._shared = _LOCAL.acquire((self.uri, self.collection))
+        return self._shared
+
+    @contextlib.contextmanager
+    def _following(self) -> Iterator[LocalIndex | None]:
+        """Run a write the local index follows (the index, when built, is
+        given to update); when the write fails, drop the index (the engine
+        may hold part of it), so the next search builds it again."""
+        shared = self._share()
+        if shared is None:
+            yield None
+            return
+        with shared.lock:
+            try:
+                yield shared.index
+            except BaseException:
+                shared.index = None
+                raise
+
+    def _searched(self, search: Any) -> list[RecallHit]:
+        """``search(index)`` on the local index, built from the engine
+        when it is not, under the index's lock; the records it finds read
+        back from the engine."""
+        shared = self._share()
+        assert shared is not None
+        with shared.lock:
+            if shared.index is None:
+                shared.index = self._build()
+            found: list[tuple[str, float]] = search(shared.index)
+        if not found:
+            return []
+        rows = self._ready(self.collection).query(
+            self.collection,
+            filter=f"id in {json.dumps([record_id for record_id, _ in found])}",
+            output_fields=_FIELDS,
+        )
+        by_id = {row["id"]: row for row in rows}
+        return [_hit(by_id[i], i, score) for i, score in found if i in by_id]
+
+    def _build(self) -> LocalIndex:
+        """The local index of every record the collection holds."""
+        index = LocalIndex(self.dimension() or 0, saturation=_BM25)
+        client = self._ready(self.collection)
+        iterator = client.query_iterator(
+            self.collection,
+            filter="",
+            output_fields=["id", "user", "tenant", "conversation_id", "dense", "text"],
+            batch_size=2000,
+        )
+        try:
+            while batch := iterator.next():
+                index.upsert(
+                    _row(
+                        r["id"], r["user"], r["tenant"], r["conversation_id"], r["dense"], r["text"]
+                    )
+                    for r in batch
+                )
+        finally:
+            iterator.close()
+        return index
 
     def persist(self, wrote: bool) -> bool:
         """A server acknowledged the write (it keeps what it acknowledged);
@@ -250,6 +389,8 @@ class _Milvus:
         return hits
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+        if self._files is not None:
+            return self._searched(lambda index: index.dense(vector, k=k, **_parts(scope)))
         result = self._ready(self.collection).search(
             self.collection,
             data=[vector],
@@ -262,6 +403,9 @@ class _Milvus:
         return self._hits(result, absolute=False)
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
+        if self._files is not None:
+            counts = _term_counts(query)
+            return self._searched(lambda index: index.lexical(counts, k=k, **_parts(scope)))
         result = self._ready(self.collection).search(
             self.collection,
             data=[query],
@@ -299,7 +443,13 @@ class _Milvus:
     def delete_where(self, scope: Scope, *, collection: str) -> int:
         ids = [hit.id for hit in self.scan(scope, collection=collection)]
         if ids:
-            self._ready(collection).delete(collection, filter=_filter(scope))
+            if collection != self.collection:
+                self._ready(collection).delete(collection, filter=_filter(scope))
+                return len(ids)
+            with self._following() as index:
+                self._ready(collection).delete(collection, filter=_filter(scope))
+                if index is not None:
+                    index.delete(ids)
         return len(ids)
 
     def close(self) -> None:
@@ -307,6 +457,30 @@ class _Milvus:
             self._client.close()
             self._client = None
             self._loaded = set()
+        if self._shared is not None:
+            self._shared = None
+            _LOCAL.release((self.uri, self.collection))
+
+
+def _row(
+    record_id: str,
+    user: str | None,
+    tenant: str | None,
+    conversation_id: str | None,
+    vector: Sequence[float],
+    text: str,
+) -> Row:
+    counts = _term_counts(_utf8_prefix(text, MAX_TEXT_BYTES))
+    scope = (user or "", tenant or "", conversation_id or "")
+    return record_id, scope, vector, (list(counts), list(counts.values()))
+
+
+def _parts(scope: Scope) -> dict[str, Any]:
+    return {
+        "user": scope.user or "",
+        "tenant": scope.tenant or "",
+        "conversation": scope.conversation_id,
+    }
 
 
 def _hit(row: Any, record_id: str, score: float) -> RecallHit:

@@ -14,10 +14,11 @@ keep their order).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memrules._core.checks import check_api_key_env
@@ -27,6 +28,7 @@ from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
 from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
+from memrules.seams._local_index import LocalIndex
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
 
 __all__ = ["DEFAULT_PATH", "MEMORY", "qdrant_store"]
@@ -59,6 +61,8 @@ class _Qdrant:
         self.api_key_env = api_key_env
         self._client: Any = None
         self._files = None if url is not None or path in (None, MEMORY) else Files(str(path))
+        # Local mode only: this process holds the collection (see _local_index).
+        self._index: LocalIndex | None = None
 
     def _open(self) -> Any:
         if self._client is None:
@@ -124,6 +128,8 @@ class _Qdrant:
                 client.create_payload_index(
                     self.collection, field, models.PayloadSchemaType.KEYWORD
                 )
+        else:
+            self._index = LocalIndex(dimension)
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         client = self._open()
@@ -142,8 +148,11 @@ class _Qdrant:
         from qdrant_client import models
 
         points = []
+        indexed = []
         for r, vector in rows:
             indices, values = document_vector(r.text)
+            scope = (r.scope.user or "", r.scope.tenant or "", r.scope.conversation_id or "")
+            indexed.append((r.id, scope, vector, (indices, values)))
             points.append(
                 models.PointStruct(
                     id=_point_id(r.id),
@@ -164,17 +173,85 @@ class _Qdrant:
                     },
                 )
             )
-        self._open().upsert(self.collection, points=points, wait=True)
+        with self._following():
+            self._open().upsert(self.collection, points=points, wait=True)
+            if self._index is not None:
+                self._index.upsert(indexed)
 
     def delete(self, ids: Sequence[str]) -> None:
         from qdrant_client import models
 
         if ids:
-            self._open().delete(
-                self.collection,
-                points_selector=models.PointIdsList(points=[_point_id(i) for i in ids]),
-                wait=True,
-            )
+            with self._following():
+                self._open().delete(
+                    self.collection,
+                    points_selector=models.PointIdsList(points=[_point_id(i) for i in ids]),
+                    wait=True,
+                )
+                if self._index is not None:
+                    self._index.delete(ids)
+
+    @contextlib.contextmanager
+    def _following(self) -> Iterator[None]:
+        """Run a write the local index follows; when it fails, drop the
+        index (the engine may hold part of the write), so the next search
+        builds it again from what the engine holds."""
+        try:
+            yield
+        except BaseException:
+            self._index = None
+            raise
+
+    def _local(self) -> LocalIndex | None:
+        """The local index of this collection (built from the engine the
+        first time), or None for a server."""
+        if self.url is not None:
+            return None
+        if self._index is None:
+            client = self._open()
+            dimension = self.dimension()
+            index = LocalIndex(dimension or 0)
+            offset: Any = None
+            while True:
+                points, offset = client.scroll(
+                    self.collection,
+                    limit=1024,
+                    offset=offset,
+                    with_payload=["user", "tenant", "conversation_id"],
+                    with_vectors=True,
+                )
+                index.upsert(
+                    (
+                        _record_id(point.id),
+                        (
+                            (point.payload or {}).get("user", ""),
+                            (point.payload or {}).get("tenant", ""),
+                            (point.payload or {}).get("conversation_id", ""),
+                        ),
+                        point.vector["dense"],
+                        (point.vector["lexical"].indices, point.vector["lexical"].values)
+                        if "lexical" in point.vector
+                        else ([], []),
+                    )
+                    for point in points
+                )
+                if offset is None:
+                    break
+            self._index = index
+        return self._index
+
+    def _fetch(self, found: list[tuple[str, float]]) -> list[RecallHit]:
+        """The records the local index found, read back from the engine, in order."""
+        if not found:
+            return []
+        points = self._open().retrieve(
+            self.collection,
+            ids=[_point_id(record_id) for record_id, _ in found],
+            with_payload=True,
+            with_vectors=False,
+        )
+        by_id = {_record_id(p.id): p for p in points}
+        return [_hit(by_id[i], score) for i, score in found if i in by_id]
 
     def persist(self, wrote: bool) -> bool:
         """A server acknowledged the write (``wait=True``); local mode on
@@ -216,7 +293,10 @@ class _Qdrant:
         return [_hit(point, float(point.score)) for point in result.points]
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
-        return self._search(vector, "dense", k, scope)
+        index = self._local()
+        if index is None:
+            return self._search(vector, "dense", k, scope)
+        return self._fetch(index.dense(vector, k=k, **_parts(scope)))
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
         from qdrant_client import models
@@ -224,6 +304,9 @@ class _Qdrant:
         indices, values = query_vector(query)
         if not indices:
             return []
+        index = self._local()
+        if index is not None:
+            return self._fetch(index.lexical(dict.fromkeys(indices, 1.0), k=k, **_parts(scope)))
         return self._search(
             models.SparseVector(indices=indices, values=values), "lexical", k, scope
         )
@@ -255,6 +338,8 @@ class _Qdrant:
         selected = self._filter(scope)
         count = int(client.count(collection, count_filter=selected, exact=True).count)
         if count:
+            if collection == self.collection:
+                self._index = None  # built again, without them, by the next search
             client.delete(
                 collection, points_selector=models.FilterSelector(filter=selected), wait=True
             )
@@ -264,6 +349,15 @@ class _Qdrant:
         if self._client is not None:
             self._client.close()
             self._client = None
+        self._index = None
+
+
+def _parts(scope: Scope) -> dict[str, Any]:
+    return {
+        "user": scope.user or "",
+        "tenant": scope.tenant or "",
+        "conversation": scope.conversation_id,
+    }
 
 
 def _hit(point: Any, score: float) -> RecallHit:
