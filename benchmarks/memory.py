@@ -23,9 +23,10 @@ conversation at a time and all conversations in one call, beside the raw
 throughput of the model embedding the same texts in one batch; resident
 memory and disk per 10,000 memories; and the first request of a memory
 route in a fresh process (interpreter start, ``import memrules``, the
-model, the store). From 100,000 memories on, stored vectors are synthetic
-(perturbed copies of the real ones, so the model is not run 100,000 times
-to fill the store); questions are always embedded by the model.
+model, the store). Past ``--real`` memories (10,000), stored vectors are
+synthetic (perturbed copies of the real ones, so the model is not run
+100,000 times to fill the store); questions are always embedded by the
+model.
 
 A backend added later plugs in by one entry in :data:`BACKENDS` (its store
 settings for a directory); the rest of the benchmark is the same for all.
@@ -138,7 +139,9 @@ class Corpus:
     """The generated memories of one size, with the floor's structures:
     the vector matrix, scope codes, and BM25 postings."""
 
-    def __init__(self, size: int, users: int, model: Any, rng: random.Random) -> None:
+    def __init__(
+        self, size: int, users: int, model: Any, rng: random.Random, real: int = 10_000
+    ) -> None:
         self.users = [f"user-{i}" for i in range(users)]
         self.records = []
         for i in range(size):
@@ -149,7 +152,7 @@ class Corpus:
                 memory_record(text, user=user, tenant=TENANT, conversation_id=f"c{i}", now=0.0)
             )
         texts = [r.text for r in self.records]
-        real = min(size, 10_000)
+        real = min(size, real)
         started = time.perf_counter()
         vectors = np.asarray(model.embed(texts[:real]), dtype=np.float32)
         self.embed_seconds = time.perf_counter() - started
@@ -427,14 +430,20 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=40)
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--real",
+        type=int,
+        default=10_000,
+        help="memories the model embeds; past these, stored vectors are synthetic",
+    )
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     args = parser.parse_args()
     model = local_embedder()
     model.load()  # type: ignore[attr-defined]
     print(f"memrules memory benchmark; {load()}")
     for size in args.sizes:
-        corpus = Corpus(size, args.users, model, random.Random(args.seed))
-        real = min(size, 10_000)
+        corpus = Corpus(size, args.users, model, random.Random(args.seed), args.real)
+        real = min(size, args.real)
         print(
             f"\n{size:,} memories: the model embedded {real:,} of them in "
             f"{corpus.embed_seconds:5.1f} s ({real / corpus.embed_seconds:5.0f} texts/s)"

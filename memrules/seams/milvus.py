@@ -48,6 +48,8 @@ _PIECES = 256
 MAX_TEXT_BYTES = _PIECE_BYTES
 MAX_MESSAGE_BYTES = _PIECE_BYTES * _PIECES
 _IDENTITY = "memrules.embedder"
+_FLUSH_ROWS = 1024
+"""Rows a Milvus Lite store writes before it flushes them into a segment."""
 _QUERY_WINDOW = 16_384  # the most rows one Milvus query returns
 _SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 _FIELDS = ["id", "text", "conversation_id", "user", "tenant", "turn", "exchange", "message"]
@@ -165,6 +167,7 @@ class _Milvus:
         self._files = None if is_server(uri) else Files(uri)
         # Milvus Lite only: the local index of this collection, shared in the process.
         self._shared: _Shared | None = None
+        self._unflushed = 0  # rows this store wrote since its last flush
 
     def _open(self) -> Any:
         if self._client is None:
@@ -289,6 +292,7 @@ class _Milvus:
             for r, vector in rows
         ]
         with self._following() as index:
+            self._unflushed += len(data)
             self._ready(self.collection).upsert(self.collection, data)
             if index is not None:
                 index.upsert(
@@ -372,14 +376,24 @@ class _Milvus:
         return index
 
     def persist(self, wrote: bool) -> bool:
-        """A server acknowledged the write (it keeps what it acknowledged);
-        a Milvus Lite file is flushed and checked to be the one opened."""
+        """A server acknowledged the write (it keeps what it acknowledged).
+        Milvus Lite appends every write to its write-ahead log before it
+        answers, so an acknowledged write survives the process being
+        killed (the next open replays the log); the rows are flushed into
+        a segment once :data:`_FLUSH_ROWS` are waiting, and when the store
+        closes (a flush writes a segment file: 0.1 s each time, and a
+        segment per small write slows every later query). The files are
+        checked to be the ones opened."""
         if self._files is None:
             return True
-        if wrote:
-            self._ready(self.collection).flush(self.collection)
+        if wrote and self._unflushed >= _FLUSH_ROWS:
+            self._flush()
         self._files.check()
         return True
+
+    def _flush(self) -> None:
+        self._ready(self.collection).flush(self.collection)
+        self._unflushed = 0
 
     def _hits(self, result: Any, *, absolute: bool) -> list[RecallHit]:
         hits = []
@@ -454,6 +468,9 @@ class _Milvus:
 
     def close(self) -> None:
         if self._client is not None:
+            if self._unflushed and self._files is not None:
+                with contextlib.suppress(Exception):  # the write-ahead log keeps them
+                    self._flush()
             self._client.close()
             self._client = None
             self._loaded = set()
