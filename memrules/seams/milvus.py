@@ -333,16 +333,33 @@ class _Milvus:
                 shared.index = None
                 raise
 
-    def _searched(self, search: Any) -> list[RecallHit]:
+    def _ranked(self, search: Any) -> list[tuple[str, float]]:
         """``search(index)`` on the local index, built from the engine
-        when it is not, under the index's lock; the records it finds read
-        back from the engine."""
+        when it is not, under the index's lock."""
         shared = self._share()
         assert shared is not None
         with shared.lock:
             if shared.index is None:
                 shared.index = self._build()
             found: list[tuple[str, float]] = search(shared.index)
+        return found
+
+    @property
+    def ranks_ids(self) -> bool:
+        """Milvus Lite ranks ids in its local index."""
+        return self._files is not None
+
+    def dense_ranking(
+        self, vector: list[float], *, k: int, scope: Scope
+    ) -> list[tuple[str, float]]:
+        return self._ranked(lambda index: index.dense(vector, k=k, **_parts(scope)))
+
+    def lexical_ranking(self, query: str, *, k: int, scope: Scope) -> list[tuple[str, float]]:
+        counts = _term_counts(query)
+        return self._ranked(lambda index: index.lexical(counts, k=k, **_parts(scope)))
+
+    def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
+        """The records of ``found``, read back from the engine, in order."""
         if not found:
             return []
         rows = self._ready(self.collection).query(
@@ -404,7 +421,7 @@ class _Milvus:
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
         if self._files is not None:
-            return self._searched(lambda index: index.dense(vector, k=k, **_parts(scope)))
+            return self.fetch(self.dense_ranking(vector, k=k, scope=scope))
         result = self._ready(self.collection).search(
             self.collection,
             data=[vector],
@@ -418,8 +435,7 @@ class _Milvus:
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
         if self._files is not None:
-            counts = _term_counts(query)
-            return self._searched(lambda index: index.lexical(counts, k=k, **_parts(scope)))
+            return self.fetch(self.lexical_ranking(query, k=k, scope=scope))
         result = self._ready(self.collection).search(
             self.collection,
             data=[query],

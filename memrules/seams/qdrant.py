@@ -297,21 +297,42 @@ class _Qdrant:
         )
         return [_hit(point, float(point.score)) for point in result.points]
 
-    def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+    @property
+    def ranks_ids(self) -> bool:
+        """Local mode ranks ids in its local index."""
+        return self.url is None
+
+    def dense_ranking(
+        self, vector: list[float], *, k: int, scope: Scope
+    ) -> list[tuple[str, float]]:
         index = self._local()
-        if index is None:
+        assert index is not None
+        return index.dense(vector, k=k, **_parts(scope))
+
+    def lexical_ranking(self, query: str, *, k: int, scope: Scope) -> list[tuple[str, float]]:
+        indices, _ = query_vector(query)
+        index = self._local()
+        assert index is not None
+        if not indices:
+            return []
+        return index.lexical(dict.fromkeys(indices, 1.0), k=k, **_parts(scope))
+
+    def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
+        return self._fetch(list(found))
+
+    def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+        if self.url is not None:
             return self._search(vector, "dense", k, scope)
-        return self._fetch(index.dense(vector, k=k, **_parts(scope)))
+        return self._fetch(self.dense_ranking(vector, k=k, scope=scope))
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
         from qdrant_client import models
 
+        if self.url is None:
+            return self._fetch(self.lexical_ranking(query, k=k, scope=scope))
         indices, values = query_vector(query)
         if not indices:
             return []
-        index = self._local()
-        if index is not None:
-            return self._fetch(index.lexical(dict.fromkeys(indices, 1.0), k=k, **_parts(scope)))
         return self._search(
             models.SparseVector(indices=indices, values=values), "lexical", k, scope
         )

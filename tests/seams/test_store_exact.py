@@ -240,3 +240,19 @@ def test_a_local_search_checks_no_filter_record_by_record(
         store.search("budget for Porto", k=5, scope=Scope(user="u1", tenant="t1"), mode=mode)
     store.close()
     assert calls == []
+
+
+def test_hybrid_search_fuses_the_two_exact_rankings(
+    filled: tuple[MessageStore, Recording, list[StoredMessage]],
+) -> None:
+    from memrules.seams._fusion import reciprocal_rank_fusion
+
+    store, _, _ = filled
+    for query in QUERIES:
+        for scope in scopes():
+            got = store.search(query, k=5, scope=scope, mode="hybrid")
+            wide = store.candidates
+            dense = store.search(query, k=wide, scope=scope, mode="dense")
+            lexical = store.search(query, k=wide, scope=scope, mode="lexical")
+            fused = reciprocal_rank_fusion([[h.id for h in dense], [h.id for h in lexical]])[:5]
+            assert [(h.id, h.score) for h in got] == fused
