@@ -112,14 +112,22 @@ def _term_counts(text: str) -> dict[int, float]:
 
 class _Shared:
     """The local index of one Milvus Lite collection (see
-    :mod:`memrules.seams._local_index`) and the lock its users take turns
-    with; ``index`` is None until the first search builds it from the
-    engine, and again after a write it may not have followed."""
+    :mod:`memrules.seams._local_index`), the fields of each record a hit
+    is made of (``rows``, by id: a search then reads nothing back through
+    Milvus Lite's gRPC server, which costs more than the search), and the
+    lock its users take turns with. ``index`` is None (and ``rows`` empty)
+    until the first search builds both from the engine, and again after a
+    write they may not have followed."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.index: LocalIndex | None = None
+        self.rows: dict[str, dict[str, Any]] = {}
         self.holders = 0
+
+    def drop(self) -> None:
+        self.index = None
+        self.rows = {}
 
 
 class _Indexes:
@@ -261,7 +269,7 @@ class _Milvus:
         shared = self._share()
         if shared is not None:
             with shared.lock:
-                shared.index = LocalIndex(dimension, saturation=_BM25)
+                shared.index, shared.rows = LocalIndex(dimension, saturation=_BM25), {}
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         client = self._ready(self.collection)
@@ -275,7 +283,7 @@ class _Milvus:
         return found
 
     def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
-        data = [
+        data: list[dict[str, Any]] = [
             {
                 "id": r.id,
                 "text": _utf8_prefix(r.text, MAX_TEXT_BYTES),
@@ -291,21 +299,24 @@ class _Milvus:
             }
             for r, vector in rows
         ]
-        with self._following() as index:
+        with self._following() as shared:
             self._unflushed += len(data)
             self._ready(self.collection).upsert(self.collection, data)
-            if index is not None:
-                index.upsert(
+            if shared is not None and shared.index is not None:
+                shared.index.upsert(
                     _row(r.id, r.scope.user, r.scope.tenant, r.scope.conversation_id, v, r.text)
                     for r, v in rows
                 )
+                shared.rows.update((row["id"], _kept(row)) for row in data)
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            with self._following() as index:
+            with self._following() as shared:
                 self._ready(self.collection).delete(self.collection, ids=list(ids))
-                if index is not None:
-                    index.delete(ids)
+                if shared is not None and shared.index is not None:
+                    shared.index.delete(ids)
+                    for record_id in ids:
+                        shared.rows.pop(record_id, None)
 
     # --- the local index (Milvus Lite) ---------------------------------------------------
 
@@ -318,19 +329,20 @@ class _Milvus:
         return self._shared
 
     @contextlib.contextmanager
-    def _following(self) -> Iterator[LocalIndex | None]:
-        """Run a write the local index follows (the index, when built, is
-        given to update); when the write fails, drop the index (the engine
-        may hold part of it), so the next search builds it again."""
+    def _following(self) -> Iterator[_Shared | None]:
+        """Run a write the local index follows (its holder is given, to
+        update the index, when the index is built); when the write fails,
+        drop the index (the engine may hold part of the write), so the
+        next search builds it again."""
         shared = self._share()
         if shared is None:
             yield None
             return
         with shared.lock:
             try:
-                yield shared.index
+                yield shared if shared.index is not None else None
             except BaseException:
-                shared.index = None
+                shared.drop()
                 raise
 
     def _ranked(self, search: Any) -> list[tuple[str, float]]:
@@ -340,7 +352,7 @@ class _Milvus:
         assert shared is not None
         with shared.lock:
             if shared.index is None:
-                shared.index = self._build()
+                shared.index, shared.rows = self._build()
             found: list[tuple[str, float]] = search(shared.index)
         return found
 
@@ -359,26 +371,22 @@ class _Milvus:
         return self._ranked(lambda index: index.lexical(counts, k=k, **_parts(scope)))
 
     def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
-        """The records of ``found``, read back from the engine, in order."""
-        if not found:
-            return []
-        rows = self._ready(self.collection).query(
-            self.collection,
-            filter=f"id in {json.dumps([record_id for record_id, _ in found])}",
-            output_fields=_FIELDS,
-        )
-        by_id = {row["id"]: row for row in rows}
-        return [_hit(by_id[i], i, score) for i, score in found if i in by_id]
+        """The records of ``found``, in order, from the rows the local
+        index keeps."""
+        shared = self._share()
+        assert shared is not None
+        with shared.lock:
+            rows = [(shared.rows.get(i), i, score) for i, score in found]
+        return [_hit(row, i, score) for row, i, score in rows if row is not None]
 
-    def _build(self) -> LocalIndex:
-        """The local index of every record the collection holds."""
+    def _build(self) -> tuple[LocalIndex, dict[str, dict[str, Any]]]:
+        """The local index of every record the collection holds, and the
+        fields of each."""
         index = LocalIndex(self.dimension() or 0, saturation=_BM25)
+        kept: dict[str, dict[str, Any]] = {}
         client = self._ready(self.collection)
         iterator = client.query_iterator(
-            self.collection,
-            filter="",
-            output_fields=["id", "user", "tenant", "conversation_id", "dense", "text"],
-            batch_size=2000,
+            self.collection, filter="", output_fields=[*_FIELDS, "dense"], batch_size=2000
         )
         try:
             while batch := iterator.next():
@@ -388,9 +396,10 @@ class _Milvus:
                     )
                     for r in batch
                 )
+                kept.update((r["id"], _kept(r)) for r in batch)
         finally:
             iterator.close()
-        return index
+        return index, kept
 
     def persist(self, wrote: bool) -> bool:
         """A server acknowledged the write (it keeps what it acknowledged).
@@ -476,10 +485,12 @@ class _Milvus:
             if collection != self.collection:
                 self._ready(collection).delete(collection, filter=_filter(scope))
                 return len(ids)
-            with self._following() as index:
+            with self._following() as shared:
                 self._ready(collection).delete(collection, filter=_filter(scope))
-                if index is not None:
-                    index.delete(ids)
+                if shared is not None and shared.index is not None:
+                    shared.index.delete(ids)
+                    for record_id in ids:
+                        shared.rows.pop(record_id, None)
         return len(ids)
 
     def close(self) -> None:
@@ -506,6 +517,13 @@ def _row(
     counts = _term_counts(_utf8_prefix(text, MAX_TEXT_BYTES))
     scope = (user or "", tenant or "", conversation_id or "")
     return record_id, scope, vector, (list(counts), list(counts.values()))
+
+
+def _kept(row: dict[str, Any]) -> dict[str, Any]:
+    """What a hit is made of, of a row as written or read."""
+    kept = {name: row[name] for name in _FIELDS if name != "message"}
+    kept["message"] = "".join(row["message"])
+    return kept
 
 
 def _parts(scope: Scope) -> dict[str, Any]:
