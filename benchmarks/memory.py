@@ -307,6 +307,16 @@ plugin.close()
 """
 
 
+def release(settings: dict[str, Any]) -> None:
+    """Let another process open the store: Milvus Lite keeps serving (and
+    locking) a file in this process until it exits, after its clients
+    close."""
+    if settings["backend"] == "milvus":
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(settings["uri"])
+
+
 def cold_start(settings: dict[str, Any], user: str) -> str:
     import json
 
@@ -420,6 +430,7 @@ def run(backend: str, corpus: Corpus, model: Any, args: argparse.Namespace) -> N
             remember(store, model, rng)
         plugin.close()
         store.close()
+        release(settings)
         print(f"  {cold_start(settings, corpus.users[0])}")
         print(f"  {load()}")
 
