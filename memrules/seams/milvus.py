@@ -8,6 +8,15 @@ Milvus's own BM25 function computes from the text (so lexical search runs in
 Milvus, over everything it holds), the conversation, user and tenant ids,
 the turn and exchange keys, the content hash, and the message as lossless
 JSON (in pieces of at most 65,535 bytes, up to :data:`MAX_MESSAGE_BYTES`).
+
+On a Milvus Lite file, searches run on an exact in-process index shared by
+the stores of that file in the process (:mod:`memrules.seams._local_index`;
+Milvus Lite answers a filtered query by rebuilding rows in Python, and
+approximately once its rows are in an HNSW segment), with BM25 over the
+whole collection (Milvus Lite scores each segment with its own
+statistics). Writes are flushed into segments every :data:`_FLUSH_ROWS`
+rows and on close; its write-ahead log keeps each acknowledged write
+before.
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ in Qdrant, over everything it holds. The payload holds the indexed text,
 the conversation, user and tenant ids, the turn and exchange keys, the
 content hash and the message as lossless JSON text (a string, so its keys
 keep their order).
+
+In local mode, searches run on an exact in-process index that follows
+every write (:mod:`memrules.seams._local_index`): local mode checks a
+payload filter in Python point by point, and the index answers the same
+top k under a numpy mask. Local mode's SQLite file commits to a
+write-ahead log (:func:`_commit_to_the_log`).
 """
 
 from __future__ import annotations
