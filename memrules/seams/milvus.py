@@ -156,6 +156,15 @@ class _Indexes:
             shared.holders += 1
             return shared
 
+    def drop(self, key: tuple[str, str]) -> None:
+        """Drop ``key``'s index, if a store holds it: a write that store
+        did not make changed the collection."""
+        with self._lock:
+            shared = self._held.get(key)
+        if shared is not None:
+            with shared.lock:
+                shared.drop()
+
     def release(self, key: tuple[str, str]) -> None:
         with self._lock:
             shared = self._held[key]
@@ -492,7 +501,10 @@ class _Milvus:
         ids = [hit.id for hit in self.scan(scope, collection=collection)]
         if ids:
             if collection != self.collection:
-                self._ready(collection).delete(collection, filter=_filter(scope))
+                try:
+                    self._ready(collection).delete(collection, filter=_filter(scope))
+                finally:  # another store of this file may search that collection
+                    _LOCAL.drop((self.uri, collection))
                 return len(ids)
             with self._following() as shared:
                 self._ready(collection).delete(collection, filter=_filter(scope))

@@ -256,3 +256,30 @@ def test_hybrid_search_fuses_the_two_exact_rankings(
             lexical = store.search(query, k=wide, scope=scope, mode="lexical")
             fused = reciprocal_rank_fusion([[h.id for h in dense], [h.id for h in lexical]])[:5]
             assert [(h.id, h.score) for h in got] == fused
+
+
+def test_stores_of_one_milvus_lite_file_share_what_they_search(
+    tmp_path: Path, local_embedder: Embedder
+) -> None:
+    """Milvus Lite serves a file to the whole process: what one store of it
+    writes or forgets, another store of the same file searches at once."""
+    pytest.importorskip("pymilvus")
+    from memrules.seams import milvus_store
+
+    uri = str(tmp_path / "shared.db")
+    one = milvus_store(embedder=local_embedder, uri=uri, collection="memories")
+    other = milvus_store(embedder=local_embedder, uri=uri, collection="memories")
+    beside = milvus_store(embedder=local_embedder, uri=uri, collection="elsewhere")
+    held = records(30, seed=2)
+    scope = Scope(user="u1", tenant="t1")
+    mine = in_scope(held, scope)
+    assert mine
+    with one, other, beside:
+        one.add(held[:10])
+        assert one.search("budget", k=30, scope=scope, mode="dense") is not None  # built
+        other.add(held[10:])
+        found = {h.id for h in one.search("budget", k=30, scope=scope, mode="dense")}
+        assert found == {r.id for r in mine}
+        assert beside.delete_scope(scope, collection="memories") == len(mine)
+        assert one.search("budget", k=30, scope=scope, mode="hybrid") == ()
+        assert other.search("budget", k=30, scope=scope, mode="lexical") == ()
