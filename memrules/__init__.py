@@ -26,9 +26,11 @@ from memrules._adapters import (
     ConversionCache,
     from_anthropic,
     from_openai,
+    from_responses,
     to_anthropic,
     to_anthropic_request,
     to_openai,
+    to_responses,
 )
 from memrules._config.load import MemoryConfig, load_config, strategy_factory
 from memrules._core.budget import Budget, ContextWindowResolver
@@ -127,6 +129,7 @@ __all__ = [
     "estimate_tokens",
     "from_anthropic",
     "from_openai",
+    "from_responses",
     "load_config",
     "load_pipeline",
     "recall_tool",
@@ -136,6 +139,7 @@ __all__ = [
     "to_anthropic",
     "to_anthropic_request",
     "to_openai",
+    "to_responses",
 ]
 
 
