@@ -90,7 +90,16 @@ from memrules._adapters._common import (
     write_opaque,
 )
 from memrules._core.frozen import FrozenDict, thaw
-from memrules._core.messages import ContentPart, Message, Opaque, Part, Role, Text, ToolCall, ToolResult
+from memrules._core.messages import (
+    ContentPart,
+    Message,
+    Opaque,
+    Part,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 
 __all__ = ["ITEM_KIND", "PROVIDER", "from_responses", "to_responses"]
 
@@ -226,7 +235,11 @@ def _read_message_item(
     elif is_array(content):
         parts = list(_read_parts(content, role, index, "content"))
     else:
-        fail(f"expected a string or a list of content parts, got {type_name(content)}", index, "content")
+        fail(
+            f"expected a string or a list of content parts, got {type_name(content)}",
+            index,
+            "content",
+        )
     if role == "assistant" and not parts:
         return None, None
     return parts, FrozenDict(record) if record else None
@@ -293,7 +306,11 @@ def _read_output(raw: Mapping[str, Any], kind: str, index: int) -> ToolResult:
     elif is_array(output):
         content = _read_parts(output, "tool", index, "output")
     else:
-        fail(f"expected a string or a list of content parts, got {type_name(output)}", index, "output")
+        fail(
+            f"expected a string or a list of content parts, got {type_name(output)}",
+            index,
+            "output",
+        )
     extra: dict[str, Any] = {}
     rest = unmapped(raw, _OUTPUT_KEYS, index, "")
     if rest is not None:
@@ -395,7 +412,7 @@ def _message_item(
 
 
 def _plain_text(block: Mapping[str, Any]) -> bool:
-    return len(block) == 2 and block.get("type") == "input_text" and "text" in block or (
+    return (len(block) == 2 and block.get("type") == "input_text" and "text" in block) or (
         len(block) == 3
         and block.get("type") == "output_text"
         and "text" in block
@@ -416,8 +433,10 @@ def _write_text(part: Text, role: str) -> dict[str, Any]:
     kind = extra.get("responses_type", _default_text_type(role))
     out: dict[str, Any] = {"type": kind, "text": part.text}
     kept = extra.get("responses")
-    if kind == "output_text" and not extra.get("responses_bare") and not (
-        kept and "annotations" in kept
+    if (
+        kind == "output_text"
+        and not extra.get("responses_bare")
+        and not (kept and "annotations" in kept)
     ):
         out["annotations"] = []
     if not extra:
