@@ -125,6 +125,7 @@ from memrules._plugin.request import (
     conversation_id_from_metadata,
     scope_from_metadata,
 )
+from memrules._plugin.responses_hook import request_from_responses, responses_body
 from memrules._plugin.step import commit as _commit
 from memrules._plugin.step import has_warning, measure, memory_settings, step, warning_message
 from memrules._runtime.awaiting import SeamAnswers, _Pending
@@ -466,6 +467,28 @@ class MemoryPlugin:
             user=user,
             tenant=tenant,
         )
+
+    def on_responses_request(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_request` for an OpenAI Responses API body (``input``,
+        ``instructions``, ``model``): returns a new body with the compacted
+        ``input`` and every other key as it was (see
+        :mod:`memrules._plugin.responses_hook`). The conversation, user and
+        tenant are found as :meth:`on_openai_request` finds them."""
+        request = request_from_responses(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=self._conversation_id_of,
+            user=user,
+            tenant=tenant,
+        )
+        return responses_body(body, request, self.handle(request))
 
     # --- async: the same steps, the seams awaited (see memrules._runtime.awaiting) ----------------
 

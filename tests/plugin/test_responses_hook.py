@@ -1,0 +1,78 @@
+"""The request hook for Responses API bodies."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from memrules import MemoryConfig, MemoryPlugin
+from memrules._adapters.responses import from_responses
+from memrules._core.messages import message
+from memrules._counting.framing import count_tokens
+
+
+def _loop(rounds: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    for r in range(rounds):
+        items.append(
+            {"type": "reasoning", "id": f"rs_{r}", "summary": [], "encrypted_content": "gAAAA" * 4}
+        )
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": f"c{r}",
+                "name": "read_file",
+                "arguments": f'{{"path": "src/m{r}.py"}}',
+            }
+        )
+        items.append(
+            {
+                "type": "function_call_output",
+                "call_id": f"c{r}",
+                "output": f"line {r} = value\n" * 60,
+            }
+        )
+    return items
+
+
+def test_a_body_under_budget_comes_back_as_it_came() -> None:
+    body = {"model": "gpt-5", "instructions": "Be brief.", "input": _loop(2), "store": False}
+    before = copy.deepcopy(body)
+    with MemoryPlugin(MemoryConfig(context_window_tokens=100_000)) as plugin:
+        out = plugin.on_responses_request(body)
+        assert out == before
+        assert body == before  # the input is not modified
+        # Counted as the OpenAI rule counts the items, instructions included.
+        usage = plugin.last_usage
+        assert usage is not None
+        instructions = message("system", "Be brief.")
+        assert usage.tokens == count_tokens((instructions, *from_responses(body["input"])))
+        assert usage.tokens > count_tokens(from_responses(body["input"]))
+
+
+def test_a_string_input_stays_a_string() -> None:
+    body = {"model": "gpt-5", "input": "hello"}
+    with MemoryPlugin(MemoryConfig(context_window_tokens=100_000)) as plugin:
+        assert plugin.on_responses_request(body) == body
+
+
+def test_an_over_budget_body_is_compacted_with_pairs_kept() -> None:
+    body = {"model": "gpt-5", "instructions": "Be brief.", "input": _loop(30)}
+    with MemoryPlugin(MemoryConfig(max_tokens=3000)) as plugin:
+        out = plugin.on_responses_request(body)
+        report = plugin.last_report
+    assert report is not None
+    assert report.compacted
+    assert report.tokens_after <= 3000
+    assert out["instructions"] == "Be brief."
+    assert out["model"] == "gpt-5"
+    sent = out["input"]
+    calls = [i["call_id"] for i in sent if i.get("type") == "function_call"]
+    outputs = [i["call_id"] for i in sent if i.get("type") == "function_call_output"]
+    assert calls == outputs
+    # Each reasoning item goes with its call.
+    for k, item in enumerate(sent):
+        if item.get("type") == "reasoning":
+            assert sent[k + 1]["type"] == "function_call"
+            assert sent[k + 1]["call_id"] == "c" + item["id"][3:]
+    assert sent[0] == {"role": "user", "content": "Fix the failing test."}
