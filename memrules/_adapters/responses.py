@@ -44,8 +44,10 @@ What the data model cannot say is kept where ``to_responses`` finds it:
 ``Message.metadata`` keys
     ``"responses_role"``: ``"developer"``. ``"responses_message"``: the
     message item's keys that memrules does not map (``id``, ``status``,
-    ``phase``), its key order, ``"form": "string"`` for string content and
-    ``"untyped": True`` where the item had no ``type``.
+    ``phase``), its key order, ``"form"`` where the content was not written
+    the default way (a string for an assistant message of plain text, a
+    list for the other roles) and ``"untyped": True`` where the item had no
+    ``type``.
 part ``extra`` keys
     ``"responses"``: the part's or item's unmapped keys, verbatim;
     ``"responses_keys"``: their order where the writer's differs;
@@ -56,8 +58,10 @@ part ``extra`` keys
     ``output_text`` part without ``annotations`` (the writer adds an empty
     list, which the API requires).
 
-Writing another format's conversation: system messages become
-``system`` message items, tool calls ``function_call`` items and results
+Writing another format's conversation: an assistant message of plain
+text becomes one string (its texts joined by newlines), the form the SDK's
+``EasyInputMessageParam`` takes for an assistant message without an item
+id; system messages become ``system`` message items, tool calls ``function_call`` items and results
 ``function_call_output`` items, images (OpenAI ``image_url``, Anthropic
 ``image``) ``input_image`` parts with ``detail: "auto"``. Lost: names and
 message ids, which the Responses API has no field for, and every other
@@ -231,9 +235,12 @@ def _read_message_item(
     parts: list[ContentPart]
     if isinstance(content, str):
         parts = [Text(text=required_str(raw, "content", index, ""))] if content else []
-        record["form"] = "string"
+        if role != "assistant":
+            record["form"] = "string"
     elif is_array(content):
         parts = list(_read_parts(content, role, index, "content"))
+        if role == "assistant":
+            record["form"] = "list"
     else:
         fail(
             f"expected a string or a list of content parts, got {type_name(content)}",
@@ -398,11 +405,11 @@ def _message_item(
 ) -> dict[str, Any]:
     record = record or {}
     value: Any = content
-    if record.get("form") == "string":
+    if record.get("form", "string" if role == "assistant" else "list") == "string":
         if not content:
             value = ""
-        elif len(content) == 1 and _plain_text(content[0]):
-            value = content[0]["text"]
+        elif all(_plain_text(block) for block in content):
+            value = "\n".join(block["text"] for block in content)
     out: dict[str, Any] = {} if record.get("untyped") else {"type": "message"}
     out["role"] = role
     out["content"] = value

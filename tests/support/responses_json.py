@@ -167,6 +167,14 @@ _words = st.lists(
 ).map(" ".join)
 
 
+# A real 1x1 PNG, so that image readers and counters see a valid header.
+_PNG = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8"
+    "/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
+)
+_detail = st.sampled_from(["low", "high", "auto"])
+
+
 @st.composite
 def responses_loops(draw: st.DrawFn, max_turns: int = 6) -> list[dict[str, Any]]:
     """An agent loop as the SDK sends it: a system or developer message,
@@ -178,7 +186,12 @@ def responses_loops(draw: st.DrawFn, max_turns: int = 6) -> list[dict[str, Any]]
         role = draw(st.sampled_from(["system", "developer"]))
         items.append({"role": role, "content": draw(_words)})
     for _ in range(draw(st.integers(1, max_turns))):
-        items.append({"role": "user", "content": draw(_words)})
+        if draw(st.integers(0, 3)) == 0:  # a screenshot beside the question
+            image = {"type": "input_image", "image_url": _PNG, "detail": draw(_detail)}
+            text = {"type": "input_text", "text": draw(_words)}
+            items.append({"type": "message", "role": "user", "content": [text, image]})
+        else:
+            items.append({"role": "user", "content": draw(_words)})
         for _ in range(draw(st.integers(0, 3))):
             n = next(counter)
             if draw(st.booleans()):
