@@ -109,6 +109,7 @@ from typing import Any
 import attrs
 
 from memrules._adapters import from_openai
+from memrules._adapters.context_editing import EditPlan
 from memrules._adapters.openai import write_back
 from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
 from memrules._core.checks import check_whole
@@ -119,6 +120,12 @@ from memrules._core.seam_protocols import Seams, Summarizer, VectorStore
 from memrules._counting.tokens import TokenCounter
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
 from memrules._plugin.conversation_caches import ConversationCache, ConversationCaches
+from memrules._plugin.provider_bodies import (
+    anthropic_body,
+    request_from_anthropic,
+    run_edited,
+    with_provider_edits,
+)
 from memrules._plugin.request import (
     Request,
     StepResult,
@@ -488,7 +495,45 @@ class MemoryPlugin:
             user=user,
             tenant=tenant,
         )
-        return responses_body(body, request, self.handle(request))
+        editing = self.config.provider_editing
+        request, result, self._last_edits = run_edited(
+            self.handle, self._pipeline.count, editing, request, "openai"
+        )
+        return with_provider_edits(responses_body(body, request, result), editing, "openai")
+
+    def on_anthropic_request(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_request` for an Anthropic Messages API body (``system``,
+        ``messages``, ``model``): returns a new body with the compacted
+        ``system`` and ``messages``, every other key as it was, and the
+        config's ``provider_editing`` written in as ``context_management``
+        (send the ``anthropic-beta: context-management-2025-06-27`` header
+        with it); see :mod:`memrules._plugin.provider_bodies`."""
+        request = request_from_anthropic(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=self._conversation_id_of,
+            user=user,
+            tenant=tenant,
+        )
+        editing = self.config.provider_editing
+        _, result, self._last_edits = run_edited(
+            self.handle, self._pipeline.count, editing, request, "anthropic"
+        )
+        return with_provider_edits(anthropic_body(body, result), editing, "anthropic")
+
+    @property
+    def last_edits(self) -> tuple[EditPlan, ...]:
+        """What the config's ``provider_editing`` took from the most recent
+        Responses or Anthropic body: what memrules cleared itself, and what
+        the provider will clear (tool uses, thinking blocks, tokens)."""
+        return getattr(self, "_last_edits", ())
 
     # --- async: the same steps, the seams awaited (see memrules._runtime.awaiting) ----------------
 
