@@ -263,6 +263,7 @@ class MemoryPlugin:
         )
         self._conversation_id_of = conversation_id_of
         self._last: StepResult | None = None
+        self._last_edits: tuple[EditPlan, ...] = ()
         # Tracing (memrules._trace.record): the seams, the graph extractor, the
         # resolver and the state store go through the seam log, and each
         # request writes a trace line.
@@ -533,7 +534,7 @@ class MemoryPlugin:
         """What the config's ``provider_editing`` took from the most recent
         Responses or Anthropic body: what memrules cleared itself, and what
         the provider will clear (tool uses, thinking blocks, tokens)."""
-        return getattr(self, "_last_edits", ())
+        return self._last_edits
 
     # --- async: the same steps, the seams awaited (see memrules._runtime.awaiting) ----------------
 

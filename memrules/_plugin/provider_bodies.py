@@ -83,10 +83,11 @@ def run_edited(
     if editing is None:
         return request, handle(request), ()
     plans: list[EditPlan] = []
-    edited, local = apply_edits(request.messages, editing, count, provider=provider)
-    if not local.empty:
+    if any(edit is not None for edit in editing.local_for(provider)):
+        edited, local = apply_edits(request.messages, editing, count, provider=provider)
         plans.append(local)
-        request = attrs.evolve(request, messages=edited)
+        if edited is not request.messages:
+            request = attrs.evolve(request, messages=edited)
     result = handle(request)
     if not editing.local:
         asked = (
