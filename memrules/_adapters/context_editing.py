@@ -98,6 +98,33 @@ class ClearToolUses:
     exclude_tools: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     clear_tool_inputs: bool = False
 
+    def __attrs_post_init__(self) -> None:
+        problems = []
+        for name in ("trigger", "trigger_tool_uses"):
+            value = getattr(self, name)
+            if value is not None and (not _whole(value) or value < 1):
+                problems.append(
+                    _problem(f"clear_tool_uses.{name}", f"{name}={value!r}: expected N >= 1")
+                )
+        if self.trigger is None and self.trigger_tool_uses is None:
+            problems.append(
+                _problem("clear_tool_uses.trigger", "give trigger or trigger_tool_uses")
+            )
+        for name in ("keep", "clear_at_least"):
+            value = getattr(self, name)
+            if not _whole(value) or value < 0:
+                problems.append(
+                    _problem(f"clear_tool_uses.{name}", f"{name}={value!r}: expected N >= 0")
+                )
+        if not all(isinstance(t, str) and t for t in self.exclude_tools):
+            message = f"exclude_tools={self.exclude_tools!r}: expected tool names"
+            problems.append(_problem("clear_tool_uses.exclude_tools", message))
+        if not isinstance(self.clear_tool_inputs, bool):
+            message = f"clear_tool_inputs={self.clear_tool_inputs!r}: expected True or False"
+            problems.append(_problem("clear_tool_uses.clear_tool_inputs", message))
+        if problems:
+            raise ConfigError(problems)
+
     def edit(self) -> dict[str, Any]:
         """The edit as Anthropic's ``context_management.edits`` entry."""
         out: dict[str, Any] = {"type": "clear_tool_uses_20250919"}
@@ -123,6 +150,14 @@ class ClearThinking:
 
     keep: int | Literal["all"] = 1
 
+    def __attrs_post_init__(self) -> None:
+        if self.keep != "all" and (not _whole(self.keep) or self.keep < 1):
+            message = (
+                f"keep={self.keep!r}: expected a number of assistant turns of at least 1, or "
+                "'all' (the turn of a tool-use loop in progress must keep its thinking)"
+            )
+            raise ConfigError([_problem("clear_thinking.keep", message)])
+
     def edit(self) -> dict[str, Any]:
         keep: Any = "all" if self.keep == "all" else {"type": "thinking_turns", "value": self.keep}
         return {"type": "clear_thinking_20251015", "keep": keep}
@@ -134,6 +169,11 @@ class Compaction:
     ``compact_threshold`` tokens."""
 
     compact_threshold: int
+
+    def __attrs_post_init__(self) -> None:
+        if not _whole(self.compact_threshold) or self.compact_threshold < 1:
+            message = f"compact_threshold={self.compact_threshold!r}: expected tokens, at least 1"
+            raise ConfigError([_problem("compaction.compact_threshold", message)])
 
     def edit(self) -> dict[str, Any]:
         return {"type": "compaction", "compact_threshold": self.compact_threshold}
@@ -148,6 +188,11 @@ class ProviderEditing:
     clear_thinking: ClearThinking | None = None
     compaction: Compaction | None = None
     local: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.clear_tool_uses is None and self.clear_thinking is None and self.compaction is None:
+            message = "asks for no edit; give one of clear_tool_uses, clear_thinking, compaction"
+            raise ConfigError([ConfigProblem(message=message, yaml_path="provider_editing")])
 
     def local_for(self, provider: Provider) -> tuple[ClearToolUses | None, ClearThinking | None]:
         """The clearing edits memrules makes itself on a ``provider`` body:
@@ -187,6 +232,7 @@ def _read_tool_uses(value: object, problems: list[ConfigProblem]) -> ClearToolUs
         )
         return None
     known = ("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs")
+    found = len(problems)
     fields: dict[str, Any] = {}
     for key, item in value.items():
         where = f"clear_tool_uses.{key}"
@@ -212,6 +258,8 @@ def _read_tool_uses(value: object, problems: list[ConfigProblem]) -> ClearToolUs
             problems.append(_problem(where, f"expected true or false, got {item!r}"))
         else:
             fields[key] = item
+    if len(problems) > found:
+        return None
     return ClearToolUses(**fields)
 
 
@@ -458,9 +506,9 @@ def apply_edits(
     :meth:`ProviderEditing.local_for`), made: the new conversation (the same
     tuple when nothing goes) and what went."""
     tools, thinking = editing.local_for(provider)
-    local = ProviderEditing(clear_tool_uses=tools, clear_thinking=thinking)
     if tools is None and thinking is None:
         return conversation, EditPlan(where="local")
+    local = ProviderEditing(clear_tool_uses=tools, clear_thinking=thinking)
     return plan_edits(conversation, local, count, provider=provider, where="local")
 
 

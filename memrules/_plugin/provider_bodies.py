@@ -89,10 +89,10 @@ def run_edited(
         if edited is not request.messages:
             request = attrs.evolve(request, messages=edited)
     result = handle(request)
-    if not editing.local:
-        asked = (
-            editing if provider == "anthropic" else ProviderEditing(compaction=editing.compaction)
-        )
+    asked = editing if provider == "anthropic" else None
+    if provider == "openai" and editing.compaction is not None:
+        asked = ProviderEditing(compaction=editing.compaction)
+    if asked is not None and not editing.local:
         _, planned = plan_edits(result.request.messages, asked, count, provider=provider)
         plans.append(planned)
     return request, result, tuple(plans)

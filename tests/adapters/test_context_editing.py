@@ -45,20 +45,21 @@ def _forced(value: Any) -> Any:
 # --------------------------------------------------------------------------- settings
 
 
-editings = st.builds(
-    ProviderEditing,
-    clear_tool_uses=st.none()
-    | st.builds(
-        ClearToolUses,
-        trigger=st.integers(1, 200_000),
-        trigger_tool_uses=st.none() | st.integers(1, 50),
-        keep=st.integers(0, 10),
-        clear_at_least=st.integers(0, 10_000),
-        exclude_tools=st.lists(st.sampled_from(["web_search", "read_file", "bash"]), max_size=2),
-        clear_tool_inputs=st.booleans(),
-    ),
-    clear_thinking=st.none() | st.builds(ClearThinking, keep=st.integers(1, 5) | st.just("all")),
-    compaction=st.none() | st.builds(Compaction, compact_threshold=st.integers(1000, 500_000)),
+_tool_uses = st.none() | st.builds(
+    ClearToolUses,
+    trigger=st.integers(1, 200_000),
+    trigger_tool_uses=st.none() | st.integers(1, 50),
+    keep=st.integers(0, 10),
+    clear_at_least=st.integers(0, 10_000),
+    exclude_tools=st.lists(st.sampled_from(["web_search", "read_file", "bash"]), max_size=2),
+    clear_tool_inputs=st.booleans(),
+)
+_thinking = st.none() | st.builds(ClearThinking, keep=st.integers(1, 5) | st.just("all"))
+_compaction = st.none() | st.builds(Compaction, compact_threshold=st.integers(1000, 500_000))
+editings = (
+    st.tuples(_tool_uses, _thinking, _compaction)
+    .filter(lambda edits: any(e is not None for e in edits))
+    .map(lambda e: ProviderEditing(clear_tool_uses=e[0], clear_thinking=e[1], compaction=e[2]))
 )
 
 
@@ -414,3 +415,19 @@ def test_a_responses_body_clears_locally_and_asks_for_server_compaction() -> Non
     assert out["context_management"] == [{"type": "compaction", "compact_threshold": 100}]
     assert OPENAI_CM.validate_python(out["context_management"]) == out["context_management"]
     assert (provider.where, provider.compacts) == ("provider", True)
+
+
+@pytest.mark.parametrize(
+    ("build", "path"),
+    [
+        (lambda: ProviderEditing(), "provider_editing"),
+        (lambda: ClearThinking(keep=0), "provider_editing.clear_thinking.keep"),
+        (lambda: ClearToolUses(keep=-1), "provider_editing.clear_tool_uses.keep"),
+        (lambda: ClearToolUses(trigger=None), "provider_editing.clear_tool_uses.trigger"),
+        (lambda: Compaction(compact_threshold=0), "provider_editing.compaction.compact_threshold"),
+    ],
+)
+def test_settings_built_in_python_are_checked(build: Any, path: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        build()
+    assert caught.value.problems[0].yaml_path == path
