@@ -32,6 +32,13 @@ from memrules._adapters import (
     to_openai,
     to_responses,
 )
+from memrules._adapters.context_editing import (
+    ClearThinking,
+    ClearToolUses,
+    Compaction,
+    EditPlan,
+    ProviderEditing,
+)
 from memrules._config.load import MemoryConfig, load_config, strategy_factory
 from memrules._core.budget import Budget, ContextWindowResolver
 from memrules._core.errors import (
@@ -76,6 +83,9 @@ from memrules.seams.recall import answer_recall, recall_tool
 
 __all__ = [
     "Budget",
+    "ClearThinking",
+    "ClearToolUses",
+    "Compaction",
     "CompressionAction",
     "CompressionReport",
     "CompressionResult",
@@ -86,6 +96,7 @@ __all__ = [
     "Conversation",
     "ConversationState",
     "ConversionCache",
+    "EditPlan",
     "Embedder",
     "EmbedderError",
     "EncodingError",
@@ -102,6 +113,7 @@ __all__ = [
     "OutputError",
     "Part",
     "Pipeline",
+    "ProviderEditing",
     "RecallHit",
     "ReplayMismatch",
     "ReplaySummary",

@@ -20,8 +20,16 @@ from typing import Any
 
 import attrs
 
-from memrules import MemoryConfig, MemoryPlugin, Pipeline, from_responses, to_responses
-from memrules._adapters.context_editing import ClearThinking, ClearToolUses, ProviderEditing
+from memrules import (
+    ClearThinking,
+    ClearToolUses,
+    MemoryConfig,
+    MemoryPlugin,
+    Pipeline,
+    ProviderEditing,
+    from_responses,
+    to_responses,
+)
 
 PNG = (
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8"

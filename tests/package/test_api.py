@@ -12,6 +12,11 @@ import memrules
 
 PUBLIC = {
     "Budget",
+    "ClearThinking",
+    "ClearToolUses",
+    "Compaction",
+    "EditPlan",
+    "ProviderEditing",
     "CompressionAction",
     "CompressionReport",
     "CompressionResult",
