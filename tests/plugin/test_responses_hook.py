@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from memrules import MemoryConfig, MemoryPlugin
+from memrules import MemoryConfig, MemoryPlugin, replay_trace
 from memrules._adapters.responses import from_responses
 from memrules._core.messages import message
 from memrules._counting.framing import count_tokens
@@ -76,3 +76,44 @@ def test_an_over_budget_body_is_compacted_with_pairs_kept() -> None:
             assert sent[k + 1]["type"] == "function_call"
             assert sent[k + 1]["call_id"] == "c" + item["id"][3:]
     assert sent[0] == {"role": "user", "content": "Fix the failing test."}
+
+
+def test_a_traced_responses_request_replays_byte_for_byte(tmp_path: Any) -> None:
+    path = tmp_path / "trace.jsonl"
+    body = {"model": "gpt-5", "instructions": "Be brief.", "input": _loop(30)}
+    with MemoryPlugin(MemoryConfig(max_tokens=3000), trace=path) as plugin:
+        plugin.on_responses_request(body)
+    summary = replay_trace(path)
+    assert (summary.requests, summary.differed) == (1, 0)
+
+
+def test_an_anthropic_body_under_budget_comes_back_as_it_came() -> None:
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "user", "content": "Read a.py"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "ok", "signature": "sig"},
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "read_file",
+                        "input": {"path": "a.py"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}],
+            },
+        ],
+    }
+    before = copy.deepcopy(body)
+    with MemoryPlugin(MemoryConfig(context_window_tokens=100_000)) as plugin:
+        assert plugin.on_anthropic_request(body) == before
+        assert plugin.last_edits == ()
+    assert body == before
