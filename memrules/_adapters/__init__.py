@@ -7,6 +7,9 @@
   :func:`to_anthropic_request`).
 - :mod:`memrules._adapters.responses`: OpenAI Responses API input items
   (:func:`from_responses`, :func:`to_responses`).
+- :mod:`memrules._adapters.context_editing`: provider-side context editing
+  (Anthropic's ``context_management`` edits, OpenAI's server compaction) as
+  one policy, written into a body or made locally.
 - :mod:`memrules._adapters.langchain`: LangChain ``BaseMessage`` lists
   (``from_langchain``, ``to_langchain``; ``langchain_core`` imported on first
   use), re-exported by :mod:`memrules.integrations.langchain`.
