@@ -16,11 +16,8 @@ import attrs
 import tiktoken
 import tiktoken.model
 
-from memrules._adapters.context_editing import (
-    PROVIDER_EDITING_FIELDS,
-    ProviderEditing,
-    provider_editing_from_config,
-)
+from memrules._adapters.context_editing import ProviderEditing
+from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_editing_from_config
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
 from memrules._core.yaml_nodes import Node
 from memrules._counting.framing import COUNT_RULES
@@ -242,7 +239,7 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         **SEAM_SECTIONS,
         # The route's retrieval memory entry (memrules.memory.config).
         "memory": memory_section,
-        # Provider-side context editing (memrules._adapters.context_editing).
+        # Provider-side context editing (memrules._config.provider_editing).
         "provider_editing": _mapping_section(
             "provider_editing",
             provider_editing_from_config,
