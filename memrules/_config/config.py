@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import attrs
 from pyrsistent import PMap, pmap
 
+from memrules._adapters.context_editing import ProviderEditing
 from memrules._config.keys import (
     DEFAULT_ROUTE,
     ROUTE_NAME,
@@ -192,7 +193,10 @@ class MemoryConfig:
     only reporting it; ``user_first`` keeps the first non-system message a
     user message when the input's was. ``store``, ``embedder`` and
     ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
-    None: absent). ``source`` is the file the config came from, if any.
+    None: absent). ``provider_editing`` asks for provider-side context
+    editing (a :class:`~memrules._adapters.context_editing.ProviderEditing`;
+    see :mod:`memrules._adapters.context_editing`), None by default.
+    ``source`` is the file the config came from, if any.
     """
 
     encoder_name: str = "cl100k_base"
@@ -224,6 +228,7 @@ class MemoryConfig:
     store: SeamSettings | None = None
     embedder: SeamSettings | None = None
     summarizer: SeamSettings | None = None
+    provider_editing: ProviderEditing | None = None
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:

@@ -16,6 +16,8 @@ import attrs
 import tiktoken
 import tiktoken.model
 
+from memrules._adapters.context_editing import ProviderEditing
+from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_editing_from_config
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
 from memrules._core.yaml_nodes import Node
 from memrules._counting.framing import COUNT_RULES
@@ -237,6 +239,13 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         **SEAM_SECTIONS,
         # The route's retrieval memory entry (memrules.memory.config).
         "memory": memory_section,
+        # Provider-side context editing (memrules._config.provider_editing).
+        "provider_editing": _mapping_section(
+            "provider_editing",
+            provider_editing_from_config,
+            default=None,
+            fields=PROVIDER_EDITING_FIELDS,
+        ),
     }
 )
 """The mapping-valued keys, each with the function that reads its YAML node:
@@ -250,6 +259,7 @@ SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
     "memory": ((RouteRetrieval, type(None)), "a RouteRetrieval or None"),
     "memory_store": ((RetrievalStoreConfig, type(None)), "a RetrievalStoreConfig or None"),
+    "provider_editing": ((ProviderEditing, type(None)), "a ProviderEditing or None"),
 }
 
 FILE_KEYS = ("stores", "routes")
