@@ -139,16 +139,26 @@ class Endpoint:
 class Evidence:
     """Where one evidence message went in one request: ``context`` (there,
     its text unchanged), ``changed`` (there, its text not: clamped, cleared,
-    stubbed) or ``gone``; ``by`` the strategy that removed or replaced it
-    first; ``recalled`` whether recall found it (None without a store)."""
+    stubbed) or ``gone``; ``by`` the strategy that removed it (for
+    ``gone``) or first replaced it (for ``changed``); ``steps`` every
+    strategy run that touched it, in order, as ``"replaced by X"`` or
+    ``"removed by X"``; ``recalled`` whether recall found it (None without
+    a store)."""
 
     id: str
     where: str
     by: str | None = None
+    steps: tuple[str, ...] = ()
     recalled: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "where": self.where, "by": self.by, "recalled": self.recalled}
+        return {
+            "id": self.id,
+            "where": self.where,
+            "by": self.by,
+            "steps": list(self.steps),
+            "recalled": self.recalled,
+        }
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -525,18 +535,29 @@ def _evidence(
         where = "gone" if e not in out else "changed"
         if e in out and out[e].countable_text == text:
             where = "context"
-        by = None
-        if where != "context":
-            by = next(
-                (
-                    a.strategy
-                    for a in result.report.actions
-                    if e in a.removed_ids or e in a.replaced_ids
-                ),
-                None,
-            )
+        steps = []
+        for a in result.report.actions:
+            if e in a.replaced_ids:
+                steps.append(("replaced", a.strategy))
+            elif e in a.removed_ids:
+                steps.append(("removed", a.strategy))
+        removed = [name for how, name in steps if how == "removed"]
+        replaced = [name for how, name in steps if how == "replaced"]
+        by: str | None = None
+        if where == "gone" and removed:
+            by = removed[-1]
+        elif where != "context" and replaced:
+            by = replaced[0]
         recalled = None if hits is None else (e in found and found[e].countable_text == text)
-        fates.append(Evidence(id=e, where=where, by=by, recalled=recalled))
+        fates.append(
+            Evidence(
+                id=e,
+                where=where,
+                by=by,
+                steps=tuple(f"{how} by {name}" for how, name in steps),
+                recalled=recalled,
+            )
+        )
     return tuple(fates)
 
 

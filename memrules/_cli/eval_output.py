@@ -7,7 +7,7 @@ and the configs' order within it::
     {"conversation": "chat-7", "question": "q1", "category": null,
      "config": "window", "outcome": "lost", "kept": false, "recalled": null,
      "evidence": [{"id": "m1", "where": "gone", "by": "sliding_window",
-                   "recalled": null}],
+                   "steps": ["removed by sliding_window"], "recalled": null}],
      "tokens_before": 812, "tokens_after": 240,
      "cache": {"sent_tokens": 240, "cached_tokens": 0, "cost_units": 240.0}}
 
