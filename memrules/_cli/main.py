@@ -42,6 +42,7 @@ from memrules._adapters.anthropic import to_anthropic_request
 from memrules._cli import eval as eval_command
 from memrules._cli import eval_output
 from memrules._cli import report_html as eval_report
+from memrules._cli import show as show_command
 from memrules._cli.demo import add_arguments as add_demo_arguments
 from memrules._cli.demo import render as render_demo
 from memrules._config.load import load_config
@@ -459,6 +460,16 @@ def _write_eval_files(args: argparse.Namespace, run: eval_command.EvalRun) -> No
         _write_file(args.html, eval_report.report_html(run), "the HTML report")
 
 
+def _show(args: argparse.Namespace) -> int:
+    if args.html is not None:
+        _writable(args.html, "the viewer", args.trace)
+        _write_file(args.html, show_command.viewer_html(args.trace), "the viewer")
+        return 0
+    _stdout()
+    _emit(show_command.summary_text(args.trace))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.base_url is None and (args.model is not None or args.api_key_env is not None):
         msg = "--model and --api-key-env need --base-url"
@@ -596,6 +607,17 @@ def _parser() -> argparse.ArgumentParser:
     eval_command.add_arguments(evaluation)
     _add_trust(evaluation)
     evaluation.set_defaults(handler=_eval)
+
+    show = commands.add_parser(
+        "show",
+        help="read a trace: one line per request, or an HTML viewer",
+        description="Show a trace: one line per request, or with --html a self-contained "
+        "viewer page (what came in, what each strategy removed, replaced or inserted, the seam "
+        "calls, the tokens), navigable by conversation and request.",
+    )
+    show.add_argument("trace", type=Path, metavar="TRACE", help="a trace (JSON Lines)")
+    show.add_argument("--html", type=Path, metavar="FILE", help="write the viewer to FILE")
+    show.set_defaults(handler=_show)
 
     demo = commands.add_parser(
         "demo",
