@@ -32,13 +32,22 @@ results identical to one (only the timings move), and a trace (``--trace``)
 of the same bytes. ``--max-tokens N`` puts every pipeline on one budget of N
 tokens (replacing its trigger), to compare strategies where the configs'
 own budgets are larger than the dataset's conversations.
+
+Beyond the table (:mod:`memrules._cli.eval_figures` holds the values,
+:mod:`memrules._cli.eval_output` the table, JSON, CSV and per-question
+lines): where each evidence message went and which strategy removed it;
+the cache columns, each request measured with
+:func:`memrules._counting.cache.measure` against the conversation's
+previous request under :data:`CACHE_RULE`; bootstrap intervals and paired
+comparisons (``--bootstrap N``); and with ``--answer-model`` (and
+``--judge-model``) the answer-level score of :mod:`memrules._replay.answers`,
+whose model calls a trace records as ``answer`` lines.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import math
 import multiprocessing
 import shutil
 import tempfile
@@ -55,14 +64,25 @@ from memrules._cli.dataset import (
     parse_conversation,
     read_dataset,
 )
-from memrules._cli.stats import LEVEL, Paired, bootstrap_ratio, paired
+from memrules._cli.eval_figures import (
+    CACHE_RULE,
+    Endpoint,
+    EvalRun,
+    EvalSettings,
+    Evidence,
+    PipelineFigures,
+    RequestFigures,
+    comparisons,
+    pipeline_figures,
+)
+from memrules._cli.eval_output import figures_json, render_table
 from memrules._config.load import MemoryConfig, load_config
 from memrules._core.errors import MemrulesError
 from memrules._core.messages import Conversation, Message, message
 from memrules._core.repair import input_problems
 from memrules._core.report import CompressionResult
 from memrules._core.seam_protocols import Seams, VectorStore
-from memrules._counting.cache import OpenAIRule, Sent, measure
+from memrules._counting.cache import Sent, measure
 from memrules._replay.answers import (
     JUDGE_MAX_TOKENS,
     ChatModel,
@@ -95,155 +115,10 @@ __all__ = [
     "run_eval",
 ]
 
-CACHE_RULE = OpenAIRule()
-"""The prompt cache the cache columns model: OpenAI's automatic cache, from
-1,024 tokens in 128-token steps, each request right after the previous one."""
-
 
 class EvalError(MemrulesError, RuntimeError):
     """An evaluation that could not run to its end (a seam failed, a worker
     process died); names the conversation."""
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class EvalSettings:
-    """What ``memrules eval`` was asked: the configs (paths), the dataset,
-    ``k`` for recall, the budget override, the number of processes, the
-    modules configs may import, and where to write a trace."""
-
-    configs: tuple[Path, ...]
-    dataset: Path
-    k: int = 5
-    max_tokens: int | None = None
-    jobs: int = 1
-    allow_imports: bool | tuple[str, ...] = ()
-    trace: Path | None = None
-    bootstrap: int = 0
-    seed: int = 0
-    answer_model: Endpoint | None = None
-    judge_model: Endpoint | None = None
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class Endpoint:
-    """An OpenAI-compatible chat endpoint for answer-level scoring: its base
-    URL, the model's name (None: the first the endpoint lists), and the
-    environment variable holding its API key."""
-
-    url: str
-    model: str | None = None
-    api_key_env: str | None = None
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class Evidence:
-    """Where one evidence message went in one request: ``context`` (there,
-    its text unchanged), ``changed`` (there, its text not: clamped, cleared,
-    stubbed) or ``gone``; ``by`` the strategy that removed it (for
-    ``gone``) or first replaced it (for ``changed``); ``steps`` every
-    strategy run that touched it, in order, as ``"replaced by X"`` or
-    ``"removed by X"``; ``recalled`` whether recall found it (None without
-    a store)."""
-
-    id: str
-    where: str
-    by: str | None = None
-    steps: tuple[str, ...] = ()
-    recalled: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "where": self.where,
-            "by": self.by,
-            "steps": list(self.steps),
-            "recalled": self.recalled,
-        }
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class RequestFigures:
-    """One request of one pipeline: tokens before and after, broken pairs in
-    the output, whether it asked a question and kept its fact (in context;
-    by recall, None without a store), and how long ``apply`` took. Also its
-    conversation and question, where each evidence message went, the
-    prompt cache's part in what was sent (``cached`` of ``sent`` tokens, and
-    the cost in input-token units, after the conversation's previous request),
-    and the answer-level score when models were given."""
-
-    tokens_before: int
-    tokens_after: int
-    broken: int
-    question: bool
-    kept: bool = False
-    recalled: bool | None = None
-    seconds: float = 0.0
-    conversation: str = ""
-    question_id: str | None = None
-    category: str | None = None
-    evidence: tuple[Evidence, ...] = ()
-    sent: int = 0
-    cached: int = 0
-    cost: float = 0.0
-    scored: Scored | None = None
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class PipelineFigures:
-    """One table row (see the module docs)."""
-
-    name: str
-    config: str
-    config_sha256: str
-    requests: int
-    tokens_before: int
-    tokens_after: int
-    broken: int
-    facts: int
-    kept: int
-    recalled: int | None
-    kept_or_recalled: int | None
-    p50_ms: float
-    p95_ms: float
-    sent: int = 0
-    cached: int = 0
-    cost: float = 0.0
-    answered: int = 0
-    judged: int = 0
-    correct: int = 0
-    intervals: tuple[tuple[str, tuple[float, float] | None], ...] = ()
-
-    @property
-    def cache_share(self) -> float | None:
-        return self.cached / self.sent if self.sent else None
-
-    @property
-    def answer_share(self) -> float | None:
-        return self.correct / self.judged if self.judged else None
-
-    def interval(self, rate: str) -> tuple[float, float] | None:
-        """The bootstrap interval of ``rate`` (a :data:`RATES` name), if computed."""
-        return dict(self.intervals).get(rate)
-
-    @property
-    def ratio(self) -> float:
-        return self.tokens_before / self.tokens_after if self.tokens_after else math.inf
-
-    @property
-    def kept_share(self) -> float | None:
-        return self.kept / self.facts if self.facts else None
-
-    @property
-    def recall_share(self) -> float | None:
-        if self.recalled is None or not self.facts:
-            return None
-        return self.recalled / self.facts
-
-    @property
-    def kept_or_recalled_share(self) -> float | None:
-        if self.kept_or_recalled is None or not self.facts:
-            return None
-        return self.kept_or_recalled / self.facts
 
 
 # --- one conversation, every pipeline -----------------------------------------------
@@ -615,159 +490,11 @@ def _result(future: concurrent.futures.Future[_Unit]) -> _Unit:
         raise EvalError(msg) from None
 
 
-def _percentile(values: Sequence[float], share: float) -> float:
-    """The nearest-rank percentile (``share`` in (0, 1]); 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
-
-
 def names(paths: Sequence[Path]) -> list[str]:
     """Each config's name in the table: its file's stem, or its path when
     two stems are alike."""
     stems = [p.stem for p in paths]
     return [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths, strict=True)]
-
-
-RATES = ("facts_kept", "recall", "kept_or_recalled", "cache_share", "answer_correct")
-"""The rates ``--bootstrap`` puts an interval on (those a run has)."""
-
-
-def _by_conversation(requests: Sequence[RequestFigures]) -> list[list[RequestFigures]]:
-    groups: dict[str, list[RequestFigures]] = {}
-    for r in requests:
-        groups.setdefault(r.conversation, []).append(r)
-    return list(groups.values())
-
-
-def _rate_groups(
-    rate: str, groups: Sequence[Sequence[RequestFigures]], has_store: bool
-) -> list[tuple[float, float]] | None:
-    """Per conversation ``(numerator, denominator)`` of ``rate``; None when
-    the run does not measure it."""
-    if rate in ("recall", "kept_or_recalled") and not has_store:
-        return None
-    if rate == "cache_share":
-        return [(float(sum(r.cached for r in g)), float(sum(r.sent for r in g))) for g in groups]
-    asked = [[r for r in g if r.question] for g in groups]
-    if rate == "answer_correct":
-        judged = [
-            [r for r in g if r.scored is not None and r.scored.score is not None] for g in asked
-        ]
-        if not any(judged):
-            return None
-        return [
-            (float(sum(r.scored.score or 0 for r in g if r.scored)), float(len(g))) for g in judged
-        ]
-    hit = _HITS[rate]
-    return [(float(sum(hit(r) for r in g)), float(len(g))) for g in asked]
-
-
-_HITS: dict[str, Callable[[RequestFigures], bool]] = {
-    "facts_kept": lambda r: r.kept,
-    "recall": lambda r: bool(r.recalled),
-    "kept_or_recalled": lambda r: r.kept or bool(r.recalled),
-    "answer_correct": lambda r: r.scored is not None and r.scored.score == 1,
-}
-
-
-def _intervals(
-    requests: Sequence[RequestFigures], has_store: bool, settings: EvalSettings
-) -> tuple[tuple[str, tuple[float, float] | None], ...]:
-    if settings.bootstrap < 1:
-        return ()
-    groups = _by_conversation(requests)
-    out = []
-    for rate in RATES:
-        counts = _rate_groups(rate, groups, has_store)
-        if counts is not None:
-            found = bootstrap_ratio(counts, resamples=settings.bootstrap, seed=settings.seed)
-            out.append((rate, found))
-    return tuple(out)
-
-
-def _figures(
-    name: str,
-    path: Path,
-    sha: str,
-    requests: Sequence[RequestFigures],
-    has_store: bool,
-    settings: EvalSettings,
-) -> PipelineFigures:
-    asked = [r for r in requests if r.question]
-    times = [r.seconds * 1000 for r in requests]
-    scored = [r.scored for r in asked if r.scored is not None]
-    return PipelineFigures(
-        name=name,
-        config=str(path),
-        config_sha256=sha,
-        requests=len(requests),
-        tokens_before=sum(r.tokens_before for r in requests),
-        tokens_after=sum(r.tokens_after for r in requests),
-        broken=sum(r.broken for r in requests),
-        facts=len(asked),
-        kept=sum(r.kept for r in asked),
-        recalled=sum(bool(r.recalled) for r in asked) if has_store else None,
-        kept_or_recalled=sum(r.kept or bool(r.recalled) for r in asked) if has_store else None,
-        p50_ms=_percentile(times, 0.5),
-        p95_ms=_percentile(times, 0.95),
-        sent=sum(r.sent for r in requests),
-        cached=sum(r.cached for r in requests),
-        cost=sum(r.cost for r in requests),
-        answered=len(scored),
-        judged=sum(s.score is not None for s in scored),
-        correct=sum(s.score == 1 for s in scored),
-        intervals=_intervals(requests, has_store, settings),
-    )
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class EvalRun:
-    """A whole run: the settings (with model names resolved), one row per
-    config, each config's requests in the dataset's order, and the paired
-    comparisons of every config with the first."""
-
-    settings: EvalSettings
-    rows: tuple[PipelineFigures, ...]
-    requests: tuple[tuple[RequestFigures, ...], ...]
-    comparisons: tuple[Paired, ...] = ()
-
-
-def _comparisons(
-    rows: Sequence[PipelineFigures],
-    requests: Sequence[Sequence[RequestFigures]],
-    settings: EvalSettings,
-) -> tuple[Paired, ...]:
-    """Every config against the first, on the same questions, for each rate
-    both measure per question."""
-    out: list[Paired] = []
-    if len(rows) < 2:
-        return ()
-    base = _by_conversation([r for r in requests[0] if r.question])
-    for row, other in zip(rows[1:], requests[1:], strict=True):
-        groups = _by_conversation([r for r in other if r.question])
-        for rate, hit in _HITS.items():
-            if rate in ("recall", "kept_or_recalled") and (
-                rows[0].recalled is None or row.recalled is None
-            ):
-                continue
-            if rate == "answer_correct" and (not rows[0].judged or not row.judged):
-                continue
-            outcomes = [
-                [(hit(a), hit(b)) for a, b in zip(ga, gb, strict=True)]
-                for ga, gb in zip(base, groups, strict=True)
-            ]
-            out.append(
-                paired(
-                    rate,
-                    (rows[0].name, row.name),
-                    outcomes,
-                    resamples=settings.bootstrap,
-                    seed=settings.seed,
-                )
-            )
-    return tuple(out)
 
 
 def _resolved(settings: EvalSettings) -> EvalSettings:
@@ -832,7 +559,9 @@ def run_eval(settings: EvalSettings, progress: Progress | None = None) -> EvalRu
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     rows = [
-        _figures(label, path, entry["config_sha256"], requests, config.store is not None, settings)
+        pipeline_figures(
+            label, path, entry["config_sha256"], requests, config.store is not None, settings
+        )
         for label, path, entry, requests, config in zip(
             labels, settings.configs, entries, collected, configs, strict=True
         )
@@ -841,136 +570,8 @@ def run_eval(settings: EvalSettings, progress: Progress | None = None) -> EvalRu
         settings=settings,
         rows=tuple(rows),
         requests=tuple(tuple(r) for r in collected),
-        comparisons=_comparisons(rows, collected, settings),
+        comparisons=comparisons(rows, collected, settings),
     )
-
-
-# --- output -----------------------------------------------------------------------------
-
-
-def _share(value: float | None, interval: tuple[float, float] | None = None) -> str:
-    if value is None:
-        return "—"
-    if interval is None:
-        return f"{value:.1%}"
-    return f"{value:.1%} [{interval[0]:.1%}–{interval[1]:.1%}]"
-
-
-def render_table(rows: Sequence[PipelineFigures], *, k: int) -> str:
-    """The figures as a text table, one row per pipeline."""
-    header: tuple[str, ...] = (
-        "pipeline",
-        "requests",
-        "tokens before",
-        "tokens after",
-        "ratio",
-        "broken pairs",
-        "facts kept",
-        f"recall@{k}",
-        "kept or recalled",
-        "p50 ms",
-        "p95 ms",
-    )
-    answers = any(r.judged for r in rows)
-    if answers:
-        header = (*header, "answers correct")
-    body = [
-        (
-            r.name,
-            f"{r.requests:,}",
-            f"{r.tokens_before:,}",
-            f"{r.tokens_after:,}",
-            f"{r.ratio:.2f}x",
-            f"{r.broken:,}",
-            _share(r.kept_share, r.interval("facts_kept")),
-            _share(r.recall_share, r.interval("recall")),
-            _share(r.kept_or_recalled_share, r.interval("kept_or_recalled")),
-            f"{r.p50_ms:.2f}",
-            f"{r.p95_ms:.2f}",
-            *((_share(r.answer_share, r.interval("answer_correct")),) if answers else ()),
-        )
-        for r in rows
-    ]
-    widths = [max(len(row[i]) for row in (header, *body)) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        rest = (c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))
-        return "  ".join((first, *rest)).rstrip()
-
-    return "\n".join([line(header), *(line(row) for row in body)]) + "\n"
-
-
-def _interval_json(row: PipelineFigures) -> dict[str, Any]:
-    return {rate: None if found is None else list(found) for rate, found in row.intervals}
-
-
-def figures_json(
-    rows: Sequence[PipelineFigures],
-    settings: EvalSettings,
-    comparisons: Sequence[Paired] = (),
-) -> dict[str, Any]:
-    """The figures for machines (``--json``): per pipeline the table's
-    figures, the cache columns, the answer-level score when models were
-    given, and the bootstrap intervals when asked; the paired comparisons."""
-    extra: dict[str, Any] = {}
-    if settings.bootstrap:
-        extra["bootstrap"] = {"resamples": settings.bootstrap, "seed": settings.seed,
-                              "level": LEVEL, "resampled": "conversations"}  # fmt: skip
-    if comparisons:
-        extra["comparisons"] = [c.to_dict() for c in comparisons]
-    if settings.answer_model is not None:
-        judge = settings.judge_model
-        extra["answer_model"] = settings.answer_model.model
-        extra["judge_model"] = None if judge is None else judge.model
-    return {
-        "dataset": str(settings.dataset),
-        "k": settings.k,
-        "max_tokens": settings.max_tokens,
-        **extra,
-        "pipelines": [
-            {
-                "name": r.name,
-                "config": r.config,
-                "config_sha256": r.config_sha256,
-                "requests": r.requests,
-                "tokens_before": r.tokens_before,
-                "tokens_after": r.tokens_after,
-                "compression_ratio": round(r.ratio, 6),
-                "broken_tool_pairs": r.broken,
-                "facts": r.facts,
-                "facts_kept": r.kept,
-                "facts_kept_share": r.kept_share,
-                "facts_recalled": r.recalled,
-                "recall_share": r.recall_share,
-                "facts_kept_or_recalled": r.kept_or_recalled,
-                "kept_or_recalled_share": r.kept_or_recalled_share,
-                "p50_ms": round(r.p50_ms, 3),
-                "p95_ms": round(r.p95_ms, 3),
-                "cache": {
-                    "rule": CACHE_RULE.name,
-                    "sent_tokens": r.sent,
-                    "cached_tokens": r.cached,
-                    "cache_share": r.cache_share,
-                    "cost_units": round(r.cost, 3),
-                },
-                **(
-                    {
-                        "answers": {
-                            "answered": r.answered,
-                            "judged": r.judged,
-                            "correct": r.correct,
-                            "correct_share": r.answer_share,
-                        }
-                    }
-                    if settings.answer_model is not None
-                    else {}
-                ),
-                **({"intervals": _interval_json(r)} if r.intervals else {}),
-            }
-            for r in rows
-        ],
-    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
