@@ -214,3 +214,16 @@ def test_a_bootstrap_interval_lies_between_the_extreme_conversations(
     rates = [a / b for a, b in pairs]
     assert min(rates) - 1e-12 <= low <= high <= max(rates) + 1e-12
     assert bootstrap_ratio(pairs, resamples=40, seed=seed) == found
+
+
+def test_a_question_category_is_read_as_a_string(tmp_path: Path) -> None:
+    from memrules._cli.dataset import DatasetError, parse_conversation
+
+    asked = [dict(q, category=c) for q, c in zip(VAULT["questions"], (2, "place"), strict=True)]  # type: ignore[call-overload]
+    parsed = parse_conversation({**VAULT, "questions": asked}, "d.jsonl:1")
+    assert [q.category for q in parsed.questions] == ["2", "place"]
+    wrong = [dict(q, category=["x"]) for q in VAULT["questions"]]  # type: ignore[attr-defined]
+    with pytest.raises(
+        DatasetError, match=r"questions\[0\]\.category: expected a non-empty string"
+    ):
+        parse_conversation({**VAULT, "questions": wrong}, "d.jsonl:1")
