@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -426,6 +427,9 @@ def _eval_settings(args: argparse.Namespace) -> eval_command.EvalSettings:
         if url is None and name is not None:
             msg = f"{flag}-name needs {flag}"
             raise UsageError(msg)
+    if args.html is not None and importlib.util.find_spec("matplotlib") is None:
+        msg = "--html draws its plot with matplotlib: pip install 'memrules[report]'"
+        raise UsageError(msg)
     for path, what in ((args.per_question, "the per-question file"), (args.csv, "the CSV"),
                        (args.html, "the HTML report")):  # fmt: skip
         if path is not None:
