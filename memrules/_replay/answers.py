@@ -20,15 +20,17 @@ and what came out (the answer, the judge's verdict, the score);
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from memrules._adapters import to_openai
 from memrules._core.errors import MemrulesError
 from memrules._core.messages import Conversation
-from memrules._io.http import EndpointError, JSONClient
 from memrules.seams._log import seam_call
+
+if TYPE_CHECKING:  # the HTTP client loads only when a model is asked (import memrules loads none)
+    from memrules._io.http import JSONClient
 
 __all__ = [
     "ANSWER_INPUTS",
@@ -85,6 +87,8 @@ class ChatModel:
         }
 
     def _send(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        from memrules._io.http import EndpointError
+
         if self.client is None:
             msg = f"{self.seam} {self.model!r} has no endpoint here (a replay answers its calls)"
             raise AnswerError(msg)
@@ -137,6 +141,8 @@ def chat_model(
 ) -> ChatModel:
     """A :class:`ChatModel` at ``base_url`` (``http://host:8080/v1``); without
     ``model``, the first one the endpoint lists at ``GET /models``."""
+    from memrules._io.http import EndpointError, JSONClient
+
     client = JSONClient(base_url=base_url, api_key_env=api_key_env, timeout=timeout_s)
     if model is None:
         try:
