@@ -12,7 +12,11 @@ module unless ``--allow-imports MODULE`` lists it, or ``--trust-config`` allows 
 ``memrules replay TRACE`` runs a trace again with its recorded seam answers
 (:mod:`memrules._replay.replay`): exit 0 when identical, 1 with what differs on
 stdout; ``--update`` rewrites it. ``memrules eval --config A [--config B ...]
-DATASET`` scores pipelines on a dataset (:mod:`memrules._cli.eval`).
+DATASET`` scores pipelines on a dataset (:mod:`memrules._cli.eval`); its
+``--per-question``, ``--csv`` and ``--html`` files are written after the run.
+
+``memrules show TRACE`` prints one line per request of a trace; ``--html
+FILE`` writes a viewer page (:mod:`memrules._cli.show`).
 
 Every failure is one line on stderr and exit status 2: a bad argument,
 config or input, an output that cannot be written (a full disk, a closed
