@@ -1,4 +1,4 @@
-"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``demo``, ``bench``.
+"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``check``, ``demo``, ``bench``.
 
 ``memrules compact --config CONFIG INPUT`` reads OpenAI-format messages (a
 JSON list, or a request object with a ``messages`` list) from INPUT (``-``
@@ -48,6 +48,7 @@ from memrules._cli import eval as eval_command
 from memrules._cli import eval_output
 from memrules._cli import report_html as eval_report
 from memrules._cli import show as show_command
+from memrules._cli.check import check_configs
 from memrules._cli.demo import add_arguments as add_demo_arguments
 from memrules._cli.demo import render as render_demo
 from memrules._config.load import load_config
@@ -57,6 +58,7 @@ from memrules._core.messages import Conversation
 from memrules._core.redaction import redact_text
 from memrules._core.report import CompressionReport, CompressionResult
 from memrules._io.files import check_output, write_atomic
+from memrules._io.version import memrules_version
 from memrules._replay.replay import replay_trace
 from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.progress import Progress, ProgressObserver
@@ -478,6 +480,16 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    _stdout()
+    outcome = check_configs(args.configs, allow_imports=_allowed(args))
+    if outcome.report:
+        _emit("\n".join(outcome.report) + "\n")
+    for problem in outcome.problems:
+        _say(f"memrules: error: {problem}")
+    return 0 if outcome.ok else 2
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.base_url is None and (args.model is not None or args.api_key_env is not None):
         msg = "--model and --api-key-env need --base-url"
@@ -489,7 +501,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 _BENCH_HELP = (
     "Speed, budget use and memory of memrules against a plain tiktoken loop "
-    "and LangChain's trim_messages, on seeded agent histories."
+    "and LangChain's trim_messages, on generated agent histories (fixed random seeds)."
 )
 
 
@@ -553,7 +565,18 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="memrules", description="Keep LLM conversations inside their context budget."
     )
+    parser.add_argument("--version", action="version", version=f"memrules {memrules_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = commands.add_parser(
+        "check",
+        help="validate configs and print the pipeline, budget and seams they resolve to",
+        description="Validate each config, opening nothing; print what it resolves to, or "
+        "every problem with its file, line and YAML path (exit status 2).",
+    )
+    check.add_argument("configs", nargs="+", metavar="CONFIG", help="a YAML config file")
+    _add_trust(check)
+    check.set_defaults(handler=_check)
 
     compact = commands.add_parser(
         "compact",
@@ -608,9 +631,9 @@ def _parser() -> argparse.ArgumentParser:
         "eval",
         help="score pipelines on a dataset: tokens saved, facts kept, recall",
         description="Run each pipeline over a dataset of conversations with probe questions "
-        "(JSON Lines; see the README) and print one row per pipeline: requests, tokens before "
-        "and after, compression ratio, broken tool pairs, facts kept in the compacted context, "
-        "recall@k (with a store), p50/p95 time per request.",
+        "(JSON Lines; see the docs' Evaluation guide) and print one row per pipeline: "
+        "requests, tokens before and after, compression ratio, broken tool pairs, facts kept "
+        "in the compacted context, recall@k (with a store), p50/p95 time per request.",
     )
     eval_command.add_arguments(evaluation)
     _add_trust(evaluation)
@@ -629,8 +652,8 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="the seed's four-turn example",
-        description="The seed's four-turn memory example: max_messages 6, a 256-token window, "
+        help="the four-turn example, offline or against an endpoint",
+        description="The four-turn memory example: max_messages 6, a 256-token window, "
         "a warning at 20% and a sliding window of 4 messages. Offline by default.",
     )
     add_demo_arguments(demo)
@@ -648,7 +671,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("arguments", nargs="*", help=argparse.SUPPRESS)
     bench.set_defaults(handler=_bench)
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve retrieval memory and compaction over MCP (stdio)",
+        description="An MCP server on stdio (the mcp extra) with the tools remember, recall, "
+        "forget, list_memories and compact, for one route and one user and tenant, fixed "
+        "when it starts: no tool takes a user, so a caller reaches no one else's memories.",
+    )
+    mcp.add_argument("config", metavar="CONFIG", help="the YAML config (a file)")
+    mcp.add_argument(
+        "--route", default="default", help="the route to serve (default: the top level)"
+    )
+    mcp.add_argument("--user", help="the user whose memories it serves (or MEMRULES_MCP_USER)")
+    mcp.add_argument("--tenant", help="the user's tenant (or MEMRULES_MCP_TENANT)")
+    mcp.set_defaults(handler=_mcp)
     return parser
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from memrules._cli import mcp_server
+
+    found = mcp_server.scope(args.user, args.tenant)
+    if found is None:
+        raise UsageError(mcp_server.SCOPE_MISSING)
+    return mcp_server.serve(args.config, route=args.route, user=found[0], tenant=found[1])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

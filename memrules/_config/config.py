@@ -144,7 +144,7 @@ def _strategies(values: Iterable[NamedStrategy | Strategy]) -> tuple[NamedStrate
 
 
 def default_strategies() -> tuple[NamedStrategy, ...]:
-    """The seed's default pipeline: the eight built-ins, each with defaults."""
+    """The default pipeline: the eight built-ins, each with its defaults."""
     return tuple(NamedStrategy(name=n, strategy=STRATEGIES[n]()) for n in BUILTIN_ORDER)
 
 
@@ -172,11 +172,11 @@ class MemoryConfig:
     package>"`` for a Hugging Face tokenizer, or ``"anthropic:<model>"`` for
     Anthropic's count-tokens endpoint. ``count_rule`` frames each message's
     count the way a provider does (``"openai"``, ``"anthropic"``, or
-    ``"seed"`` for the seed's unframed ``"<role> <text>"``; see
+    ``"seed"`` for no framing, the counter's own ``"<role> <text>"``; see
     :mod:`memrules._counting.framing`), and ``safety_margin`` keeps that fraction of
     a token budget free (0.05: compact to 95% of it). ``strategies`` are
     strategy callables (or
-    :class:`NamedStrategy`), the seed's eight by default. ``observers`` and
+    :class:`NamedStrategy`), the eight built-ins by default. ``observers`` and
     ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`,
     and so are the working graph's settings: ``graph_limits`` (each
     conversation's graph cap, a :class:`~memrules.graph.GraphLimits`),

@@ -223,7 +223,7 @@ def _state_store_section(node: Node) -> object:
 
 SECTIONS: Mapping[str, Section] = types.MappingProxyType(
     {
-        # The working graph and the conversation state (issue 9).
+        # The working graph and the conversation state.
         "graph_limits": _mapping_section("graph_limits", GraphLimits, default=GraphLimits()),
         "graph_context": _mapping_section("graph_context", GraphContext, default=None),
         "graph_extractor": _mapping_section(
@@ -257,10 +257,10 @@ FILE_KEYS = ("stores", "routes")
 
 KNOWN_KEYS = (*SETTINGS, *SECTIONS, "strategies", *FILE_KEYS)
 
-# Seed names that are no top-level key here, and where they went.
+# Names of earlier configs that are no top-level key now, and where they went.
 MOVED = {
     "max_drop_system_observations": (
-        "the seed's max_drop_system_observations is drop_observations.max_drop: "
+        "max_drop_system_observations is now drop_observations.max_drop: "
         "'- type: drop_observations' with 'max_drop: N' under strategies"
     ),
 }

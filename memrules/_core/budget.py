@@ -1,6 +1,6 @@
 """Budgets: when a conversation is too big, and how they are resolved.
 
-The seed's trigger rules: ``max_messages`` wins over a token budget; a token
+The trigger rules: ``max_messages`` wins over a token budget; a token
 budget is ``max_tokens`` or ``max_fraction`` × the context window (never both);
 with no trigger the budget is :attr:`Budget.UNLIMITED` and nothing is compacted.
 ``safety_margin`` keeps a fraction of a token budget free: the budget is

@@ -1,6 +1,6 @@
 """The request hook: :class:`MemoryPlugin`, a thin shell around a pure :func:`step`.
 
-Every request goes through the seed's four steps, in order:
+Every request goes through four steps, in order:
 
 1. **Measure.** Count the request's tokens and hand one :class:`ContextUsage`
    to every observer. The window is the resolver's answer for the request's
@@ -41,10 +41,10 @@ Every request goes through the seed's four steps, in order:
 
 The warning is appended before compaction, so the pipeline sees it and its
 tokens count toward the trigger: the budget is about what is sent, and the
-warning is sent (in the seed's example it is one of the nine messages the
+warning is sent (in ``memrules demo`` it is one of the nine messages the
 window trims to four). Observers see the usage measured before it.
 
-**One warning per conversation.** The seed makes the warning one-shot by its
+**One warning per conversation.** The warning is one-shot by its
 marker: a request that already holds a message starting with the marker gets
 no other. A client that drops the warning from its history (or never keeps
 the prompt it sent, as most don't) would then be warned again on every

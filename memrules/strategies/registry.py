@@ -60,7 +60,7 @@ BUILTIN_ORDER = (
     "drop_observations",
     "drop_turns",
 )
-"""The seed's default pipeline, in order."""
+"""The default pipeline, in order."""
 
 F = TypeVar("F", bound=StrategyFactory)
 
