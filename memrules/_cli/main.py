@@ -12,7 +12,11 @@ module unless ``--allow-imports MODULE`` lists it, or ``--trust-config`` allows 
 ``memrules replay TRACE`` runs a trace again with its recorded seam answers
 (:mod:`memrules._replay.replay`): exit 0 when identical, 1 with what differs on
 stdout; ``--update`` rewrites it. ``memrules eval --config A [--config B ...]
-DATASET`` scores pipelines on a dataset (:mod:`memrules._cli.eval`).
+DATASET`` scores pipelines on a dataset (:mod:`memrules._cli.eval`); its
+``--per-question``, ``--csv`` and ``--html`` files are written after the run.
+
+``memrules show TRACE`` prints one line per request of a trace; ``--html
+FILE`` writes a viewer page (:mod:`memrules._cli.show`).
 
 Every failure is one line on stderr and exit status 2: a bad argument,
 config or input, an output that cannot be written (a full disk, a closed
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -40,6 +45,9 @@ import attrs
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
 from memrules._adapters.anthropic import to_anthropic_request
 from memrules._cli import eval as eval_command
+from memrules._cli import eval_output
+from memrules._cli import report_html as eval_report
+from memrules._cli import show as show_command
 from memrules._cli.check import check_configs
 from memrules._cli.demo import add_arguments as add_demo_arguments
 from memrules._cli.demo import render as render_demo
@@ -391,23 +399,84 @@ def _eval(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     if args.trace is not None:
         _writable(args.trace, "the trace", args.dataset, *args.config)
+    settings = attrs.evolve(_eval_settings(args), trace=args.trace)
     _stdout()
-    settings = eval_command.EvalSettings(
+    with _progress(args) as progress:
+        run = eval_command.run_eval(settings, progress)
+    _write_eval_files(args, run)
+    rows, settings = run.rows, run.settings
+    if args.json:
+        figures = eval_command.figures_json(rows, settings, run.comparisons)
+        output = _to_json(figures, "the figures")
+    else:
+        output = eval_command.render_table(rows, k=args.k)
+        output += eval_report.comparisons_text(run)
+    _emit(output)
+    return 0
+
+
+# --- eval's analysis outputs (per question, CSV, HTML, intervals, answer models) -----
+
+
+def _eval_settings(args: argparse.Namespace) -> eval_command.EvalSettings:
+    """The settings of ``memrules eval``, its output files checked writable first."""
+    if args.bootstrap < 0:
+        msg = f"--bootstrap {args.bootstrap} must be at least 0"
+        raise UsageError(msg)
+    if args.judge_model is not None and args.answer_model is None:
+        msg = "--judge-model needs --answer-model (the judge grades its answers)"
+        raise UsageError(msg)
+    for flag, url, name in (
+        ("--answer-model", args.answer_model, args.answer_model_name),
+        ("--judge-model", args.judge_model, args.judge_model_name),
+    ):
+        if url is None and name is not None:
+            msg = f"{flag}-name needs {flag}"
+            raise UsageError(msg)
+    if args.html is not None and importlib.util.find_spec("matplotlib") is None:
+        msg = "--html draws its plot with matplotlib: pip install 'memrules[report]'"
+        raise UsageError(msg)
+    for path, what in ((args.per_question, "the per-question file"), (args.csv, "the CSV"),
+                       (args.html, "the HTML report")):  # fmt: skip
+        if path is not None:
+            _writable(path, what, args.dataset, *args.config)
+
+    def endpoint(url: str | None, name: str | None) -> eval_command.Endpoint | None:
+        if url is None:
+            return None
+        return eval_command.Endpoint(url=url, model=name, api_key_env=args.api_key_env)
+
+    return eval_command.EvalSettings(
         configs=tuple(args.config),
         dataset=args.dataset,
         k=args.k,
         max_tokens=args.max_tokens,
         jobs=args.jobs,
         allow_imports=_allowed(args),
-        trace=args.trace,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        answer_model=endpoint(args.answer_model, args.answer_model_name),
+        judge_model=endpoint(args.judge_model, args.judge_model_name),
     )
-    with _progress(args) as progress:
-        rows = eval_command.evaluate(settings, progress)
-    if args.json:
-        output = _to_json(eval_command.figures_json(rows, settings), "the figures")
-    else:
-        output = eval_command.render_table(rows, k=args.k)
-    _emit(output)
+
+
+def _write_eval_files(args: argparse.Namespace, run: eval_command.EvalRun) -> None:
+    if args.per_question is not None:
+        lines = "".join(eval_output.per_question_lines(run))
+        _write_file(args.per_question, lines, "the per-question file")
+    if args.csv is not None:
+        _write_file(args.csv, eval_output.table_csv(run), "the CSV")
+    if args.html is not None:
+        _write_file(args.html, eval_report.report_html(run), "the HTML report")
+
+
+def _show(args: argparse.Namespace) -> int:
+    if args.html is not None:
+        _writable(args.html, "the viewer", args.trace)
+        _write_file(args.html, show_command.viewer_html(args.trace), "the viewer")
+        return 0
+    _stdout()
+    _emit(show_command.summary_text(args.trace))
     return 0
 
 
@@ -569,6 +638,17 @@ def _parser() -> argparse.ArgumentParser:
     eval_command.add_arguments(evaluation)
     _add_trust(evaluation)
     evaluation.set_defaults(handler=_eval)
+
+    show = commands.add_parser(
+        "show",
+        help="read a trace: one line per request, or an HTML viewer",
+        description="Show a trace: one line per request, or with --html a self-contained "
+        "viewer page (what came in, what each strategy removed, replaced or inserted, the seam "
+        "calls, the tokens), navigable by conversation and request.",
+    )
+    show.add_argument("trace", type=Path, metavar="TRACE", help="a trace (JSON Lines)")
+    show.add_argument("--html", type=Path, metavar="FILE", help="write the viewer to FILE")
+    show.set_defaults(handler=_show)
 
     demo = commands.add_parser(
         "demo",
