@@ -27,6 +27,7 @@ PUBLIC = {
     "EncodingError",
     "EstimatingCounter",
     "GraphError",
+    "IndexContext",
     "MemoryConfig",
     "MemoryPlugin",
     "MemrulesError",
