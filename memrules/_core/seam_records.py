@@ -352,10 +352,7 @@ def message_time(message: Message) -> date | datetime | None:
         try:
             return datetime.fromisoformat(raw.strip())
         except ValueError:
-            try:
-                return date.fromisoformat(raw.strip())
-            except ValueError:
-                return None
+            return None
     return None
 
 
