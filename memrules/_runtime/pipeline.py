@@ -44,7 +44,7 @@ from memrules._runtime.awaiting import SeamAnswers
 from memrules._runtime.logged import logged_seams
 from memrules.seams._settings import build_seams
 
-__all__ = ["Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
+__all__ = ["IndexContext", "Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
 
 
 def as_conversation(messages: Iterable[Message]) -> Conversation:
