@@ -320,7 +320,7 @@ class IndexContext:
     2023``; see :func:`~memrules._core.dates.resolve_dates`).
 
     On a public multi-session chat benchmark, the message before and the
-    session's date lifted BM25 from 55.6% to 67.6% of the questions
+    session's date lifted BM25 from 55.6% to 64.6% of the questions
     answered within the first five (``benchmarks/locomo/``).
     """
 

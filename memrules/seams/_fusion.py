@@ -17,7 +17,8 @@ conversations, ``benchmarks/locomo/``): the original paper's ``k = 60``
 (Cormack et al., 2009) flattens the top ranks, where the answer usually
 is, and BM25 over contextual text ranks better than the small local
 embedding model, so it counts more. Against equal weights and ``k = 60``
-the turns found within the first five rose from 62.7% to 70.0%.
+the questions answered within the first five rose from 60.7% to 66.9%
+(through the Qdrant store).
 """
 
 from __future__ import annotations
