@@ -77,7 +77,7 @@ from memrules._counting.usage import ContextUsage, ContextUsageObserver
 from memrules._engine.contract import Outcome, Strategy, StrategyContext
 from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request
 from memrules._replay.replay import ReplaySummary, replay_trace
-from memrules._runtime.pipeline import Pipeline, RecallHit, load_pipeline
+from memrules._runtime.pipeline import IndexContext, Pipeline, RecallHit, load_pipeline
 from memrules._trace.record import record_trace
 from memrules.seams.recall import answer_recall, recall_tool
 
@@ -102,6 +102,7 @@ __all__ = [
     "EncodingError",
     "EstimatingCounter",
     "GraphError",
+    "IndexContext",
     "MemoryConfig",
     "MemoryPlugin",
     "MemrulesError",

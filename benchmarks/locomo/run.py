@@ -210,9 +210,15 @@ class BM25:
     """Okapi BM25 over one conversation's turns: k1 = 1.5, b = 0.75, and
     Lucene's non-negative IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
 
-    def __init__(self, documents: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
-        self.k1, self.b = k1, b
-        self.docs = [collections.Counter(tokenize(d)) for d in documents]
+    def __init__(
+        self,
+        documents: Sequence[str],
+        k1: float = 1.5,
+        b: float = 0.75,
+        tokenizer: Callable[[str], list[str]] = tokenize,
+    ) -> None:
+        self.k1, self.b, self.tokenizer = k1, b, tokenizer
+        self.docs = [collections.Counter(tokenizer(d)) for d in documents]
         self.lengths = [sum(d.values()) for d in self.docs]
         self.avg = (sum(self.lengths) / len(self.docs)) if self.docs else 0.0
         df: collections.Counter[str] = collections.Counter()
@@ -224,7 +230,7 @@ class BM25:
     def rank(self, query: str, k: int) -> list[int]:
         """The indices of the ``k`` best documents with a positive score,
         best first (ties: the earlier document first)."""
-        terms = [t for t in tokenize(query) if t in self.idf]
+        terms = [t for t in self.tokenizer(query) if t in self.idf]
         scores: list[tuple[float, int]] = []
         for i, doc in enumerate(self.docs):
             score = 0.0
@@ -317,9 +323,20 @@ def counted(
 
 
 def bm25_ranks(
-    samples: Sequence[Sample], questions: Sequence[tuple[Sample, Question]]
+    samples: Sequence[Sample],
+    questions: Sequence[tuple[Sample, Question]],
+    texts: Callable[[Sample], list[str]] | None = None,
+    tokenizer: Callable[[str], list[str]] = tokenize,
 ) -> dict[str, Any]:
-    indexes = {s.id: BM25([indexed_text(t) for t in s.turns]) for s in samples}
+    """BM25's ranks of each question's evidence, over each turn's
+    :func:`indexed_text` (or what ``texts`` makes of a sample's turns)."""
+    indexes = {
+        s.id: BM25(
+            texts(s) if texts is not None else [indexed_text(t) for t in s.turns],
+            tokenizer=tokenizer,
+        )
+        for s in samples
+    }
     ranks: list[int | None] = []
     latencies: list[float] = []
     for sample, q in questions:
@@ -338,10 +355,10 @@ def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def as_messages(sample: Sample) -> tuple[Any, ...]:
-    """A sample's turns as memrules messages: the first speaker's as the
-    user's, the other's as the assistant's, each with its speaker as the
-    message name and its turn id as the message id."""
+def as_messages(sample: Sample, turns: Sequence[Turn] | None = None) -> tuple[Any, ...]:
+    """A sample's turns (or ``turns`` of it) as memrules messages: the first
+    speaker's as the user's, the other's as the assistant's, each with its
+    speaker as the message name and its turn id as the message id."""
     from memrules import Message, Text
 
     first = sample.speakers[0] if sample.speakers else None
@@ -352,8 +369,64 @@ def as_messages(sample: Sample) -> tuple[Any, ...]:
             id=t.id,
             name=t.speaker,
         )
-        for t in sample.turns
+        for t in (sample.turns if turns is None else turns)
     )
+
+
+def sessions(sample: Sample) -> list[tuple[Any, list[Turn]]]:
+    """A sample's sessions in order: each session's time (None when its
+    date does not read) and its turns."""
+    by_session: dict[int, list[Turn]] = collections.defaultdict(list)
+    for t in sample.turns:
+        by_session[t.session].append(t)
+    return [(parse_locomo_date(turns[0].date), turns) for _, turns in sorted(by_session.items())]
+
+
+def context_named(name: str) -> Any:
+    """The :class:`memrules.IndexContext` ``--context`` names: ``default``
+    (remember's default: the turn before, the session's day, relative dates
+    resolved), ``none`` (each turn's own text), or ``before=N,after=M``."""
+    from memrules import IndexContext
+    from memrules._core.seam_records import DEFAULT_CONTEXT
+
+    if name == "default":
+        return DEFAULT_CONTEXT
+    if name == "none":
+        return None
+    fields = dict(part.split("=", 1) for part in name.split(","))
+    return IndexContext(**{k.strip(): int(v) for k, v in fields.items()})
+
+
+def remember_all(pipeline: Any, samples: Sequence[Sample], context: Any) -> None:
+    """Remember each sample one session per call, with the session's time
+    (its relative dates resolved against it)."""
+    for sample in samples:
+        for when, turns in sessions(sample):
+            pipeline.remember(
+                as_messages(sample, turns),
+                conversation_id=sample.id,
+                user=sample.id,
+                session_time=when if context is not None else None,
+                context=context,
+            )
+
+
+def contextual_texts(sample: Sample, context: Any) -> list[str]:
+    """What memrules indexes for each turn of ``sample`` under ``context``
+    (the same text BM25 then ranks, to measure the context alone)."""
+    import attrs
+
+    from memrules._core.seam_records import contextual_text, index_text
+
+    out: list[str] = []
+    for when, turns in sessions(sample):
+        messages = as_messages(sample, turns)
+        if context is None:
+            out += [index_text(m) for m in messages]
+            continue
+        ctx = attrs.evolve(context, time=when)
+        out += [contextual_text(messages, i, ctx) for i in range(len(messages))]
+    return out
 
 
 def store_yaml(backend: str, where: Path, search: str = "hybrid") -> str:
@@ -375,8 +448,12 @@ def store_ranks(
     samples: Sequence[Sample],
     questions: Sequence[tuple[Sample, Question]],
     where: Path,
+    context: Any = None,
+    depth: int = 10,
 ) -> dict[str, Any]:
-    """Remember every sample, then recall every question in each mode."""
+    """Remember every sample (under ``context``), then recall every
+    question in each mode, ``depth`` turns deep (the fusion table reads the
+    dense and lexical rankings that deep)."""
     from memrules import load_pipeline
 
     config = where / "pipeline.yaml"
@@ -389,8 +466,7 @@ def store_ranks(
     warm_s = time.perf_counter() - start
     turns = sum(len(s.turns) for s in samples)
     start = time.perf_counter()
-    for sample in samples:
-        pipeline.remember(as_messages(sample), conversation_id=sample.id, user=sample.id)
+    remember_all(pipeline, samples, context)
     remember_s = time.perf_counter() - start
     progress(f"{backend}: remembered {turns} turns in {remember_s:.1f} s")
     out: dict[str, Any] = {
@@ -411,14 +487,20 @@ def store_ranks(
     for mode in modes:
         ranks: list[int | None] = []
         latencies: list[float] = []
+        ranked: list[list[str]] = []
         for sample, q in questions:
             start = time.perf_counter()
             hits = pipeline.recall(
-                q.question, k=max(KS), conversation_id=sample.id, user=sample.id, mode=mode
+                q.question,
+                k=max(KS) if mode == "hybrid" else depth,
+                conversation_id=sample.id,
+                user=sample.id,
+                mode=mode,
             )
             latencies.append(time.perf_counter() - start)
-            ranks.append(first_rank(([h.message.id or ""] for h in hits), q.evidence))
-        out["modes"][mode] = {"ranks": ranks, "latency_s": latencies}
+            ranks.append(first_rank(([h.message.id or ""] for h in hits[: max(KS)]), q.evidence))
+            ranked.append([h.message.id or "" for h in hits])
+        out["modes"][mode] = {"ranks": ranks, "latency_s": latencies, "ranked": ranked}
         progress(f"{backend}: {mode}: {len(ranks)} questions recalled")
     close = getattr(getattr(pipeline, "seams", None), "store", None)
     if close is not None and hasattr(close, "close"):
@@ -538,6 +620,45 @@ def route_ranks(
     }
 
 
+# --- fusion alternatives ---------------------------------------------------------------
+
+FUSION_KS = (5, 10, 20, 60)
+FUSION_WEIGHTS = (1.0, 1.5, 2.0, 3.0)
+
+
+def fusion_table(
+    dense: Sequence[Sequence[str]],
+    lexical: Sequence[Sequence[str]],
+    questions: Sequence[tuple[Sample, Question]],
+) -> list[dict[str, Any]]:
+    """any@5/10 of every weighted reciprocal rank fusion of the dense and
+    lexical rankings (as deep as recalled) in ``FUSION_KS`` x
+    ``FUSION_WEIGHTS`` (the lexical ranking's weight; dense weighs 1), with
+    the lowest category's any@5."""
+    from memrules.seams._fusion import reciprocal_rank_fusion
+
+    rows: list[dict[str, Any]] = []
+    for k in FUSION_KS:
+        for weight in FUSION_WEIGHTS:
+            ranks = []
+            for d, lx, (_, q) in zip(dense, lexical, questions, strict=True):
+                fused = reciprocal_rank_fusion([d, lx], k=k, weights=(1.0, weight))
+                ranks.append(first_rank(([i] for i, _ in fused[: max(KS)]), q.evidence))
+            by_category: dict[str, list[int | None]] = collections.defaultdict(list)
+            for r, (_, q) in zip(ranks, questions, strict=True):
+                by_category[str(q.category)].append(r)
+            rows.append(
+                {
+                    "k": k,
+                    "lexical_weight": weight,
+                    "@5": any_at(ranks, 5),
+                    "@10": any_at(ranks, 10),
+                    "categories@5": {c: any_at(v, 5) for c, v in sorted(by_category.items())},
+                }
+            )
+    return rows
+
+
 # --- the report --------------------------------------------------------------------------
 
 
@@ -602,6 +723,21 @@ def render(results: dict[str, Any], out: Callable[[str], None] = print) -> None:
             f"{lat.get('p50', float('nan')):.1f} / {lat.get('p95', float('nan')):.1f} | "
             f"{'—' if rem is None else f'{rem:.0f}'} |"
         )
+    for backend, rows in results.get("fusion", {}).items():
+        out("")
+        out(
+            f"hybrid fusion alternatives ({backend}): weighted RRF of the dense and lexical "
+            "rankings; any@5 / any@10 (lowest category's any@5)"
+        )
+        out("| RRF k | " + " | ".join(f"lexical x{w:g}" for w in FUSION_WEIGHTS) + " |")
+        out("|---|" + "---|" * len(FUSION_WEIGHTS))
+        for k in FUSION_KS:
+            cells = []
+            for row in rows:
+                if row["k"] == k:
+                    low = min(row["categories@5"].values())
+                    cells.append(f"{_pct(row['@5'])} / {_pct(row['@10'])} ({_pct(low)})")
+            out(f"| {k} | " + " | ".join(cells) + " |")
     cats = sorted({c for s in systems.values() for c in s["summary"]["categories"]})
     out("")
     first = next(iter(systems.values()))["summary"]["categories"]
@@ -666,12 +802,28 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> dict[st
         } | (extra or {})
 
     add("bm25", base["ranks"], base["latency_s"], None)
+    context = context_named(args.context)
+    if context is not None and args.format == "locomo":
+        from memrules.seams._lexical import terms
+
+        def texts(sample: Sample) -> list[str]:
+            return contextual_texts(sample, context)
+
+        with_context = bm25_ranks(samples, questions, texts)
+        add("bm25 + context", with_context["ranks"], with_context["latency_s"], None)
+        stems = bm25_ranks(samples, questions, texts, terms)
+        add("bm25 + context + stems", stems["ranks"], stems["latency_s"], None)
+    fusion: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends:
             where = Path(tmp) / backend
             where.mkdir()
-            got = store_ranks(backend, args.modes, samples, questions, where)
+            got = store_ranks(backend, args.modes, samples, questions, where, context, args.depth)
             rate = got["remember"]["turns_per_s"]
+            if {"dense", "lexical"} <= set(got["modes"]):
+                fusion[backend] = fusion_table(
+                    got["modes"]["dense"]["ranked"], got["modes"]["lexical"]["ranked"], questions
+                )
             for mode, r in got["modes"].items():
                 add(
                     f"{mode} ({backend})",
@@ -707,7 +859,9 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> dict[st
         "normalisation": normalisation.to_dict(),
         "questions": len(questions),
         "bootstrap": {"rounds": args.bootstrap, "seed": args.seed},
+        "context": args.context,
         "systems": systems,
+        "fusion": fusion,
     }
     render(results, out)
     return results
@@ -737,6 +891,18 @@ def parser() -> argparse.ArgumentParser:
         nargs="+",
         default=["1", "2", "3", "4"],
         help="the categories scored (LoCoMo: 1-4 by default); 'all' for every one",
+    )
+    p.add_argument(
+        "--context",
+        default="default",
+        help="what each turn is indexed with: default (remember's: the turn before, the "
+        "session's day, relative dates resolved), none, or before=N,after=M",
+    )
+    p.add_argument(
+        "--depth",
+        type=int,
+        default=50,
+        help="how deep the dense and lexical modes recall (the fusion table reads them)",
     )
     p.add_argument("--samples", nargs="+", help="only these sample ids")
     p.add_argument("--bootstrap", type=int, default=10_000, help="resamplings (default 10,000)")

@@ -12,6 +12,12 @@ by a third without it). Tool calls read ``name(arguments)``, and a tool
 result also names the call it answers, so a question about ``src/app.py``
 finds the result of ``read_file({"path": "src/app.py"})``.
 
+With an :class:`IndexContext` the indexed text also carries what a reader
+would need to find the message: the day it was said, what its relative dates
+("yesterday", "last Friday") meant on that day, and the message before it
+(a reply such as "Yes, last Tuesday!" is found by the question it answers).
+Only the indexed text grows; the stored message stays as it was.
+
 Everything here is pure: the same messages give the same records.
 """
 
@@ -20,17 +26,22 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime
 from typing import Any
 
 import attrs
 
 from memrules._core.conversation import is_turn_start
+from memrules._core.dates import format_day, resolve_dates
 from memrules._core.errors import ConfigError, StoreError
 from memrules._core.frozen import thaw
 from memrules._core.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
 
 __all__ = [
+    "DEFAULT_CONTEXT",
     "MAX_SCOPE_CHARS",
+    "TIME_KEY",
+    "IndexContext",
     "RecallHit",
     "Scope",
     "StoreWrite",
@@ -38,10 +49,12 @@ __all__ = [
     "build_records",
     "check_storable",
     "content_hash",
+    "contextual_text",
     "decode_message",
     "encode_message",
     "index_text",
     "message_json",
+    "message_time",
     "record_key",
     "scope_id_problem",
 ]
@@ -256,6 +269,132 @@ def index_text(message: Message, calls: Mapping[str, ToolCall] | None = None) ->
     return f"{message.name or message.role}: " + "\n".join(p for p in pieces if p)
 
 
+# --- the context an indexed text may carry ------------------------------------------
+
+TIME_KEY = "time"
+"""The metadata key a message's own time is read from: an ISO 8601 date or
+date-time string, or seconds since the epoch (UTC)."""
+
+_MAX_NEIGHBOURS = 8
+_MAX_NEIGHBOUR_CHARS = 4000
+
+
+def _window(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_NEIGHBOURS:
+        msg = f"{attribute.name}={value!r} must be a whole number from 0 to {_MAX_NEIGHBOURS}"
+        raise ConfigError.single(msg, yaml_path=attribute.name)
+
+
+def _chars(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    limit = _MAX_NEIGHBOUR_CHARS
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        msg = f"{attribute.name}={value!r} must be a whole number from 1 to {_MAX_NEIGHBOUR_CHARS}"
+        raise ConfigError.single(msg, yaml_path=attribute.name)
+
+
+def _when(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, (date, datetime)):
+        msg = f"{attribute.name}={value!r} must be a date, a datetime or None"
+        raise ConfigError.single(msg, yaml_path=attribute.name)
+
+
+def _flag(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        msg = f"{attribute.name}={value!r} must be true or false"
+        raise ConfigError.single(msg, yaml_path=attribute.name)
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class IndexContext:
+    """What the text a message is indexed by adds to the message itself.
+
+    ``before`` and ``after``: how many neighbouring messages (system
+    messages skipped) are added after it, each as ``(before) <name or
+    role>: <text>`` or ``(after) …``, cut to ``neighbour_chars``; the
+    message's own text always comes first, so a model that reads only the
+    start of a text still reads it. ``time``: when the conversation was
+    held (a session's date), for messages without a time of their own in
+    ``metadata["time"]`` (:data:`TIME_KEY`); a message with a time is
+    indexed with its day (``(8 May 2023)``) and, when ``dates`` is true,
+    with what its relative dates meant on that day (``yesterday: 7 May
+    2023``; see :func:`~memrules._core.dates.resolve_dates`).
+
+    On a public multi-session chat benchmark, the message before and the
+    session's date lifted BM25 from 55.6% to 64.6% of the questions
+    answered within the first five (``benchmarks/locomo/``).
+    """
+
+    before: int = attrs.field(default=1, validator=_window)
+    after: int = attrs.field(default=0, validator=_window)
+    neighbour_chars: int = attrs.field(default=300, validator=_chars)
+    time: date | datetime | None = attrs.field(default=None, validator=_when)
+    dates: bool = attrs.field(default=True, validator=_flag)
+
+
+DEFAULT_CONTEXT = IndexContext()
+"""The context ``remember`` indexes with unless told otherwise: the message
+before, the day, relative dates resolved."""
+
+
+def message_time(message: Message) -> date | datetime | None:
+    """The time ``message`` carries in ``metadata["time"]``
+    (:data:`TIME_KEY`), or None when it has none or it does not read as a
+    date: an ISO 8601 string, or seconds since the epoch (read as UTC)."""
+    raw = message.metadata.get(TIME_KEY) if message.metadata else None
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        try:
+            return datetime.fromtimestamp(raw, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(raw, str):
+        try:
+            return datetime.fromisoformat(raw.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _plain_text(message: Message) -> str:
+    return "\n".join(p.text for p in message.parts if isinstance(p, Text) and p.text)
+
+
+def contextual_text(
+    conversation: Conversation,
+    i: int,
+    context: IndexContext,
+    calls: Mapping[str, ToolCall] | None = None,
+) -> str:
+    """The text ``conversation[i]`` is indexed by under ``context``: its
+    :func:`index_text`, then its day and resolved dates (when it has a
+    time, its own or ``context.time``), then its neighbours."""
+    message = conversation[i]
+    lines = [index_text(message, calls)]
+    when = message_time(message) or context.time
+    if when is not None:
+        notes = [format_day(when.date() if isinstance(when, datetime) else when)]
+        if context.dates:
+            found = resolve_dates(_plain_text(message), when)
+            notes += [f"{phrase}: {day}" for phrase, day in found]
+        lines.append("(" + "; ".join(notes) + ")")
+    for label, step, count in (("before", -1, context.before), ("after", 1, context.after)):
+        j, taken = i + step, 0
+        while taken < count and 0 <= j < len(conversation):
+            neighbour = conversation[j]
+            j += step
+            if neighbour.role == "system":
+                continue
+            taken += 1
+            text = _clip(index_text(neighbour, calls), context.neighbour_chars)
+            lines.append(f"({label}) {text}")
+    return "\n".join(lines)
+
+
 # --- records -------------------------------------------------------------------------
 
 
@@ -387,11 +526,18 @@ def _starts(conversation: Conversation) -> tuple[list[int], list[int]]:
 
 
 def build_records(
-    conversation: Conversation, indices: Iterable[int] | None = None, *, scope: Scope
+    conversation: Conversation,
+    indices: Iterable[int] | None = None,
+    *,
+    scope: Scope,
+    context: IndexContext | None = None,
 ) -> tuple[StoredMessage, ...]:
     """The records of ``conversation[i]`` for each of ``indices`` (all by
     default), in order. The conversation is read for the turn and exchange
-    of each message and for the calls its tool results answer.
+    of each message, for the calls its tool results answer and, with a
+    ``context``, for the neighbours and dates its indexed text carries
+    (:func:`contextual_text`; without one, the text is :func:`index_text`).
+    The indexed text is no part of a record's id.
 
     A record's id hashes the scope, the turn, the content and how many equal
     messages came before it in its turn, so two equal messages of one turn
@@ -461,7 +607,11 @@ def build_records(
             StoredMessage(
                 id=record_key(parts),
                 message=m,
-                text=index_text(m, calls),
+                text=(
+                    index_text(m, calls)
+                    if context is None
+                    else contextual_text(conversation, i, context, calls)
+                ),
                 scope=scope,
                 turn=turn_key,
                 exchange=key("exchange", exchange_of[i]),

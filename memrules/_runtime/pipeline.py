@@ -14,6 +14,7 @@ Budget.messages(6)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import date, datetime
 from pathlib import Path
 
 import attrs
@@ -24,7 +25,14 @@ from memrules._core.errors import ConfigError, StoreError
 from memrules._core.messages import Conversation, Message, as_messages, check_messages
 from memrules._core.report import CompressionResult
 from memrules._core.seam_protocols import Seams, VectorStore
-from memrules._core.seam_records import RecallHit, Scope, StoreWrite, build_records
+from memrules._core.seam_records import (
+    DEFAULT_CONTEXT,
+    IndexContext,
+    RecallHit,
+    Scope,
+    StoreWrite,
+    build_records,
+)
 from memrules._counting.framing import count_rule_named, framed
 from memrules._counting.measure import Measure
 from memrules._counting.named import counter_named
@@ -36,7 +44,7 @@ from memrules._runtime.awaiting import SeamAnswers
 from memrules._runtime.logged import logged_seams
 from memrules.seams._settings import build_seams
 
-__all__ = ["Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
+__all__ = ["IndexContext", "Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
 
 
 def as_conversation(messages: Iterable[Message]) -> Conversation:
@@ -282,6 +290,8 @@ class Pipeline:
         conversation_id: str,
         user: str | None = None,
         tenant: str | None = None,
+        session_time: date | datetime | None = None,
+        context: IndexContext | None = DEFAULT_CONTEXT,
     ) -> StoreWrite:
         """Store ``messages`` (a conversation, in order: an old history to
         import) in the pipeline's store, under ``conversation_id``, ``user``
@@ -289,13 +299,29 @@ class Pipeline:
         with the turn and exchange it belongs to. Idempotent: messages stored
         already are neither embedded nor written again (the answer lists
         them as ``existing``). All or nothing; raises
-        :class:`~memrules._core.errors.StoreError` (or ``EmbedderError``)."""
+        :class:`~memrules._core.errors.StoreError` (or ``EmbedderError``).
+
+        Each message is found by its text and by ``context``
+        (:class:`~memrules.IndexContext`; by default the message before it,
+        and the day it was said with its relative dates resolved; None: its
+        own text only). ``session_time`` is when these messages were said,
+        for those without a ``metadata["time"]`` of their own: remember one
+        session per call to give each its date. The stored messages are
+        unchanged whatever the context."""
         if not isinstance(conversation_id, str):
             msg = f"conversation_id={conversation_id!r} must be a non-empty string"
             raise ConfigError.single(msg, yaml_path="conversation_id")
+        if context is not None and not isinstance(context, IndexContext):
+            msg = f"context={context!r} must be an IndexContext or None"
+            raise ConfigError.single(msg, yaml_path="context")
+        if session_time is not None:
+            if not isinstance(session_time, (date, datetime)):
+                msg = f"session_time={session_time!r} must be a date, a datetime or None"
+                raise ConfigError.single(msg, yaml_path="session_time")
+            context = attrs.evolve(context or IndexContext(before=0), time=session_time)
         scope = _scope(conversation_id, user, tenant)
         conversation = as_conversation(messages)
-        return self._store().add(build_records(conversation, scope=scope))
+        return self._store().add(build_records(conversation, scope=scope, context=context))
 
     def recall(
         self,

@@ -61,7 +61,7 @@ from memrules.memory.patterns import (
     first_match,
 )
 from memrules.memory.text import DEFAULT_MEMORY_MARKER, header, memory_line
-from memrules.seams._fusion import RRF_K
+from memrules.seams._fusion import MAX_FUSED_SCORE
 from memrules.seams._settings import SeamSettings, seam_settings, section_keys
 
 __all__ = [
@@ -84,7 +84,7 @@ DEFAULT_COLLECTION = "memrules_memories"
 _DEFAULT_MILVUS_URI = "memrules_memories.db"
 _DEFAULT_QDRANT_PATH = "memrules_memories_qdrant"
 
-MAX_HYBRID_SCORE = 2 / (RRF_K + 1)
+MAX_HYBRID_SCORE = MAX_FUSED_SCORE
 """The highest fused score hybrid search gives: first in both rankings."""
 
 DEFAULT_THRESHOLDS: Mapping[str, float] = {"dense": 0.3, "lexical": 0.0, "hybrid": 0.0}

@@ -204,6 +204,8 @@ def test_lexical_recall_through_the_store_scores_as_by_hand(locomo_file: Path) -
             "--modes",
             "lexical",
             "dense",
+            "--context",
+            "none",
             "--bootstrap",
             "100",
         ]
@@ -294,3 +296,22 @@ def test_a_longmemeval_file_loads_and_scores(tmp_path: Path) -> None:
     assert bm25["summary"]["categories"] == {
         "single-session-user": {"questions": 1, "@1": 1.0, "@5": 1.0, "@10": 1.0}
     }
+
+
+def test_turns_are_remembered_one_session_at_a_time_with_its_day(locomo_file: Path) -> None:
+    from benchmarks.locomo.run import context_named, contextual_texts, sessions
+
+    (sample,), _ = load_locomo(locomo_file)
+    days = [when.date().isoformat() for when, _ in sessions(sample)]
+    assert days == ["2023-05-08", "2023-06-20"]
+    texts = contextual_texts(sample, context_named("default"))
+    assert texts[4] == (
+        "Ann: Saw a zebra painting at the gallery downtown with friends yesterday evening.\n"
+        "(8 May 2023; yesterday: 7 May 2023)\n"
+        "(before) Bob: A zebra crossing sign fell near my office."
+    )
+    assert texts[5] == "Bob: I started learning the violin this spring.\n(20 June 2023)"
+    assert contextual_texts(sample, context_named("none"))[5] == (
+        "Bob: I started learning the violin this spring."
+    )
+    assert context_named("before=2,after=1").after == 1

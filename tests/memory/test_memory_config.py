@@ -177,7 +177,7 @@ BAD = [
         "at most 1 in dense",
     ),
     (
-        "stores:\n  memory:\n    search: hybrid\n    threshold: 0.2\nmemory: {}\n",
+        "stores:\n  memory:\n    search: hybrid\n    threshold: 0.3\nmemory: {}\n",
         "stores.memory.threshold",
         4,
         "hybrid",

@@ -32,6 +32,7 @@ PUBLIC = {
     "EncodingError",
     "EstimatingCounter",
     "GraphError",
+    "IndexContext",
     "MemoryConfig",
     "MemoryPlugin",
     "MemrulesError",
