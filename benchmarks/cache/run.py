@@ -47,6 +47,7 @@ def builtin_policies() -> list[tuple[str, str]]:
             f"encoder_name: {ENCODER}\nmax_tokens: 100000\nstrategies:\n  - type: trim_to_budget\n",
         ),
         ("configs/default.yaml", str(ROOT / "configs" / "default.yaml")),
+        ("configs/cache_aware.yaml", str(ROOT / "configs" / "cache_aware.yaml")),
     ]
 
 
@@ -80,12 +81,21 @@ def replay(
     total = cached_o = cached_a = over = events = 0
     cost_o = cost_a = 0.0
     start = time.perf_counter()
-    for n in points:
+    sent_before = None
+    for k, n in enumerate(points):
         messages = history[:n]
         if compact:
-            result = pipeline.apply(messages, budget=Budget.tokens(budget), memo=memo)
+            result = pipeline.apply(
+                messages,
+                budget=Budget.tokens(budget),
+                memo=memo,
+                previous=sent_before,
+                now=k * gap,
+            )
             messages = result.messages
-            events += result.report.compacted
+            events += any(a.changed and a.pass_number > 0 for a in result.report.actions)
+            if pipeline.config.cache is not None:
+                sent_before = result.sent
         sent = Sent(messages=tuple(messages), counts=ruler.counts(messages))
         tokens = sent.tokens
         over += tokens >= budget

@@ -16,6 +16,7 @@ import attrs
 import tiktoken
 import tiktoken.model
 
+from memrules._core.budget import CachePolicy
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
 from memrules._core.yaml_nodes import Node
 from memrules._counting.framing import COUNT_RULES
@@ -237,6 +238,8 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         **SEAM_SECTIONS,
         # The route's retrieval memory entry (memrules.memory.config).
         "memory": memory_section,
+        # Keeping the provider's prompt cache (memrules._core.budget.CachePolicy).
+        "cache": _mapping_section("cache", CachePolicy, default=None),
     }
 )
 """The mapping-valued keys, each with the function that reads its YAML node:
@@ -249,6 +252,7 @@ SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "graph_context": ((GraphContext, type(None)), "a GraphContext or None"),
     "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
     "memory": ((RouteRetrieval, type(None)), "a RouteRetrieval or None"),
+    "cache": ((CachePolicy, type(None)), "a CachePolicy or None"),
     "memory_store": ((RetrievalStoreConfig, type(None)), "a RetrievalStoreConfig or None"),
 }
 

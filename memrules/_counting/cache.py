@@ -66,6 +66,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult
+from memrules._core.prompt_cache import CacheMeasure, Sent
 
 __all__ = [
     "ANTHROPIC_MINIMUMS",
@@ -79,7 +80,10 @@ __all__ = [
     "PriceTable",
     "Sent",
     "breakpoints",
+    "is_warm",
+    "lifetime",
     "measure",
+    "rule_for",
     "shared_messages",
 ]
 
@@ -88,41 +92,6 @@ PRICES_READ = "2026-12-01"
 
 Lifetime: TypeAlias = Literal["5m", "1h"]
 _SECONDS: Mapping[str, float] = {"5m": 300.0, "1h": 3600.0}
-
-
-def _counts(value: Iterable[int]) -> tuple[int, ...]:
-    return tuple(value)
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class Sent:
-    """One request as sent: its messages and each message's token count,
-    plus ``overhead``, the tokens the request costs beyond its messages
-    (framing, tool definitions), counted as part of the first message's
-    prefix (they come before every message)."""
-
-    messages: tuple[Message, ...]
-    counts: tuple[int, ...] = attrs.field(converter=_counts)
-    overhead: int = 0
-
-    def __attrs_post_init__(self) -> None:
-        if len(self.counts) != len(self.messages):
-            msg = (
-                f"counts has {len(self.counts)} entries for {len(self.messages)} messages; "
-                "give one count per message"
-            )
-            raise ValueError(msg)
-        if self.overhead < 0 or any(c < 0 for c in self.counts):
-            msg = f"overhead={self.overhead!r} and every count must be >= 0"
-            raise ValueError(msg)
-
-    @property
-    def tokens(self) -> int:
-        return self.overhead + sum(self.counts)
-
-    def prefix_tokens(self, messages: int) -> int:
-        """Tokens of the first ``messages`` messages, overhead included."""
-        return self.overhead + sum(self.counts[:messages])
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -237,28 +206,35 @@ class AnthropicRule:
 CacheRule: TypeAlias = OpenAIRule | AnthropicRule
 
 
-@attrs.frozen(kw_only=True, slots=True)
-class CacheMeasure:
-    """What the cache does for one request, in tokens, and its cost in
-    input-token units (one uncached, unwritten token costs 1).
+def lifetime(rule: CacheRule, previous: Sent | None = None) -> float:
+    """Seconds after a request that its cache entries can still be read:
+    OpenAI's ``lifetime``; under Anthropic's rule the longest lifetime of
+    the breakpoints ``previous`` carried (the automatic one included), 5
+    minutes when it carried none."""
+    if isinstance(rule, OpenAIRule):
+        return rule.lifetime
+    points = [] if previous is None else _points(previous, rule)
+    return max((_SECONDS[ttl] for _, ttl in points), default=_SECONDS["5m"])
 
-    ``cached <= shared <= tokens`` and ``cached + uncached == tokens``;
-    ``written`` (of which ``written_long`` at the long lifetime) is part of
-    ``uncached``."""
 
-    tokens: int
-    shared: int
-    cached: int
-    uncached: int
-    written: int
-    written_long: int
-    cost: float
-    rule: str
+def is_warm(rule: CacheRule, previous: Sent | None, elapsed: float) -> bool:
+    """Whether the cache may still hold what ``previous`` wrote,
+    ``elapsed`` seconds later."""
+    return previous is not None and elapsed <= lifetime(rule, previous)
 
-    @property
-    def share(self) -> float:
-        """The fraction of the request served from the cache."""
-        return self.cached / self.tokens if self.tokens else 0.0
+
+def rule_for(provider: str, model: str | None = None) -> CacheRule:
+    """The rule of ``provider`` (``openai`` or ``anthropic``) for ``model``
+    (the rule's default model when None; the Anthropic rule with the
+    request-level breakpoint)."""
+    if provider == "openai":
+        return OpenAIRule() if model is None else OpenAIRule(model=model)
+    if provider == "anthropic":
+        if model is None:
+            return AnthropicRule(automatic=True)
+        return AnthropicRule(model=model, automatic=True)
+    msg = f"provider={provider!r} has no cache rule; known: openai, anthropic"
+    raise ValueError(msg)
 
 
 def shared_messages(previous: Sent | None, current: Sent) -> int:
@@ -347,6 +323,7 @@ def measure(
         written_long=long,
         cost=cost,
         rule=rule.name,
+        elapsed=elapsed,
     )
 
 
