@@ -232,7 +232,9 @@ def _repair_step(
     )
 
 
-def _carry_step(conversation: Conversation, tokens: int, context: StrategyContext, carry: Enforced) -> _Step:
+def _carry_step(
+    conversation: Conversation, tokens: int, context: StrategyContext, carry: Enforced
+) -> _Step:
     if None not in carry.origin:
         origin: tuple[int, ...] = carry.origin  # type: ignore[assignment]
         context.measure.derive(carry.messages, conversation, origin)

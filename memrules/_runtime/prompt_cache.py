@@ -29,16 +29,33 @@ from memrules._core.invariants import Enforced, enforce
 from memrules._core.messages import Conversation
 from memrules._core.prompt_cache import Sent, SentRequest
 from memrules._core.report import CompressionResult
-from memrules._counting.cache import CacheRule, PriceTable, is_warm, measure, rule_for
+from memrules._counting.cache import (
+    DEFAULT_PRICES,
+    CacheRule,
+    PriceTable,
+    is_warm,
+    measure,
+    rule_for,
+)
 from memrules._engine.contract import StrategyContext
 from memrules._engine.interpreter import Aim
 
 __all__ = ["cache_aim", "carried", "elapsed_since", "policy_rule"]
 
 
-def policy_rule(policy: CachePolicy, model: str | None = None) -> CacheRule:
-    """The rule ``policy`` measures by, for ``model`` when the policy names none."""
-    return rule_for(policy.provider, policy.model or model)
+def policy_rule(
+    policy: CachePolicy, model: str | None = None, prices: PriceTable = DEFAULT_PRICES
+) -> CacheRule:
+    """The rule ``policy`` measures by, for ``model`` when the policy names
+    none; for the rule's default model when ``prices`` has no family for
+    the one named (a self-hosted model behind an OpenAI-compatible API)."""
+    named = policy.model or model
+    if named is not None:
+        try:
+            prices.for_model(named)
+        except KeyError:
+            named = None
+    return rule_for(policy.provider, named)
 
 
 def elapsed_since(previous: SentRequest | None, now: float | None) -> float:
@@ -69,8 +86,7 @@ def carried(
     if len(sent) == n and all(i == j for j, i in enumerate(previous.origin)):
         return None  # the previous request sent its input as it was
     head = tuple(
-        conversation[i] if i is not None else m
-        for m, i in zip(sent, previous.origin, strict=True)
+        conversation[i] if i is not None else m for m, i in zip(sent, previous.origin, strict=True)
     )
     candidate = head + conversation[n:]
     enforced = enforce(
@@ -103,7 +119,7 @@ def cache_aim(
     if policy is None and rule is None and previous is None:
         return None
     if rule is None and policy is not None:
-        rule = policy_rule(policy)
+        rule = policy_rule(policy, prices=prices)
     elapsed = elapsed_since(previous, now)
     carry = trigger = target = None
     if policy is not None:
@@ -117,19 +133,17 @@ def cache_aim(
     def finish(result: CompressionResult) -> CompressionResult:
         sent = _sent(result, context)
         report = result.report
-        changes: dict[str, object] = {}
-        if rule is not None:
-            before = None if previous is None else previous.sent
-            changes["cache"] = measure(before, sent, rule, elapsed=elapsed, prices=prices)
-        if carry is not None and previous is not None:
-            changes["carried"] = len(previous.sent.messages)
-        if target is not None and report.passes:
-            changes["compact_to"] = target
-        if changes:
-            report = attrs.evolve(report, **changes)
-        request = SentRequest(
-            received=conversation, sent=sent, origin=tuple(report.origin), at=now
+        before = None if previous is None else previous.sent
+        figures = (
+            None if rule is None else measure(before, sent, rule, elapsed=elapsed, prices=prices)
         )
+        report = attrs.evolve(
+            report,
+            cache=figures,
+            carried=None if carry is None or previous is None else len(previous.sent.messages),
+            compact_to=target if target is not None and report.passes else None,
+        )
+        request = SentRequest(received=conversation, sent=sent, origin=tuple(report.origin), at=now)
         return attrs.evolve(result, report=report, sent=request)
 
     return Aim(carry=carry, trigger=trigger, target=target, finish=finish)
