@@ -9,14 +9,18 @@ Pure values only; the rules that compute them are in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from memrules._core.messages import Conversation
+from memrules._core.messages import Conversation, Message, Opaque, Text, ToolCall, ToolResult
 
-__all__ = ["CacheMeasure", "Sent", "SentRequest"]
+__all__ = ["SECONDS", "CacheMeasure", "Lifetime", "Sent", "SentRequest", "breakpoints"]
+
+Lifetime: TypeAlias = Literal["5m", "1h"]
+SECONDS: Mapping[str, float] = {"5m": 300.0, "1h": 3600.0}
+"""Each ``cache_control`` lifetime in seconds."""
 
 
 def _counts(value: Iterable[int]) -> tuple[int, ...]:
@@ -118,3 +122,36 @@ class SentRequest:
                 "messages; give one per sent message"
             )
             raise ValueError(msg)
+
+
+def _ttl(cache_control: Any) -> Lifetime | None:
+    if not isinstance(cache_control, Mapping):
+        return None
+    return "1h" if cache_control.get("ttl") == "1h" else "5m"
+
+
+def _part_controls(part: Any) -> Iterator[Lifetime]:
+    if isinstance(part, (Text, ToolCall, ToolResult)):
+        kept = part.extra.get("anthropic")
+        if isinstance(kept, Mapping):
+            ttl = _ttl(kept.get("cache_control"))
+            if ttl is not None:
+                yield ttl
+        if isinstance(part, ToolResult) and not isinstance(part.content, str):
+            for inner in part.content:
+                yield from _part_controls(inner)
+    elif isinstance(part, Opaque) and isinstance(part.payload, Mapping):
+        ttl = _ttl(part.payload.get("cache_control"))
+        if ttl is not None:
+            yield ttl
+
+
+def breakpoints(messages: Iterable[Message]) -> tuple[tuple[int, Lifetime], ...]:
+    """The ``cache_control`` breakpoints of ``messages``, in order, as
+    ``(index of the message holding it, lifetime)``; one entry per block
+    that carries one."""
+    found: list[tuple[int, Lifetime]] = []
+    for index, message in enumerate(messages):
+        for part in message.parts:
+            found.extend((index, ttl) for ttl in _part_controls(part))
+    return tuple(found)

@@ -60,13 +60,11 @@ your own :class:`PriceTable` when they change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Literal, TypeAlias
+from typing import TypeAlias
 
 import attrs
 
-from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult
-from memrules._core.prompt_cache import CacheMeasure, Sent
+from memrules._core.prompt_cache import SECONDS, CacheMeasure, Lifetime, Sent, breakpoints
 
 __all__ = [
     "ANTHROPIC_MINIMUMS",
@@ -90,8 +88,7 @@ __all__ = [
 PRICES_READ = "2026-12-01"
 """The date the default prices and minimums were read."""
 
-Lifetime: TypeAlias = Literal["5m", "1h"]
-_SECONDS: Mapping[str, float] = {"5m": 300.0, "1h": 3600.0}
+_SECONDS = SECONDS
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -249,39 +246,6 @@ def shared_messages(previous: Sent | None, current: Sent) -> int:
             break
         n += 1
     return n
-
-
-def _ttl(cache_control: Any) -> Lifetime | None:
-    if not isinstance(cache_control, Mapping):
-        return None
-    return "1h" if cache_control.get("ttl") == "1h" else "5m"
-
-
-def _part_controls(part: Any) -> Iterator[Lifetime]:
-    if isinstance(part, (Text, ToolCall, ToolResult)):
-        kept = part.extra.get("anthropic")
-        if isinstance(kept, Mapping):
-            ttl = _ttl(kept.get("cache_control"))
-            if ttl is not None:
-                yield ttl
-        if isinstance(part, ToolResult) and not isinstance(part.content, str):
-            for inner in part.content:
-                yield from _part_controls(inner)
-    elif isinstance(part, Opaque) and isinstance(part.payload, Mapping):
-        ttl = _ttl(part.payload.get("cache_control"))
-        if ttl is not None:
-            yield ttl
-
-
-def breakpoints(messages: Iterable[Message]) -> tuple[tuple[int, Lifetime], ...]:
-    """The ``cache_control`` breakpoints of ``messages``, in order, as
-    ``(index of the message holding it, lifetime)``; one entry per block
-    that carries one."""
-    found: list[tuple[int, Lifetime]] = []
-    for index, message in enumerate(messages):
-        for part in message.parts:
-            found.extend((index, ttl) for ttl in _part_controls(part))
-    return tuple(found)
 
 
 def measure(
