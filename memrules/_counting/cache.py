@@ -60,10 +60,12 @@ your own :class:`PriceTable` when they change.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from collections.abc import Mapping
+from typing import Any, TypeAlias
 
 import attrs
 
+from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult
 from memrules._core.prompt_cache import SECONDS, CacheMeasure, Lifetime, Sent, breakpoints
 
 __all__ = [
@@ -83,6 +85,7 @@ __all__ = [
     "measure",
     "rule_for",
     "shared_messages",
+    "without_controls",
 ]
 
 PRICES_READ = "2026-12-01"
@@ -234,15 +237,50 @@ def rule_for(provider: str, model: str | None = None) -> CacheRule:
     raise ValueError(msg)
 
 
+def _part_without_control(part: Any) -> Any:
+    if isinstance(part, (Text, ToolCall, ToolResult)):
+        kept = part.extra.get("anthropic")
+        if isinstance(part, ToolResult) and not isinstance(part.content, str):
+            part = attrs.evolve(part, content=tuple(_part_without_control(p) for p in part.content))
+        if isinstance(kept, Mapping) and "cache_control" in kept:
+            rest = {k: v for k, v in kept.items() if k != "cache_control"}
+            extra = {k: v for k, v in part.extra.items() if k != "anthropic"}
+            if rest:
+                extra["anthropic"] = rest
+            return attrs.evolve(part, extra=extra)
+    elif (
+        isinstance(part, Opaque)
+        and isinstance(part.payload, Mapping)
+        and "cache_control" in part.payload
+    ):
+        payload = {k: v for k, v in part.payload.items() if k != "cache_control"}
+        return attrs.evolve(part, payload=payload)
+    return part
+
+
+def without_controls(message: Message) -> Message:
+    """``message`` without its ``cache_control`` marks: a breakpoint says
+    where to cache, and is no part of the content the cache is keyed by."""
+    parts = tuple(_part_without_control(p) for p in message.parts)
+    if all(a is b for a, b in zip(parts, message.parts, strict=True)):
+        return message
+    return attrs.evolve(message, parts=parts)
+
+
+def _same(old: Message, new: Message) -> bool:
+    return old is new or old == new or without_controls(old) == without_controls(new)
+
+
 def shared_messages(previous: Sent | None, current: Sent) -> int:
     """How many leading messages ``current`` shares with ``previous`` (equal
-    by value, in order); 0 without a previous request or when the overhead
-    differs."""
+    by value, in order, ``cache_control`` marks aside: a breakpoint that
+    moved on to a later message leaves the content the same); 0 without a
+    previous request or when the overhead differs."""
     if previous is None or previous.overhead != current.overhead:
         return 0
     n = 0
     for old, new in zip(previous.messages, current.messages, strict=False):
-        if old is not new and old != new:
+        if not _same(old, new):
             break
         n += 1
     return n
