@@ -16,6 +16,7 @@ from benchmarks.harness.histories import agent_history, request_points
 from memrules import from_anthropic, load_config, load_pipeline, to_anthropic_request
 from memrules._adapters.breakpoints import place_breakpoints, stable_head
 from memrules._core.budget import Budget
+from memrules._core.invariants import check_invariants
 from memrules._core.messages import Conversation, Message, Text, message
 from memrules._core.prompt_cache import Sent, breakpoints
 from memrules._counting.cache import AnthropicRule, measure
@@ -24,6 +25,7 @@ from memrules.strategies.seamed import SUMMARY_PREFIX
 from memrules.testing import assert_invariants
 from tests.support.strategies import ExtractiveSummarizer, agent_histories
 
+OPENAI_LIFETIME = 300.0
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
@@ -78,6 +80,18 @@ def test_a_cache_policy_keeps_the_invariants_the_budget_and_only_appends_between
         if sent_before is not None and not _events(result):
             # Between compaction events a request only appends.
             assert result.messages[: len(sent_before)] == sent_before
+        if previous is not None and sent_before is not None and _events(result):
+            # ... and compacts only when appending would reach the trigger
+            # (the budget, or the cold trigger once the cache has expired),
+            # or when what appending gives could not stand.
+            head = tuple(
+                received[i] if i is not None else m
+                for m, i in zip(sent_before, previous.origin, strict=True)
+            )
+            appended = (*head, *received[len(previous.received) :])
+            expired = cold is not None and gap > OPENAI_LIFETIME
+            trigger = int(cold * limit) if expired else limit
+            assert pipeline.count(appended) >= trigger or check_invariants(received, appended)
         assert result.sent is not None
         previous, sent_before = result.sent, result.messages
 
