@@ -125,8 +125,7 @@ class CachePolicy:
     the provider's lifetime); while it is warm, compaction waits for the
     budget itself. ``provider`` (``openai`` or ``anthropic``) and
     ``model`` (the request's when None) choose the rule the plugin measures
-    the cache by. ``breakpoints``: the Anthropic adapter places
-    ``cache_control`` on the last stable message.
+    the cache by.
 
     >>> CachePolicy(compact_to=0.5).target(Budget.tokens(32000))
     16000
@@ -136,7 +135,6 @@ class CachePolicy:
     cold_trigger: float | None = None
     provider: str = "openai"
     model: str | None = None
-    breakpoints: bool = True
 
     def __attrs_post_init__(self) -> None:
         problems = []
@@ -159,9 +157,6 @@ class CachePolicy:
         if self.model is not None and not (isinstance(self.model, str) and self.model):
             message = f"model={self.model!r} must be a model name or null"
             problems.append(ConfigProblem(message=message, yaml_path="cache.model"))
-        if not isinstance(self.breakpoints, bool):
-            message = f"breakpoints={self.breakpoints!r} must be true or false"
-            problems.append(ConfigProblem(message=message, yaml_path="cache.breakpoints"))
         if problems:
             raise ConfigError(problems)
 

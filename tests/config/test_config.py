@@ -135,7 +135,7 @@ BAD = [
     ("cache:\n  compact_to: half\n", "cache.compact_to", 2, "whole number of tokens"),
     ("cache:\n  cold_trigger: 2\n", "cache.cold_trigger", 2, "above 0 and at most 1"),
     ("cache:\n  provider: gemini\n", "cache.provider", 2, "one of openai, anthropic"),
-    ("cache:\n  breakpoints: maybe\n", "cache.breakpoints", 2, "true or false"),
+    ("cache:\n  model: ''\n", "cache.model", 2, "must be a model name or null"),
     ("cache:\n  compact: 0.5\n", "cache.compact", 2, "did you mean 'compact_to'"),
     ("cache: 0.5\n", "cache", 1, "cache is a mapping of compact_to"),
     (
