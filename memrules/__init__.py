@@ -26,9 +26,18 @@ from memrules._adapters import (
     ConversionCache,
     from_anthropic,
     from_openai,
+    from_responses,
     to_anthropic,
     to_anthropic_request,
     to_openai,
+    to_responses,
+)
+from memrules._adapters.context_editing import (
+    ClearThinking,
+    ClearToolUses,
+    Compaction,
+    EditPlan,
+    ProviderEditing,
 )
 from memrules._config.load import MemoryConfig, load_config, strategy_factory
 from memrules._core.budget import Budget, ContextWindowResolver
@@ -74,6 +83,9 @@ from memrules.seams.recall import answer_recall, recall_tool
 
 __all__ = [
     "Budget",
+    "ClearThinking",
+    "ClearToolUses",
+    "Compaction",
     "CompressionAction",
     "CompressionReport",
     "CompressionResult",
@@ -84,6 +96,7 @@ __all__ = [
     "Conversation",
     "ConversationState",
     "ConversionCache",
+    "EditPlan",
     "Embedder",
     "EmbedderError",
     "EncodingError",
@@ -100,6 +113,7 @@ __all__ = [
     "OutputError",
     "Part",
     "Pipeline",
+    "ProviderEditing",
     "RecallHit",
     "ReplayMismatch",
     "ReplaySummary",
@@ -127,6 +141,7 @@ __all__ = [
     "estimate_tokens",
     "from_anthropic",
     "from_openai",
+    "from_responses",
     "load_config",
     "load_pipeline",
     "recall_tool",
@@ -136,6 +151,7 @@ __all__ = [
     "to_anthropic",
     "to_anthropic_request",
     "to_openai",
+    "to_responses",
 ]
 
 

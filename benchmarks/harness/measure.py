@@ -25,14 +25,14 @@ It is built not to flatter memrules:
 
 Sections:
 
-1. **Counting** a whole history cold, by the seed's rule and OpenAI's.
+1. **Counting** a whole history cold, unframed (``count_rule: seed``) and by OpenAI's rule.
 2. **One request**: ``Pipeline.apply`` cold and warm, a request that needs
    no compaction, LangChain's ``trim_messages``; rebuilt objects; the hook.
 3. **Growing loops** of 1,000, 3,000 and 10,000 turns, trimmed to 100k
    tokens every turn: the floor and memrules on a list, and with
    ``from_openai`` every turn; LangChain's exact loop at the first length.
 4. **Quality**: windows over the budget under OpenAI's framing, budget use,
-   broken tool pairs, for memrules (default rule and the seed's) and
+   broken tool pairs, for memrules (default rule and unframed) and
    LangChain.
 5. **Memory**: tracemalloc's peak during ``apply`` on the biggest history.
 """
@@ -662,7 +662,7 @@ class _Tally:
 
 
 QUALITY_CONFIGS = ("memrules", "memrules_seed")
-"""memrules' windows with the default rule, and with the seed's (unframed)."""
+"""memrules' windows with the default rule, and unframed (``count_rule: seed``)."""
 
 
 def quality(ctx: Context) -> None:

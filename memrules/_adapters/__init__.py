@@ -5,6 +5,11 @@
 - :mod:`memrules._adapters.anthropic`: Anthropic Messages API messages and the
   ``system`` parameter (:func:`from_anthropic`, :func:`to_anthropic`,
   :func:`to_anthropic_request`).
+- :mod:`memrules._adapters.responses`: OpenAI Responses API input items
+  (:func:`from_responses`, :func:`to_responses`).
+- :mod:`memrules._adapters.context_editing`: provider-side context editing
+  (Anthropic's ``context_management`` edits, OpenAI's server compaction) as
+  one policy, written into a body or made locally.
 - :mod:`memrules._adapters.langchain`: LangChain ``BaseMessage`` lists
   (``from_langchain``, ``to_langchain``; ``langchain_core`` imported on first
   use), re-exported by :mod:`memrules.integrations.langchain`.
@@ -24,12 +29,15 @@ says what else is lost that way.
 from memrules._adapters.anthropic import from_anthropic, to_anthropic, to_anthropic_request
 from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.openai import from_openai, to_openai
+from memrules._adapters.responses import from_responses, to_responses
 
 __all__ = [
     "ConversionCache",
     "from_anthropic",
     "from_openai",
+    "from_responses",
     "to_anthropic",
     "to_anthropic_request",
     "to_openai",
+    "to_responses",
 ]

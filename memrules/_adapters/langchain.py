@@ -21,6 +21,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from memrules._adapters.by_identity import ConversionsByIdentity
 from memrules._adapters.frameworks import require
 from memrules._core.errors import MessageFormatError, MessageTypeError
 from memrules._core.frozen import FrozenDict, ValueProblem, freeze
@@ -346,27 +347,15 @@ def _one(message: Any, index: int) -> Message:
         raise MessageFormatError(str(exc), index=index) from None
 
 
-class LangChainConversions:
+class LangChainConversions(ConversionsByIdentity):
     """The conversions of the last messages seen, by identity: an agent loop
-    hands the same message objects again each turn, plus a few new ones.
-    Replaced whole on each use, so threads sharing it see a whole memo."""
+    hands the same message objects again each turn, plus a few new ones
+    (see :mod:`memrules._adapters.by_identity`)."""
 
-    __slots__ = ("seen",)
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self.seen: dict[int, tuple[Any, Message]] = {}
-
-    def convert(self, messages: Sequence[Any]) -> Conversation:
-        seen = self.seen
-        out: list[Message] = []
-        fresh: dict[int, tuple[Any, Message]] = {}
-        for i, m in enumerate(messages):
-            hit = seen.get(id(m))
-            converted = hit[1] if hit is not None and hit[0] is m else _one(m, i)
-            fresh[id(m)] = (m, converted)
-            out.append(converted)
-        self.seen = fresh
-        return tuple(out)
+        super().__init__(_one)
 
 
 def from_langchain(messages: Iterable[Any]) -> Conversation:

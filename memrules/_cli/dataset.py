@@ -24,7 +24,8 @@ One conversation per line::
   text a user would ask), ``evidence`` (the ids of the messages that hold
   the answer, at least one), optionally ``answer`` (a short text the
   answer contains) and ``after`` (the id of the message after which it is
-  asked; by default after the last one).
+  asked; by default after the last one) and ``category`` (a label the
+  report breaks its figures down by, such as ``temporal`` or ``multi-hop``).
 - ``user`` (optional) is whose memory it is: what a store files it under.
 
 :func:`read_dataset` reads one conversation at a time and checks each
@@ -57,14 +58,15 @@ class DatasetError(MemrulesError, ValueError):
 @attrs.frozen(kw_only=True, slots=True)
 class Question:
     """A probe: ``question``, the ids of the messages that hold its answer
-    (``evidence``), the ``answer`` text when given, and ``after``: how many
-    of the conversation's messages precede it."""
+    (``evidence``), the ``answer`` text when given, ``after``: how many
+    of the conversation's messages precede it, and its ``category`` when given."""
 
     id: str
     question: str
     evidence: tuple[str, ...]
     answer: str | None = None
     after: int
+    category: str | None = None
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -150,6 +152,10 @@ def _question(raw: object, where: str, positions: Mapping[str, int], total: int)
     qid = _string(raw.get("id"), f"{where}.id")
     text = _string(raw.get("question"), f"{where}.question")
     answer = _string(raw.get("answer"), f"{where}.answer", optional=True)
+    category = raw.get("category")
+    if isinstance(category, (int, float)) and not isinstance(category, bool):
+        category = str(category)  # LoCoMo numbers its categories
+    category = _string(category, f"{where}.category", optional=True)
     evidence = raw.get("evidence")
     if not isinstance(evidence, list) or not evidence:
         raise _fail(f"{where}.evidence", "expected a non-empty list of message ids")
@@ -166,7 +172,12 @@ def _question(raw: object, where: str, positions: Mapping[str, int], total: int)
     if late:
         raise _fail(f"{where}.evidence", f"{late[0]} comes after the question is asked")
     return Question(
-        id=str(qid), question=str(text), evidence=tuple(evidence), answer=answer, after=after
+        id=str(qid),
+        question=str(text),
+        evidence=tuple(evidence),
+        answer=answer,
+        after=after,
+        category=category,
     )
 
 

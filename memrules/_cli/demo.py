@@ -1,4 +1,4 @@
-"""The seed's four-turn example, as ``memrules demo``.
+"""A four-turn memory example, as ``memrules demo``.
 
 Four turns with ``max_messages: 6``, a 256-token window, ``warn_fraction:
 0.2`` and one ``sliding_window`` that keeps 4 messages. The client keeps the
@@ -89,10 +89,10 @@ _LETTERS = {"system": "S", "user": "U", "assistant": "A", "tool": "T"}
 
 
 def demo_config(*observers: ContextUsageObserver, graph: bool = False) -> MemoryConfig:
-    """The seed example's config, with ``observers`` attached; with
+    """The example's config, with ``observers`` attached; with
     ``graph``, also ``graph_context`` (the defaults) and the offline
-    ``graph_extractor``. It counts by the seed's rule (``count_rule: seed``,
-    no framing), so that the gauge prints the seed's figures."""
+    ``graph_extractor``. It counts unframed (``count_rule: seed``),
+    so that the gauge prints round, readable figures."""
     return MemoryConfig(
         count_rule="seed",
         context_window_tokens=256,
@@ -242,7 +242,7 @@ class Turn:
         return self.report.compacted
 
     def lines(self) -> list[str]:
-        """The seed's lines for this turn."""
+        """The example's lines for this turn."""
         u = self.usage
         edits = f"warning {str(self.warning).lower()}" + (", compacted" if self.compacted else "")
         lines = [
@@ -339,7 +339,7 @@ def run(chat: ChatModel, *, model: str | None = None, graph: bool = False) -> It
 
 
 def header_lines(config: MemoryConfig) -> list[str]:
-    """The seed's lines before the turns: trigger, strategies, legend."""
+    """The example's lines before the turns: trigger, strategies, legend."""
     lines = [
         f"Trigger: max_messages {config.max_messages}, window "
         f"{config.context_window_tokens} tokens, warn at {config.warn_fraction:.0%}",

@@ -32,13 +32,22 @@ results identical to one (only the timings move), and a trace (``--trace``)
 of the same bytes. ``--max-tokens N`` puts every pipeline on one budget of N
 tokens (replacing its trigger), to compare strategies where the configs'
 own budgets are larger than the dataset's conversations.
+
+Beyond the table (:mod:`memrules._cli.eval_figures` holds the values,
+:mod:`memrules._cli.eval_output` the table, JSON, CSV and per-question
+lines): where each evidence message went and which strategy removed it;
+the cache columns, each request measured with
+:func:`memrules._counting.cache.measure` against the conversation's
+previous request under :data:`CACHE_RULE`; bootstrap intervals and paired
+comparisons (``--bootstrap N``); and with ``--answer-model`` (and
+``--judge-model``) the answer-level score of :mod:`memrules._replay.answers`,
+whose model calls a trace records as ``answer`` lines.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import math
 import multiprocessing
 import shutil
 import tempfile
@@ -55,103 +64,61 @@ from memrules._cli.dataset import (
     parse_conversation,
     read_dataset,
 )
+from memrules._cli.eval_figures import (
+    CACHE_RULE,
+    Endpoint,
+    EvalRun,
+    EvalSettings,
+    Evidence,
+    PipelineFigures,
+    RequestFigures,
+    comparisons,
+    pipeline_figures,
+)
+from memrules._cli.eval_output import figures_json, render_table
 from memrules._config.load import MemoryConfig, load_config
 from memrules._core.errors import MemrulesError
 from memrules._core.messages import Conversation, Message, message
 from memrules._core.repair import input_problems
 from memrules._core.report import CompressionResult
 from memrules._core.seam_protocols import Seams, VectorStore
+from memrules._counting.cache import Sent, measure
+from memrules._replay.answers import (
+    JUDGE_MAX_TOKENS,
+    ChatModel,
+    Scored,
+    answer_line,
+    chat_model,
+    score_answer,
+)
 from memrules._runtime.logged import StandIn, logged_seams
 from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.progress import Progress
 from memrules._trace.record import TraceWriter, messages_json, pipeline_header, run_line
 from memrules._trace.record import _header as trace_header
+from memrules.seams._log import RecordingLog
 from memrules.seams.embedders import local_embedder
 
 __all__ = [
+    "CACHE_RULE",
+    "Endpoint",
     "EvalError",
+    "EvalRun",
     "EvalSettings",
+    "Evidence",
     "PipelineFigures",
     "RequestFigures",
     "add_arguments",
     "evaluate",
     "figures_json",
     "render_table",
+    "run_eval",
 ]
 
 
 class EvalError(MemrulesError, RuntimeError):
     """An evaluation that could not run to its end (a seam failed, a worker
     process died); names the conversation."""
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class EvalSettings:
-    """What ``memrules eval`` was asked: the configs (paths), the dataset,
-    ``k`` for recall, the budget override, the number of processes, the
-    modules configs may import, and where to write a trace."""
-
-    configs: tuple[Path, ...]
-    dataset: Path
-    k: int = 5
-    max_tokens: int | None = None
-    jobs: int = 1
-    allow_imports: bool | tuple[str, ...] = ()
-    trace: Path | None = None
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class RequestFigures:
-    """One request of one pipeline: tokens before and after, broken pairs in
-    the output, whether it asked a question and kept its fact (in context;
-    by recall, None without a store), and how long ``apply`` took."""
-
-    tokens_before: int
-    tokens_after: int
-    broken: int
-    question: bool
-    kept: bool = False
-    recalled: bool | None = None
-    seconds: float = 0.0
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class PipelineFigures:
-    """One table row (see the module docs)."""
-
-    name: str
-    config: str
-    config_sha256: str
-    requests: int
-    tokens_before: int
-    tokens_after: int
-    broken: int
-    facts: int
-    kept: int
-    recalled: int | None
-    kept_or_recalled: int | None
-    p50_ms: float
-    p95_ms: float
-
-    @property
-    def ratio(self) -> float:
-        return self.tokens_before / self.tokens_after if self.tokens_after else math.inf
-
-    @property
-    def kept_share(self) -> float | None:
-        return self.kept / self.facts if self.facts else None
-
-    @property
-    def recall_share(self) -> float | None:
-        if self.recalled is None or not self.facts:
-            return None
-        return self.recalled / self.facts
-
-    @property
-    def kept_or_recalled_share(self) -> float | None:
-        if self.kept_or_recalled is None or not self.facts:
-            return None
-        return self.kept_or_recalled / self.facts
 
 
 # --- one conversation, every pipeline -----------------------------------------------
@@ -266,6 +233,8 @@ class _Worker:
             for c in self.configs
         ]
         self.stores = _Stores(workdir)
+        self.answer_model = _model("answer_model", settings.answer_model)
+        self.judge_model = _model("judge_model", settings.judge_model)
 
     def run(self, number: int, line: int, data: Any) -> _Unit:
         conversation = parse_conversation(data, f"{self.settings.dataset}:{line}")
@@ -309,6 +278,7 @@ class _Worker:
         lines: list[dict[str, Any]],
     ) -> Iterator[RequestFigures]:
         scope = {"conversation_id": conversation.id, "user": conversation.user, "tenant": None}
+        previous: Sent | None = None
         for question, request in _requests(conversation):
             inputs = {**scope, "budget": None, "messages": messages_json(request)}
 
@@ -321,18 +291,71 @@ class _Worker:
             result: CompressionResult = self._run("apply", index, inputs, apply, lines)
             seconds = time.perf_counter() - started
             report = result.report
+            counts = pipeline.counter.counts(result.messages)
+            framing = max(0, report.tokens_after - sum(counts))
+            sent = Sent(messages=result.messages, counts=counts, overhead=framing)
+            cache = measure(previous, sent, CACHE_RULE)
+            previous = sent
             figures = RequestFigures(
                 tokens_before=report.tokens_before,
                 tokens_after=report.tokens_after,
                 broken=len(input_problems(result.messages)),
                 question=question is not None,
                 seconds=seconds,
+                conversation=conversation.id,
+                sent=cache.tokens,
+                cached=cache.cached,
+                cost=cache.cost,
             )
             if question is not None:
                 kept = _holds(question, result.messages[:-1], conversation)
-                recalled = self._recall(index, pipeline, conversation, question, scope, lines)
-                figures = attrs.evolve(figures, kept=kept, recalled=recalled)
+                hits = self._recall(index, pipeline, conversation, question, scope, lines)
+                recalled = None if hits is None else _holds(question, hits, conversation)
+                figures = attrs.evolve(
+                    figures,
+                    kept=kept,
+                    recalled=recalled,
+                    question_id=question.id,
+                    category=question.category,
+                    evidence=_evidence(question, result, conversation, hits),
+                    scored=self._answer(index, conversation, question, result.messages, lines),
+                )
             yield figures
+
+    def _answer(
+        self,
+        index: int,
+        conversation: EvalConversation,
+        question: Question,
+        context: Conversation,
+        lines: list[dict[str, Any]],
+    ) -> Scored | None:
+        """The answer model's answer from ``context`` and the judge's score
+        (None without an answer model); its trace line kept when tracing."""
+        if self.answer_model is None:
+            return None
+        answer_model, judge_model = self.answer_model, self.judge_model
+        log = RecordingLog()
+        with log.active():
+            scored = score_answer(
+                context,
+                question.question,
+                question.answer,
+                answer_model=answer_model,
+                judge_model=judge_model,
+            )
+        if self.settings.trace is not None:
+            inputs = {
+                "conversation_id": conversation.id,
+                "question": question.id,
+                "query": question.question,
+                "reference": question.answer,
+                "context": messages_json(context),
+                "answer_model": answer_model.model,
+                "judge_model": None if judge_model is None else judge_model.model,
+            }
+            lines.append(answer_line(index, inputs, log.calls, scored))
+        return scored
 
     def _recall(
         self,
@@ -342,9 +365,8 @@ class _Worker:
         question: Question,
         scope: dict[str, Any],
         lines: list[dict[str, Any]],
-    ) -> bool | None:
-        """Whether the ``k`` hits of ``recall(question)`` hold the answer, as
-        :func:`_holds` says (None without a store)."""
+    ) -> list[Message] | None:
+        """The messages of the ``k`` hits of ``recall(question)`` (None without a store)."""
         if pipeline.seams.store is None:
             return None
         k = self.settings.k
@@ -356,7 +378,62 @@ class _Worker:
             )
 
         hits = self._run("recall", index, inputs, recall, lines)
-        return _holds(question, [h.message for h in hits], conversation)
+        return [h.message for h in hits]
+
+
+def _model(seam: str, endpoint: Endpoint | None) -> ChatModel | None:
+    if endpoint is None:
+        return None
+    tokens = JUDGE_MAX_TOKENS if seam == "judge_model" else None
+    return chat_model(
+        seam,
+        endpoint.url,
+        model=endpoint.model,
+        api_key_env=endpoint.api_key_env,
+        **({} if tokens is None else {"max_tokens": tokens}),
+    )
+
+
+def _evidence(
+    question: Question,
+    result: CompressionResult,
+    conversation: EvalConversation,
+    hits: Sequence[Message] | None,
+) -> tuple[Evidence, ...]:
+    """Where each evidence message of ``question`` went (see :class:`Evidence`)."""
+    original = {m.id: m for m in conversation.messages if m.id in question.evidence}
+    out = {m.id: m for m in result.messages if m.id is not None}
+    found = {m.id: m for m in hits or () if m.id is not None}
+    fates = []
+    for e in question.evidence:
+        text = original[e].countable_text
+        where = "gone" if e not in out else "changed"
+        if e in out and out[e].countable_text == text:
+            where = "context"
+        steps = []
+        for a in result.report.actions:
+            if e in a.replaced_ids:
+                steps.append(("replaced", a.strategy))
+            elif e in a.removed_ids:
+                steps.append(("removed", a.strategy))
+        removed = [name for how, name in steps if how == "removed"]
+        replaced = [name for how, name in steps if how == "replaced"]
+        by: str | None = None
+        if where == "gone" and removed:
+            by = removed[-1]
+        elif where != "context" and replaced:
+            by = replaced[0]
+        recalled = None if hits is None else (e in found and found[e].countable_text == text)
+        fates.append(
+            Evidence(
+                id=e,
+                where=where,
+                by=by,
+                steps=tuple(f"{how} by {name}" for how, name in steps),
+                recalled=recalled,
+            )
+        )
+    return tuple(fates)
 
 
 # --- running: in this process or in N ---------------------------------------------------
@@ -413,14 +490,6 @@ def _result(future: concurrent.futures.Future[_Unit]) -> _Unit:
         raise EvalError(msg) from None
 
 
-def _percentile(values: Sequence[float], share: float) -> float:
-    """The nearest-rank percentile (``share`` in (0, 1]); 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
-
-
 def names(paths: Sequence[Path]) -> list[str]:
     """Each config's name in the table: its file's stem, or its path when
     two stems are alike."""
@@ -428,30 +497,28 @@ def names(paths: Sequence[Path]) -> list[str]:
     return [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths, strict=True)]
 
 
-def _figures(
-    name: str, path: Path, sha: str, requests: Sequence[RequestFigures], has_store: bool
-) -> PipelineFigures:
-    asked = [r for r in requests if r.question]
-    times = [r.seconds * 1000 for r in requests]
-    return PipelineFigures(
-        name=name,
-        config=str(path),
-        config_sha256=sha,
-        requests=len(requests),
-        tokens_before=sum(r.tokens_before for r in requests),
-        tokens_after=sum(r.tokens_after for r in requests),
-        broken=sum(r.broken for r in requests),
-        facts=len(asked),
-        kept=sum(r.kept for r in asked),
-        recalled=sum(bool(r.recalled) for r in asked) if has_store else None,
-        kept_or_recalled=sum(r.kept or bool(r.recalled) for r in asked) if has_store else None,
-        p50_ms=_percentile(times, 0.5),
-        p95_ms=_percentile(times, 0.95),
-    )
+def _resolved(settings: EvalSettings) -> EvalSettings:
+    """``settings`` with each model's name asked of its endpoint once, here,
+    rather than in every worker."""
+    changes: dict[str, Any] = {}
+    for key in ("answer_model", "judge_model"):
+        endpoint: Endpoint | None = getattr(settings, key)
+        if endpoint is not None and endpoint.model is None:
+            model = _model(key, endpoint)
+            assert model is not None
+            changes[key] = attrs.evolve(endpoint, model=model.model)
+    return attrs.evolve(settings, **changes) if changes else settings
 
 
 def evaluate(settings: EvalSettings, progress: Progress | None = None) -> list[PipelineFigures]:
     """Run every config over the dataset (see the module docs): one row per config."""
+    return list(run_eval(settings, progress).rows)
+
+
+def run_eval(settings: EvalSettings, progress: Progress | None = None) -> EvalRun:
+    """Run every config over the dataset: the rows, every request's figures,
+    and the paired comparisons."""
+    settings = _resolved(settings)
     configs = load_configs(settings)
     labels = names(settings.configs)
     pipelines = [
@@ -491,91 +558,20 @@ def evaluate(settings: EvalSettings, progress: Progress | None = None) -> list[P
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return [
-        _figures(label, path, entry["config_sha256"], requests, config.store is not None)
+    rows = [
+        pipeline_figures(
+            label, path, entry["config_sha256"], requests, config.store is not None, settings
+        )
         for label, path, entry, requests, config in zip(
             labels, settings.configs, entries, collected, configs, strict=True
         )
     ]
-
-
-# --- output -----------------------------------------------------------------------------
-
-
-def _share(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1%}"
-
-
-def render_table(rows: Sequence[PipelineFigures], *, k: int) -> str:
-    """The figures as a text table, one row per pipeline."""
-    header = (
-        "pipeline",
-        "requests",
-        "tokens before",
-        "tokens after",
-        "ratio",
-        "broken pairs",
-        "facts kept",
-        f"recall@{k}",
-        "kept or recalled",
-        "p50 ms",
-        "p95 ms",
+    return EvalRun(
+        settings=settings,
+        rows=tuple(rows),
+        requests=tuple(tuple(r) for r in collected),
+        comparisons=comparisons(rows, collected, settings),
     )
-    body = [
-        (
-            r.name,
-            f"{r.requests:,}",
-            f"{r.tokens_before:,}",
-            f"{r.tokens_after:,}",
-            f"{r.ratio:.2f}x",
-            f"{r.broken:,}",
-            _share(r.kept_share),
-            _share(r.recall_share),
-            _share(r.kept_or_recalled_share),
-            f"{r.p50_ms:.2f}",
-            f"{r.p95_ms:.2f}",
-        )
-        for r in rows
-    ]
-    widths = [max(len(row[i]) for row in (header, *body)) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        rest = (c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))
-        return "  ".join((first, *rest)).rstrip()
-
-    return "\n".join([line(header), *(line(row) for row in body)]) + "\n"
-
-
-def figures_json(rows: Sequence[PipelineFigures], settings: EvalSettings) -> dict[str, Any]:
-    """The figures for machines (``--json``)."""
-    return {
-        "dataset": str(settings.dataset),
-        "k": settings.k,
-        "max_tokens": settings.max_tokens,
-        "pipelines": [
-            {
-                "name": r.name,
-                "config": r.config,
-                "config_sha256": r.config_sha256,
-                "requests": r.requests,
-                "tokens_before": r.tokens_before,
-                "tokens_after": r.tokens_after,
-                "compression_ratio": round(r.ratio, 6),
-                "broken_tool_pairs": r.broken,
-                "facts": r.facts,
-                "facts_kept": r.kept,
-                "facts_kept_share": r.kept_share,
-                "facts_recalled": r.recalled,
-                "recall_share": r.recall_share,
-                "facts_kept_or_recalled": r.kept_or_recalled,
-                "kept_or_recalled_share": r.kept_or_recalled_share,
-                "p50_ms": round(r.p50_ms, 3),
-                "p95_ms": round(r.p95_ms, 3),
-            }
-            for r in rows
-        ],
-    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -606,3 +602,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--trace", type=Path, metavar="FILE", help="write a trace of every request to FILE"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    parser.add_argument(
+        "--per-question",
+        type=Path,
+        metavar="FILE",
+        help="write one JSON line per question and config to FILE: kept, recalled or lost, "
+        "where each evidence message went and which strategy removed it, tokens, cache",
+    )
+    parser.add_argument(
+        "--csv", type=Path, metavar="FILE", help="write the table (with intervals) as CSV to FILE"
+    )
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="write a self-contained HTML report (table, plot, categories, comparisons) to FILE",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="95%% intervals on every rate from N resamples of the conversations",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="the bootstrap's random seed (0)"
+    )
+    answers = parser.add_argument_group("answer-level scoring (OpenAI-compatible endpoints)")
+    answers.add_argument(
+        "--answer-model",
+        metavar="URL",
+        help="answer each question from the compacted context with the model at URL (…/v1)",
+    )
+    answers.add_argument(
+        "--answer-model-name", metavar="NAME", help="its model name (default: the first listed)"
+    )
+    answers.add_argument(
+        "--judge-model",
+        metavar="URL",
+        help="grade each answer against the dataset's with the model at URL (…/v1)",
+    )
+    answers.add_argument(
+        "--judge-model-name", metavar="NAME", help="its model name (default: the first listed)"
+    )
+    answers.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="the environment variable holding both endpoints' API key (none by default)",
+    )

@@ -1,4 +1,4 @@
-"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``demo``, ``bench``.
+"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``check``, ``demo``, ``bench``.
 
 ``memrules compact --config CONFIG INPUT`` reads OpenAI-format messages (a
 JSON list, or a request object with a ``messages`` list) from INPUT (``-``
@@ -12,7 +12,11 @@ module unless ``--allow-imports MODULE`` lists it, or ``--trust-config`` allows 
 ``memrules replay TRACE`` runs a trace again with its recorded seam answers
 (:mod:`memrules._replay.replay`): exit 0 when identical, 1 with what differs on
 stdout; ``--update`` rewrites it. ``memrules eval --config A [--config B ...]
-DATASET`` scores pipelines on a dataset (:mod:`memrules._cli.eval`).
+DATASET`` scores pipelines on a dataset (:mod:`memrules._cli.eval`); its
+``--per-question``, ``--csv`` and ``--html`` files are written after the run.
+
+``memrules show TRACE`` prints one line per request of a trace; ``--html
+FILE`` writes a viewer page (:mod:`memrules._cli.show`).
 
 Every failure is one line on stderr and exit status 2: a bad argument,
 config or input, an output that cannot be written (a full disk, a closed
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -40,6 +45,10 @@ import attrs
 from memrules._adapters import from_anthropic, from_openai, to_anthropic, to_openai
 from memrules._adapters.anthropic import to_anthropic_request
 from memrules._cli import eval as eval_command
+from memrules._cli import eval_output
+from memrules._cli import report_html as eval_report
+from memrules._cli import show as show_command
+from memrules._cli.check import check_configs
 from memrules._cli.demo import add_arguments as add_demo_arguments
 from memrules._cli.demo import render as render_demo
 from memrules._config.load import load_config
@@ -49,6 +58,7 @@ from memrules._core.messages import Conversation
 from memrules._core.redaction import redact_text
 from memrules._core.report import CompressionReport, CompressionResult
 from memrules._io.files import check_output, write_atomic
+from memrules._io.version import memrules_version
 from memrules._replay.replay import replay_trace
 from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.progress import Progress, ProgressObserver
@@ -389,24 +399,95 @@ def _eval(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     if args.trace is not None:
         _writable(args.trace, "the trace", args.dataset, *args.config)
+    settings = attrs.evolve(_eval_settings(args), trace=args.trace)
     _stdout()
-    settings = eval_command.EvalSettings(
+    with _progress(args) as progress:
+        run = eval_command.run_eval(settings, progress)
+    _write_eval_files(args, run)
+    rows, settings = run.rows, run.settings
+    if args.json:
+        figures = eval_command.figures_json(rows, settings, run.comparisons)
+        output = _to_json(figures, "the figures")
+    else:
+        output = eval_command.render_table(rows, k=args.k)
+        output += eval_report.comparisons_text(run)
+    _emit(output)
+    return 0
+
+
+# --- eval's analysis outputs (per question, CSV, HTML, intervals, answer models) -----
+
+
+def _eval_settings(args: argparse.Namespace) -> eval_command.EvalSettings:
+    """The settings of ``memrules eval``, its output files checked writable first."""
+    if args.bootstrap < 0:
+        msg = f"--bootstrap {args.bootstrap} must be at least 0"
+        raise UsageError(msg)
+    if args.judge_model is not None and args.answer_model is None:
+        msg = "--judge-model needs --answer-model (the judge grades its answers)"
+        raise UsageError(msg)
+    for flag, url, name in (
+        ("--answer-model", args.answer_model, args.answer_model_name),
+        ("--judge-model", args.judge_model, args.judge_model_name),
+    ):
+        if url is None and name is not None:
+            msg = f"{flag}-name needs {flag}"
+            raise UsageError(msg)
+    if args.html is not None and importlib.util.find_spec("matplotlib") is None:
+        msg = "--html draws its plot with matplotlib: pip install 'memrules[report]'"
+        raise UsageError(msg)
+    for path, what in ((args.per_question, "the per-question file"), (args.csv, "the CSV"),
+                       (args.html, "the HTML report")):  # fmt: skip
+        if path is not None:
+            _writable(path, what, args.dataset, *args.config)
+
+    def endpoint(url: str | None, name: str | None) -> eval_command.Endpoint | None:
+        if url is None:
+            return None
+        return eval_command.Endpoint(url=url, model=name, api_key_env=args.api_key_env)
+
+    return eval_command.EvalSettings(
         configs=tuple(args.config),
         dataset=args.dataset,
         k=args.k,
         max_tokens=args.max_tokens,
         jobs=args.jobs,
         allow_imports=_allowed(args),
-        trace=args.trace,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        answer_model=endpoint(args.answer_model, args.answer_model_name),
+        judge_model=endpoint(args.judge_model, args.judge_model_name),
     )
-    with _progress(args) as progress:
-        rows = eval_command.evaluate(settings, progress)
-    if args.json:
-        output = _to_json(eval_command.figures_json(rows, settings), "the figures")
-    else:
-        output = eval_command.render_table(rows, k=args.k)
-    _emit(output)
+
+
+def _write_eval_files(args: argparse.Namespace, run: eval_command.EvalRun) -> None:
+    if args.per_question is not None:
+        lines = "".join(eval_output.per_question_lines(run))
+        _write_file(args.per_question, lines, "the per-question file")
+    if args.csv is not None:
+        _write_file(args.csv, eval_output.table_csv(run), "the CSV")
+    if args.html is not None:
+        _write_file(args.html, eval_report.report_html(run), "the HTML report")
+
+
+def _show(args: argparse.Namespace) -> int:
+    if args.html is not None:
+        _writable(args.html, "the viewer", args.trace)
+        _write_file(args.html, show_command.viewer_html(args.trace), "the viewer")
+        return 0
+    _stdout()
+    _emit(show_command.summary_text(args.trace))
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    _stdout()
+    outcome = check_configs(args.configs, allow_imports=_allowed(args))
+    if outcome.report:
+        _emit("\n".join(outcome.report) + "\n")
+    for problem in outcome.problems:
+        _say(f"memrules: error: {problem}")
+    return 0 if outcome.ok else 2
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -420,7 +501,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 _BENCH_HELP = (
     "Speed, budget use and memory of memrules against a plain tiktoken loop "
-    "and LangChain's trim_messages, on seeded agent histories."
+    "and LangChain's trim_messages, on generated agent histories (fixed random seeds)."
 )
 
 
@@ -484,7 +565,18 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="memrules", description="Keep LLM conversations inside their context budget."
     )
+    parser.add_argument("--version", action="version", version=f"memrules {memrules_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = commands.add_parser(
+        "check",
+        help="validate configs and print the pipeline, budget and seams they resolve to",
+        description="Validate each config, opening nothing; print what it resolves to, or "
+        "every problem with its file, line and YAML path (exit status 2).",
+    )
+    check.add_argument("configs", nargs="+", metavar="CONFIG", help="a YAML config file")
+    _add_trust(check)
+    check.set_defaults(handler=_check)
 
     compact = commands.add_parser(
         "compact",
@@ -539,18 +631,29 @@ def _parser() -> argparse.ArgumentParser:
         "eval",
         help="score pipelines on a dataset: tokens saved, facts kept, recall",
         description="Run each pipeline over a dataset of conversations with probe questions "
-        "(JSON Lines; see the README) and print one row per pipeline: requests, tokens before "
-        "and after, compression ratio, broken tool pairs, facts kept in the compacted context, "
-        "recall@k (with a store), p50/p95 time per request.",
+        "(JSON Lines; see the docs' Evaluation guide) and print one row per pipeline: "
+        "requests, tokens before and after, compression ratio, broken tool pairs, facts kept "
+        "in the compacted context, recall@k (with a store), p50/p95 time per request.",
     )
     eval_command.add_arguments(evaluation)
     _add_trust(evaluation)
     evaluation.set_defaults(handler=_eval)
 
+    show = commands.add_parser(
+        "show",
+        help="read a trace: one line per request, or an HTML viewer",
+        description="Show a trace: one line per request, or with --html a self-contained "
+        "viewer page (what came in, what each strategy removed, replaced or inserted, the seam "
+        "calls, the tokens), navigable by conversation and request.",
+    )
+    show.add_argument("trace", type=Path, metavar="TRACE", help="a trace (JSON Lines)")
+    show.add_argument("--html", type=Path, metavar="FILE", help="write the viewer to FILE")
+    show.set_defaults(handler=_show)
+
     demo = commands.add_parser(
         "demo",
-        help="the seed's four-turn example",
-        description="The seed's four-turn memory example: max_messages 6, a 256-token window, "
+        help="the four-turn example, offline or against an endpoint",
+        description="The four-turn memory example: max_messages 6, a 256-token window, "
         "a warning at 20% and a sliding window of 4 messages. Offline by default.",
     )
     add_demo_arguments(demo)
@@ -568,7 +671,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("arguments", nargs="*", help=argparse.SUPPRESS)
     bench.set_defaults(handler=_bench)
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve retrieval memory and compaction over MCP (stdio)",
+        description="An MCP server on stdio (the mcp extra) with the tools remember, recall, "
+        "forget, list_memories and compact, for one route and one user and tenant, fixed "
+        "when it starts: no tool takes a user, so a caller reaches no one else's memories.",
+    )
+    mcp.add_argument("config", metavar="CONFIG", help="the YAML config (a file)")
+    mcp.add_argument(
+        "--route", default="default", help="the route to serve (default: the top level)"
+    )
+    mcp.add_argument("--user", help="the user whose memories it serves (or MEMRULES_MCP_USER)")
+    mcp.add_argument("--tenant", help="the user's tenant (or MEMRULES_MCP_TENANT)")
+    mcp.set_defaults(handler=_mcp)
     return parser
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from memrules._cli import mcp_server
+
+    found = mcp_server.scope(args.user, args.tenant)
+    if found is None:
+        raise UsageError(mcp_server.SCOPE_MISSING)
+    return mcp_server.serve(args.config, route=args.route, user=found[0], tenant=found[1])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import attrs
 from pyrsistent import PMap, pmap
 
+from memrules._adapters.context_editing import ProviderEditing
 from memrules._config.keys import (
     DEFAULT_ROUTE,
     ROUTE_NAME,
@@ -144,7 +145,7 @@ def _strategies(values: Iterable[NamedStrategy | Strategy]) -> tuple[NamedStrate
 
 
 def default_strategies() -> tuple[NamedStrategy, ...]:
-    """The seed's default pipeline: the eight built-ins, each with defaults."""
+    """The default pipeline: the eight built-ins, each with its defaults."""
     return tuple(NamedStrategy(name=n, strategy=STRATEGIES[n]()) for n in BUILTIN_ORDER)
 
 
@@ -172,11 +173,11 @@ class MemoryConfig:
     package>"`` for a Hugging Face tokenizer, or ``"anthropic:<model>"`` for
     Anthropic's count-tokens endpoint. ``count_rule`` frames each message's
     count the way a provider does (``"openai"``, ``"anthropic"``, or
-    ``"seed"`` for the seed's unframed ``"<role> <text>"``; see
+    ``"seed"`` for no framing, the counter's own ``"<role> <text>"``; see
     :mod:`memrules._counting.framing`), and ``safety_margin`` keeps that fraction of
     a token budget free (0.05: compact to 95% of it). ``strategies`` are
     strategy callables (or
-    :class:`NamedStrategy`), the seed's eight by default. ``observers`` and
+    :class:`NamedStrategy`), the eight built-ins by default. ``observers`` and
     ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`,
     and so are the working graph's settings: ``graph_limits`` (each
     conversation's graph cap, a :class:`~memrules.graph.GraphLimits`),
@@ -194,7 +195,10 @@ class MemoryConfig:
     ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
     None: absent). ``cache`` is how compaction keeps the provider's prompt
     cache (a :class:`~memrules._core.budget.CachePolicy`; None: it does
-    not try). ``source`` is the file the config came from, if any.
+    not try). ``provider_editing`` asks for provider-side context
+    editing (a :class:`~memrules._adapters.context_editing.ProviderEditing`;
+    see :mod:`memrules._adapters.context_editing`), None by default.
+    ``source`` is the file the config came from, if any.
     """
 
     encoder_name: str = "cl100k_base"
@@ -226,6 +230,7 @@ class MemoryConfig:
     store: SeamSettings | None = None
     embedder: SeamSettings | None = None
     summarizer: SeamSettings | None = None
+    provider_editing: ProviderEditing | None = None
     cache: CachePolicy | None = None
     source: str | None = None
 

@@ -16,6 +16,8 @@ import attrs
 import tiktoken
 import tiktoken.model
 
+from memrules._adapters.context_editing import ProviderEditing
+from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_editing_from_config
 from memrules._core.budget import CachePolicy
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
 from memrules._core.yaml_nodes import Node
@@ -224,7 +226,7 @@ def _state_store_section(node: Node) -> object:
 
 SECTIONS: Mapping[str, Section] = types.MappingProxyType(
     {
-        # The working graph and the conversation state (issue 9).
+        # The working graph and the conversation state.
         "graph_limits": _mapping_section("graph_limits", GraphLimits, default=GraphLimits()),
         "graph_context": _mapping_section("graph_context", GraphContext, default=None),
         "graph_extractor": _mapping_section(
@@ -238,6 +240,13 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         **SEAM_SECTIONS,
         # The route's retrieval memory entry (memrules.memory.config).
         "memory": memory_section,
+        # Provider-side context editing (memrules._config.provider_editing).
+        "provider_editing": _mapping_section(
+            "provider_editing",
+            provider_editing_from_config,
+            default=None,
+            fields=PROVIDER_EDITING_FIELDS,
+        ),
         # Keeping the provider's prompt cache (memrules._core.budget.CachePolicy).
         "cache": _mapping_section("cache", CachePolicy, default=None),
     }
@@ -254,6 +263,7 @@ SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "memory": ((RouteRetrieval, type(None)), "a RouteRetrieval or None"),
     "cache": ((CachePolicy, type(None)), "a CachePolicy or None"),
     "memory_store": ((RetrievalStoreConfig, type(None)), "a RetrievalStoreConfig or None"),
+    "provider_editing": ((ProviderEditing, type(None)), "a ProviderEditing or None"),
 }
 
 FILE_KEYS = ("stores", "routes")
@@ -261,10 +271,10 @@ FILE_KEYS = ("stores", "routes")
 
 KNOWN_KEYS = (*SETTINGS, *SECTIONS, "strategies", *FILE_KEYS)
 
-# Seed names that are no top-level key here, and where they went.
+# Names of earlier configs that are no top-level key now, and where they went.
 MOVED = {
     "max_drop_system_observations": (
-        "the seed's max_drop_system_observations is drop_observations.max_drop: "
+        "max_drop_system_observations is now drop_observations.max_drop: "
         "'- type: drop_observations' with 'max_drop: N' under strategies"
     ),
 }

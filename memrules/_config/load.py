@@ -1,6 +1,6 @@
 """Configuration: :class:`MemoryConfig`, and reading it from YAML.
 
-Keys are the seed's ``MemoryConfig`` names. Everything is validated when the
+Keys are :class:`MemoryConfig`'s field names. Everything is validated when the
 config is built, from Python or from YAML, by one table of settings; all
 problems are gathered into one :class:`ConfigError` that names the file, the
 YAML path and the line of each::

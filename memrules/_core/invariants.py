@@ -29,21 +29,20 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
-from collections import Counter
 from collections.abc import Container, Sequence
-from typing import Protocol
 
 import attrs
 
 from memrules._core.conversation import (
-    ToolLinks,
     first_system_index,
     is_turn_start,
     last_user_index,
     latest_turn_start,
     tool_links,
 )
-from memrules._core.indices import EMPTY, Indices, indices
+from memrules._core.enforced import Enforced, Tracks, TrackView, diff, unchanged
+from memrules._core.indices import Indices
+from memrules._core.invariant_checks import check_invariants, pairing_problems
 from memrules._core.messages import Conversation, Message, ToolCall, ToolResult
 
 __all__ = [
@@ -55,74 +54,9 @@ __all__ = [
     "enforce",
     "pairing_problems",
 ]
-
-
-class TrackView(Protocol):
-    """What :func:`enforce` reads of one conversation a pipeline has
-    measured (:class:`memrules._counting.measure.Track` is one), instead of
-    deriving it again from the messages."""
-
-    @property
-    def first_system(self) -> int | None:
-        """The first system message's index, or None."""
-
-    @property
-    def last_user(self) -> int | None:
-        """The most recent user message's index, or None."""
-
-    @property
-    def leads_with_user(self) -> bool:
-        """Whether the first message that is not a system message is a user message."""
-
-    @property
-    def unique_calls(self) -> bool:
-        """Whether no call id occurs in more than one place."""
-
-    def splits(self, head: Sequence[int], start: int) -> bool:
-        """Whether keeping ``head`` and every message from ``start`` on
-        would keep one message of a tool pair and drop the other."""
-
-    def held(self) -> tuple[int, ...]:
-        """The indices that must survive (the survivors and the tool
-        exchanges they need), ascending."""
-
-
-class Tracks(Protocol):
-    """Where :func:`enforce` finds a conversation's :class:`TrackView` and
-    tool links (:class:`memrules._counting.measure.Measure` is one)."""
-
-    def track(self, conversation: Conversation) -> TrackView:
-        """The view of ``conversation``."""
-
-    def links(self, conversation: Conversation) -> ToolLinks:
-        """The tool links of ``conversation``."""
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class Enforced:
-    """The result of :func:`enforce`: the messages that stand, and the diff
-    from the input. Indices in ``removed`` and the first of each ``replaced``
-    pair are input indices; ``inserted`` and the second of each pair are
-    output indices. ``origin[j]`` is the input index of output message ``j``,
-    or None for a new one. ``removed`` is an :class:`~memrules._core.indices.Indices`,
-    which reads as the tuple of indices it holds (a tuple given is taken
-    as one)."""
-
-    messages: Conversation
-    removed: Indices = attrs.field(default=EMPTY, converter=indices)
-    replaced: tuple[tuple[int, int], ...] = ()
-    inserted: tuple[int, ...] = ()
-    origin: tuple[int | None, ...] = ()
-    closed_calls: tuple[str, ...] = ()
-    violation: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.removed or self.replaced or self.inserted)
-
-
-def _unchanged(before: Conversation, violation: str | None = None) -> Enforced:
-    return Enforced(messages=before, origin=tuple(range(len(before))), violation=violation)
+# Enforced, TrackView, Tracks and diff live in memrules._core.enforced, the
+# after-the-fact checks in memrules._core.invariant_checks; they are named
+# here too, where the invariants are.
 
 
 def _match(
@@ -295,7 +229,7 @@ def enforce(
     opens (see the module docs).
     """
     if after is before:
-        return _unchanged(before)
+        return unchanged(before)
     track = None if measure is None else measure.track(before)
     if track is None:
         first_system, last_user = first_system_index(before), last_user_index(before)
@@ -311,7 +245,7 @@ def enforce(
     else:
         matched = _match(before, after, (first_system, last_user))
         if isinstance(matched, str):
-            return _unchanged(before, matched)
+            return unchanged(before, matched)
         origin = matched
     if window is not None:
         head, start = window
@@ -319,15 +253,15 @@ def enforce(
     else:
         kept = {i for i in origin if i is not None}
     if first_system is not None and first_system not in kept:
-        return _unchanged(
+        return unchanged(
             before, f"removed or altered the first system message (index {first_system})"
         )
     if last_user is not None and last_user not in kept:
-        return _unchanged(
+        return unchanged(
             before, f"removed or altered the most recent user message (index {last_user})"
         )
     if first_system == 0 and origin[0] != 0:
-        return _unchanged(before, "put a message before the first system message")
+        return unchanged(before, "put a message before the first system message")
     leads = _leads_with_user(before) if track is None else track.leads_with_user
     if (
         window is not None
@@ -359,18 +293,18 @@ def enforce(
         removed = None
         closed = _close(before, messages, origin, sources, first_system, last_user, dead)
         if closed is not None:
-            return _unchanged(before, closed)
+            return unchanged(before, closed)
     if user_first and leads:
         window_origin = list(origin)
         led = _lead_with_user(before, messages, origin, sources, first_system, last_user, dead)
         if led is not None:
-            return _unchanged(before, led)
+            return unchanged(before, led)
         if origin != window_origin:
             removed = None
     if None in origin:
         misplaced = _misplaced(before, messages, origin, sources, last_user)
         if misplaced is not None:
-            return _unchanged(before, misplaced)
+            return unchanged(before, misplaced)
     mended = (
         {j: i for j, i in enumerate(sources) if i is not None}
         if sources.count(None) != len(sources)
@@ -536,182 +470,3 @@ def _close(
         messages[j], origin[j], sources[j] = closed, None, source
         j += 1
     return None
-
-
-def diff(
-    before: Conversation,
-    messages: Conversation,
-    origin: Sequence[int | None],
-    closed_calls: tuple[str, ...],
-    mended: dict[int, int] | None = None,
-    *,
-    removed: Indices | None = None,
-) -> Enforced:
-    """Removed, replaced and inserted messages between kept anchors.
-
-    A message that pairing closure mended replaces the message it was made
-    from (``mended`` maps its output index to that input index). Within each
-    gap between two kept messages, the other removed input messages and new
-    output messages pair up in order as replacements; any surplus is plainly
-    removed or inserted. ``removed``, when the caller knows it already (a
-    window), is taken as it is for an output that only deletes.
-    """
-    if not mended and None not in origin:
-        # Only deletions: everything not kept was removed.
-        if removed is None:
-            removed = Indices.gaps(origin, len(before))  # type: ignore[arg-type]
-        if not removed:
-            return _unchanged(before)
-        return Enforced(
-            messages=messages,
-            removed=removed,
-            origin=tuple(origin),
-            closed_calls=closed_calls,
-        )
-    sources = mended or {}
-    gone_all: list[int] = []
-    replaced: list[tuple[int, int]] = []
-    inserted: list[int] = []
-    prev = -1
-    new: list[int] = []
-
-    def settle(upto: int) -> None:
-        known = [(sources[j], j) for j in new if j in sources]
-        taken = {i for i, _ in known}
-        gone = [i for i in range(prev + 1, upto) if i not in taken]
-        made = [j for j in new if j not in sources]
-        pairs = min(len(gone), len(made))
-        replaced.extend(sorted([*known, *zip(gone[:pairs], made[:pairs], strict=True)]))
-        gone_all.extend(gone[pairs:])
-        inserted.extend(made[pairs:])
-
-    for j, i in enumerate(origin):
-        if i is None:
-            new.append(j)
-            continue
-        settle(i)
-        prev = i
-        new = []
-    settle(len(before))
-    if not (gone_all or replaced or inserted):
-        return _unchanged(before)
-    return Enforced(
-        messages=messages,
-        removed=Indices.of(gone_all),
-        replaced=tuple(replaced),
-        inserted=tuple(inserted),
-        origin=tuple(origin),
-        closed_calls=closed_calls,
-    )
-
-
-def pairing_problems(before: Conversation, after: Conversation) -> list[str]:
-    """Ways ``after`` breaks tool pairing relative to ``before``: a result whose
-    call was in ``before`` but is gone, or a call whose result was in
-    ``before`` but is gone. Empty when pairing holds."""
-    calls_before = {c for m in before for c in m.call_ids}
-    results_before = {r for m in before for r in m.result_ids}
-    calls_after = {c for m in after for c in m.call_ids}
-    results_after = {r for m in after for r in m.result_ids}
-    problems = [
-        f"tool result {r!r} outlives its call"
-        for m in after
-        for r in m.result_ids
-        if r in calls_before and r not in calls_after
-    ]
-    problems += [
-        f"tool call {c!r} outlives its result"
-        for m in after
-        for c in m.call_ids
-        if c in results_before and c not in results_after
-    ]
-    return problems
-
-
-def check_invariants(before: Conversation, after: Conversation) -> list[str]:
-    """Every way ``after`` breaks the invariants relative to ``before``.
-
-    Kept messages are matched by value in order (a subsequence check), so this
-    works on any two conversations, including ones read back from JSON.
-    The most recent user message may have lost tool results to closure.
-    """
-    problems: list[str] = []
-    first_system = first_system_index(before)
-    last_user = last_user_index(before)
-    if first_system is not None:
-        s = before[first_system]
-        if s not in after:
-            problems.append("the first system message is gone or altered")
-        elif first_system == 0 and (not after or after[0] != s):
-            problems.append("the first system message is no longer first")
-    if last_user is not None:
-        u = before[last_user]
-        kept_forms = [m for m in after if m.role == "user"]
-        if not any(_same_but_results(u, m) for m in kept_forms):
-            problems.append("the most recent user message is gone or altered")
-        elif not _same_but_results(u, kept_forms[-1]):
-            problems.append("a new user message stands after the most recent user message")
-    start = latest_turn_start(before)
-    if start is not None:
-        opening = before[start]
-        found = [j for j, m in enumerate(after) if m == opening]
-        if found and any(is_turn_start(m) for m in after[found[-1] + 1 :]):
-            problems.append("a new user message opens a turn inside the latest turn")
-    problems += pairing_problems(before, after)
-    for j, m in enumerate(after):
-        if (
-            m.role == "assistant"
-            and not m.parts
-            and not any(b.role == "assistant" and not b.parts for b in before)
-        ):
-            problems.append(f"output[{j}] is an empty assistant message")
-    if not _is_subsequence_of_kept(before, after):
-        problems.append("kept messages are out of order")
-    return problems
-
-
-def _same_but_results(original: Message, candidate: Message) -> bool:
-    if original == candidate:
-        return True
-    if candidate.role != original.role or candidate.id != original.id:
-        return False
-    kept = tuple(p for p in original.parts if not isinstance(p, ToolResult))
-    rest = tuple(p for p in candidate.parts if not isinstance(p, ToolResult))
-    results = [p for p in candidate.parts if isinstance(p, ToolResult)]
-    return rest == kept and all(p in original.parts for p in results)
-
-
-def _is_subsequence_of_kept(before: Conversation, after: Conversation) -> bool:
-    """Messages of ``after`` that occur in ``before`` occur in the same order.
-
-    Matching is by value, and an output message equal to an input message may
-    still be a new one, so only unambiguous messages are taken as kept: those
-    whose value occurs exactly once in ``before`` and once in ``after``, and
-    that are not what pairing closure could have made of another input
-    message (the same message with fewer tool parts).
-    """
-    once_before = _once(before)
-    once_after = _once(after)
-    position = {m: i for i, m in enumerate(before) if m in once_before}
-    carriers: dict[tuple[object, ...], list[Message]] = {}
-    for m in before:
-        if m.is_tool_carrier:
-            carriers.setdefault(_without_tool_parts(m), []).append(m)
-    kept = [
-        position[m]
-        for m in after
-        if m in once_after
-        and m in position
-        and not any(c != m for c in carriers.get(_without_tool_parts(m), ()))
-    ]
-    return all(a < b for a, b in itertools.pairwise(kept))
-
-
-def _without_tool_parts(m: Message) -> tuple[object, ...]:
-    rest = tuple(p for p in m.parts if not isinstance(p, ToolCall | ToolResult))
-    return (m.role, m.id, m.name, m.metadata, rest)
-
-
-def _once(conversation: Conversation) -> set[Message]:
-    counts = Counter(conversation)
-    return {m for m, n in counts.items() if n == 1}

@@ -34,10 +34,10 @@ The rules, chosen by the config's ``count_rule``:
     ``tool_result`` block with its ``tool_use_id`` and content, and 3 per
     request for the assistant turn's opening.
 ``seed``
-    The seed's rule, no framing: the counter's own message count, which for
+    No framing: the counter's own message count, which for
     the built-in counters is the tokens of ``"<role> <text>"`` (the text
-    joining Text parts, call arguments and result content). The seed's
-    demo runs with it.
+    joining Text parts, call arguments and result content). ``memrules
+    demo`` runs with it (the name is kept for configs that use it).
 
 Images and other opaque parts count nothing under every rule (providers
 bill them by size, not by tokens of text).
@@ -328,7 +328,7 @@ def count_tokens(
     count_rule: str = DEFAULT_COUNT_RULE,
 ) -> int:
     """Total tokens of ``messages`` as one request, under ``encoder_name`` and
-    ``count_rule`` (OpenAI's framing by default; ``"seed"`` for the seed's
+    ``count_rule`` (OpenAI's framing by default; ``"seed"`` for the
     ``"<role> <text>"``). Safe to call from many threads at once; the
     counters, and their caches, are shared across the process."""
     conversation = as_messages(messages)

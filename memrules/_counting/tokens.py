@@ -1,11 +1,11 @@
 """Token counting: exact tiktoken counts, offline, cached per message value.
 
 A counter counts text (``count_text``) and messages (``count``). Its own
-message count is the seed's rule: ``len(encode("<role> <text>"))`` where the
+message count, unframed, is ``len(encode("<role> <text>"))`` where the
 text joins, one per line, its Text parts, its tool calls' arguments and its
 tool results' content; opaque parts (images, thinking) count nothing.
-Counting tool traffic is a deliberate departure from the seed, which counted
-Text blocks only and so under-counted tool-heavy agents. A pipeline frames
+Tool traffic counts too: counting Text blocks only would under-count
+tool-heavy agents. A pipeline frames
 messages the way the provider does on top of ``count_text`` (the config's
 ``count_rule``, :mod:`memrules._counting.framing`): per-message and per-name tokens,
 tool-call ids and names, the reply's priming.

@@ -1,6 +1,6 @@
 """The request hook: :class:`MemoryPlugin`, a thin shell around a pure :func:`step`.
 
-Every request goes through the seed's four steps, in order:
+Every request goes through four steps, in order:
 
 1. **Measure.** Count the request's tokens and hand one :class:`ContextUsage`
    to every observer. The window is the resolver's answer for the request's
@@ -41,10 +41,10 @@ Every request goes through the seed's four steps, in order:
 
 The warning is appended before compaction, so the pipeline sees it and its
 tokens count toward the trigger: the budget is about what is sent, and the
-warning is sent (in the seed's example it is one of the nine messages the
+warning is sent (in ``memrules demo`` it is one of the nine messages the
 window trims to four). Observers see the usage measured before it.
 
-**One warning per conversation.** The seed makes the warning one-shot by its
+**One warning per conversation.** The warning is one-shot by its
 marker: a request that already holds a message starting with the marker gets
 no other. A client that drops the warning from its history (or never keeps
 the prompt it sent, as most don't) would then be warned again on every
@@ -109,6 +109,7 @@ from typing import Any
 import attrs
 
 from memrules._adapters import from_openai
+from memrules._adapters.context_editing import EditPlan
 from memrules._adapters.openai import write_back
 from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
 from memrules._core.checks import check_whole
@@ -119,12 +120,19 @@ from memrules._core.seam_protocols import Seams, Summarizer, VectorStore
 from memrules._counting.tokens import TokenCounter
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
 from memrules._plugin.conversation_caches import ConversationCache, ConversationCaches
+from memrules._plugin.provider_bodies import (
+    anthropic_body,
+    request_from_anthropic,
+    run_edited,
+    with_provider_edits,
+)
 from memrules._plugin.request import (
     Request,
     StepResult,
     conversation_id_from_metadata,
     scope_from_metadata,
 )
+from memrules._plugin.responses_hook import request_from_responses, responses_body
 from memrules._plugin.step import commit as _commit
 from memrules._plugin.step import has_warning, measure, memory_settings, step, warning_message
 from memrules._runtime.awaiting import SeamAnswers, _Pending
@@ -255,6 +263,7 @@ class MemoryPlugin:
         )
         self._conversation_id_of = conversation_id_of
         self._last: StepResult | None = None
+        self._last_edits: tuple[EditPlan, ...] = ()
         # Tracing (memrules._trace.record): the seams, the graph extractor, the
         # resolver and the state store go through the seam log, and each
         # request writes a trace line.
@@ -471,6 +480,66 @@ class MemoryPlugin:
             user=user,
             tenant=tenant,
         )
+
+    def on_responses_request(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_request` for an OpenAI Responses API body (``input``,
+        ``instructions``, ``model``): returns a new body with the compacted
+        ``input`` and every other key as it was (see
+        :mod:`memrules._plugin.responses_hook`). The conversation, user and
+        tenant are found as :meth:`on_openai_request` finds them."""
+        request = request_from_responses(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=self._conversation_id_of,
+            user=user,
+            tenant=tenant,
+        )
+        editing = self.config.provider_editing
+        request, result, self._last_edits = run_edited(
+            self.handle, self._pipeline.count, editing, request, "openai"
+        )
+        return with_provider_edits(responses_body(body, request, result), editing, "openai")
+
+    def on_anthropic_request(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_request` for an Anthropic Messages API body (``system``,
+        ``messages``, ``model``): returns a new body with the compacted
+        ``system`` and ``messages``, every other key as it was, and the
+        config's ``provider_editing`` written in as ``context_management``
+        (send the ``anthropic-beta: context-management-2025-06-27`` header
+        with it); see :mod:`memrules._plugin.provider_bodies`."""
+        request = request_from_anthropic(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=self._conversation_id_of,
+            user=user,
+            tenant=tenant,
+        )
+        editing = self.config.provider_editing
+        _, result, self._last_edits = run_edited(
+            self.handle, self._pipeline.count, editing, request, "anthropic"
+        )
+        return with_provider_edits(anthropic_body(body, result), editing, "anthropic")
+
+    @property
+    def last_edits(self) -> tuple[EditPlan, ...]:
+        """What the config's ``provider_editing`` took from the most recent
+        Responses or Anthropic body: what memrules cleared itself, and what
+        the provider will clear (tool uses, thinking blocks, tokens)."""
+        return self._last_edits
 
     # --- async: the same steps, the seams awaited (see memrules._runtime.awaiting) ----------------
 

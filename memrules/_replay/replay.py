@@ -46,6 +46,7 @@ from memrules._engine.contract import StrategyFactory
 from memrules._io.files import AtomicFile
 from memrules._io.version import memrules_version
 from memrules._plugin.plugin import MemoryPlugin, Request
+from memrules._replay.answers import replay_answer
 from memrules._runtime.logged import (
     LoggedExtractor,
     LoggedResolver,
@@ -262,6 +263,9 @@ class _Replayer:
             return self._request(data, log, where)
         if kind == "response":
             return self._response(data, log, where)
+        if kind == "answer":
+            context = messages_from(data.get("context"), f"{where}: context")
+            return replay_answer(self.index, data, context, log)
         if kind not in INPUTS:
             msg = f"{where}: unknown kind {kind!r}"
             raise TraceError(msg)

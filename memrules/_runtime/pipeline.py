@@ -98,7 +98,7 @@ class Pipeline:
     ) -> Pipeline:
         """A pipeline for ``config``; loads its encoder unless ``counter`` is
         given. Messages are counted by the config's ``count_rule`` over the
-        counter's ``count_text`` (``seed``: the counter's own message count).
+        counter's ``count_text`` (``seed``: the counter's own message count, unframed).
         The seams are ``seams``, and, for each one it leaves absent,
         the one the config's ``store:`` (with ``embedder:``) or
         ``summarizer:`` section describes (built, not yet connected)."""

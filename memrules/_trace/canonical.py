@@ -14,9 +14,12 @@ a password in a URL is written as ``***``.
 
 What a trace cannot carry is said, not guessed: a built-in strategy (or any
 attrs class, like the built-ins) is written as its fields; a plain function
-as its type and code; a *closure* (a factory's inner function, whose
-parameters live in its cells) as its type, code and ``"parameters":
-"unknown"``, and :func:`rebuild_config` refuses to rebuild it. A graph
+as its type and code; a closure that a factory marked with
+:func:`~memrules.strategy_factory` built as its type, its factory's import
+path (``"factory"``) and the parameters it was built with, which
+:func:`rebuild_config` calls again; any other *closure* (whose parameters
+live in its cells) as its type, code and ``"parameters": "unknown"``, and
+:func:`rebuild_config` refuses to rebuild it. A graph
 extractor other than the offline one, the context window resolver and the
 observers are code: a replay answers the first two from the trace and does
 not run observers.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import functools
 import hashlib
 import json
 import re
@@ -53,6 +57,7 @@ from memrules.graph.state import redact
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._settings import SeamSettings, section_keys
 from memrules.strategies.min_step import MinStep
+from memrules.strategies.registry import RECIPE
 
 __all__ = [
     "CANONICAL_MARK",
@@ -118,8 +123,12 @@ def _strategy(named: NamedStrategy) -> dict[str, Any]:
         return dict(marked)
     if attrs.has(type(strategy)):
         return {"type": named.name, **_fields(strategy, skip_none=True)}
+    recipe = getattr(strategy, RECIPE, None)
+    if isinstance(recipe, Mapping):
+        parameters = {str(k): _plain(v) for k, v in recipe["parameters"].items()}
+        return {"type": named.name, "factory": recipe["factory"], **parameters}
     out: dict[str, Any] = {"type": named.name, "code": _code(strategy)}
-    if getattr(strategy, "__closure__", None):
+    if getattr(strategy, "__closure__", None) or isinstance(strategy, functools.partial):
         out["parameters"] = "unknown"
     return out
 
@@ -246,11 +255,35 @@ def _inexact(canonical: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _yaml_strategy(strategy: Mapping[str, Any]) -> dict[str, Any]:
+    """One strategy as YAML: a factory-built one by its factory's import
+    path and its parameters, any other by its type and fields."""
+    out = {k: v for k, v in strategy.items() if k not in ("code", "factory")}
+    if "factory" in strategy:
+        out["type"] = strategy["factory"]
+    return out
+
+
+def _renamed(config: MemoryConfig, canonical: Mapping[str, Any]) -> MemoryConfig:
+    """``config`` with each factory-built strategy under the name it was
+    recorded with (the report's name for it), not its factory's path."""
+    recorded = canonical.get("strategies", ())
+    strategies = tuple(
+        attrs.evolve(named, name=str(entry["type"]))
+        if isinstance(entry, Mapping) and "factory" in entry
+        else named
+        for named, entry in zip(config.strategies, recorded, strict=False)
+    )
+    if all(a is b for a, b in zip(strategies, config.strategies, strict=True)):
+        return config
+    return attrs.evolve(config, strategies=strategies)
+
+
 def _yaml_mapping(canonical: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in canonical.items():
         if key == "strategies":
-            out[key] = [{k: v for k, v in s.items() if k != "code"} for s in value]
+            out[key] = [_yaml_strategy(s) for s in value]
         elif key == "graph_extractor" and isinstance(value, Mapping) and "code" in value:
             continue  # code: a replay answers its calls from the trace
         elif value is not None or key in SETTINGS:
@@ -283,6 +316,7 @@ def rebuild_config(
     except ConfigError as exc:
         msg = f"{where}: its config cannot be rebuilt: {exc}"
         raise TraceError(msg) from None
+    config = _renamed(config, canonical)
     rebuilt = canonical_config(config)
     for key in ("strategies", *SETTINGS):
         if rebuilt.get(key) != canonical.get(key):

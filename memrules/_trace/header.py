@@ -3,7 +3,8 @@ and what each pipeline was (see :mod:`memrules._trace.record`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -21,7 +22,15 @@ from memrules._trace.canonical import (
     encoder_fingerprint,
 )
 
-__all__ = ["READS_VERSIONS", "TRACE_FORMAT", "TRACE_VERSION", "TraceHeader", "pipeline_header"]
+__all__ = [
+    "READS_VERSIONS",
+    "TRACE_FORMAT",
+    "TRACE_VERSION",
+    "TraceHeader",
+    "UnreplayableStrategyWarning",
+    "not_rebuildable",
+    "pipeline_header",
+]
 
 
 TRACE_FORMAT = "memrules.trace"
@@ -50,10 +59,39 @@ def _seams_header(
     }
 
 
+class UnreplayableStrategyWarning(UserWarning):
+    """A trace is being recorded with a strategy its replay cannot rebuild
+    (a closure whose parameters it cannot hold): said when it is recorded,
+    not first when ``memrules replay`` refuses it."""
+
+
+def not_rebuildable(canonical: Mapping[str, Any]) -> list[str]:
+    """The strategies of a canonical config that a replay cannot rebuild,
+    each as ``"strategies[i] (type, code)"``."""
+    return [
+        f"strategies[{i}] ({s.get('type')}, {s.get('code')})"
+        for i, s in enumerate(canonical.get("strategies", ()))
+        if isinstance(s, Mapping) and s.get("parameters") == "unknown"
+    ]
+
+
 def pipeline_header(name: str, pipeline: Pipeline, *, plugin: bool = False) -> dict[str, Any]:
-    """What a trace's header says of one pipeline (see the module docs)."""
+    """What a trace's header says of one pipeline (see the module docs).
+
+    A strategy the replay cannot rebuild is listed under
+    ``"not_rebuildable"`` (the key is there only then) and warned about
+    with :class:`UnreplayableStrategyWarning`: such a trace replays only
+    with the pipeline passed in (``replay_trace(path, pipelines=...)``)."""
     canonical = canonical_config(pipeline.config)
     config = pipeline.config
+    unknown = not_rebuildable(canonical)
+    if unknown:
+        msg = (
+            f"pipeline {name!r}: {', '.join(unknown)} is a closure whose parameters a trace "
+            "cannot hold, so `memrules replay` cannot rebuild it; build it with a factory "
+            "marked @strategy_factory, or write it as an attrs class"
+        )
+        warnings.warn(msg, UnreplayableStrategyWarning, stacklevel=3)
     return {
         "name": name,
         "config": canonical,
@@ -65,6 +103,7 @@ def pipeline_header(name: str, pipeline: Pipeline, *, plugin: bool = False) -> d
             extractor=config.graph_extractor if plugin else None,
             resolver=config.context_window_resolver if plugin else None,
         ),
+        **({"not_rebuildable": unknown} if unknown else {}),
     }
 
 

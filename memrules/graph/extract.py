@@ -11,7 +11,7 @@ every time: what it found before changes nothing the second time.
 
 The offline extractor finds three things, each with a stated weight:
 
-- **Facts the user stated**, in the form the seed's example uses: a sentence
+- **Facts the user stated**, in the form the design's memory example uses: a sentence
   of a user message that reads ``The|My|Our <subject> <verb> [<preposition>]
   <object>``, where the verb is ``is``, ``are``, ``was``, ``were`` or a word
   ending in ``s`` (``rotates``), and the object is one to four words:

@@ -29,10 +29,12 @@ LangGraph's ``thread_id`` when the run has one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from memrules._adapters.langchain import LangChainConversions, from_langchain, to_langchain
+from memrules._core.bounded import BoundedTable
 from memrules._core.errors import ConfigError
 from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionResult
@@ -74,7 +76,7 @@ def compact_langchain(
     out: list[Any] = []
     for j, m in enumerate(result.messages):
         i = origin[j] if j < len(origin) else None
-        if i is not None and conversation[i] == m:
+        if i is not None and (conversation[i] is m or conversation[i] == m):
             out.append(messages[i])
         else:
             out.extend(to_langchain((m,)))
@@ -122,6 +124,34 @@ def _updates(
     return {"messages": [_messages.RemoveMessage(id=remove_all), *compacted]}
 
 
+MAX_THREADS = 1_024
+"""How many LangGraph threads' conversions one hook or middleware remembers
+(the least recently used thread goes first; a thread forgotten costs its
+next call one whole conversion, never a wrong answer)."""
+
+
+class _ThreadConversions:
+    """One :class:`LangChainConversions` per LangGraph thread (``None``: calls
+    outside a LangGraph run), bounded to :data:`MAX_THREADS`. Owned by one
+    hook or middleware; the lock guards the table only."""
+
+    __slots__ = ("_lock", "_table")
+
+    def __init__(self) -> None:
+        self._table: BoundedTable[str | None, LangChainConversions] = BoundedTable(MAX_THREADS)
+        self._lock = threading.Lock()
+
+    def of(self, thread: str | None) -> LangChainConversions:
+        with self._lock:
+            memo = self._table.get(thread)
+            if memo is None:
+                memo = LangChainConversions()
+                self._table.add(thread, memo)
+            else:
+                self._table.touch(thread)
+            return memo
+
+
 class PreModelHook:
     """A LangGraph ``pre_model_hook`` that runs ``pipeline`` before each model
     call::
@@ -141,11 +171,12 @@ class PreModelHook:
         _check_mode(mode)
         self.pipeline = pipeline
         self.mode = mode
-        self._memo = LangChainConversions()
+        self._memo = _ThreadConversions()
 
     def __call__(self, state: Any) -> dict[str, Any]:
         messages = state["messages"] if isinstance(state, Mapping) else state.messages
-        return _updates(self.pipeline, messages, self.mode, _thread_id(None), self._memo)
+        thread = _thread_id(None)
+        return _updates(self.pipeline, messages, self.mode, thread, self._memo.of(thread))
 
     def __repr__(self) -> str:
         return f"PreModelHook(mode={self.mode!r})"
@@ -168,7 +199,7 @@ def _middleware_class() -> type:
             super().__init__()
             self.pipeline = pipeline
             self.mode = mode
-            self._memo = LangChainConversions()
+            self._memo = _ThreadConversions()
 
         @property
         def name(self) -> str:
@@ -178,7 +209,8 @@ def _middleware_class() -> type:
             if self.mode != "remove_messages":
                 return None
             thread = _thread_id(None)
-            updates = _updates(self.pipeline, state["messages"], self.mode, thread, self._memo)
+            memo = self._memo.of(thread)
+            updates = _updates(self.pipeline, state["messages"], self.mode, thread, memo)
             return updates or None
 
         async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -189,7 +221,7 @@ def _middleware_class() -> type:
                 return handler(request)
             thread = _thread_id(None)
             compacted, _ = compact_langchain(
-                self.pipeline, request.messages, conversation_id=thread
+                self.pipeline, request.messages, conversation_id=thread, memo=self._memo.of(thread)
             )
             return handler(request.override(messages=compacted))
 
@@ -198,7 +230,7 @@ def _middleware_class() -> type:
                 return await handler(request)
             thread = _thread_id(None)
             compacted, _ = compact_langchain(
-                self.pipeline, request.messages, conversation_id=thread
+                self.pipeline, request.messages, conversation_id=thread, memo=self._memo.of(thread)
             )
             return await handler(request.override(messages=compacted))
 

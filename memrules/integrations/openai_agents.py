@@ -83,13 +83,23 @@ class CompactingSession:
         self.pipeline = pipeline
         self.last_result: CompressionResult | None = None
 
+    # The SDK's ``Session`` protocol declares both as settable attributes:
+    # properties with setters that read and write the wrapped session's.
     @property
     def session_id(self) -> str:
         return str(self.session.session_id)
 
+    @session_id.setter
+    def session_id(self, value: str) -> None:
+        self.session.session_id = value
+
     @property
     def session_settings(self) -> Any:
         return getattr(self.session, "session_settings", None)
+
+    @session_settings.setter
+    def session_settings(self, value: Any) -> None:
+        self.session.session_settings = value
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         items = await self.session.get_items(limit)

@@ -1,14 +1,15 @@
 """pydantic-ai (the ``pydantic-ai`` extra): a ``history_processors`` entry.
 
-::
+With pydantic-ai 2.x, which the extra installs, the processor goes in as a
+capability (2.x has no ``history_processors=`` argument)::
 
     from pydantic_ai import Agent
-    from memrules.integrations.pydantic_ai import history_processor
+    from memrules.integrations.pydantic_ai import history_capability
 
-    agent = Agent("openai:gpt-4o", history_processors=[history_processor(pipeline)])
+    agent = Agent("openai:gpt-4o", capabilities=[history_capability(pipeline)])
 
-or, where pydantic-ai has capabilities (2.x), ``Agent(...,
-capabilities=[history_capability(pipeline)])``. pydantic-ai calls it with
+and with pydantic-ai 1.x, ``Agent(...,
+history_processors=[history_processor(pipeline)])``. pydantic-ai calls it with
 the message history before every model request and sends the model what it
 returns. :func:`async_history_processor` does
 the same from a worker thread, so a pipeline with a summarizer seam does not

@@ -11,7 +11,7 @@ user, which no metrics system survives, and would put who asked what in
 the metrics.
 
 :class:`~memrules.integrations.prometheus.PrometheusRetrievalObserver` turns
-them into the seed's metrics (``llm_memory_retrieval_total{backend,
+them into Prometheus metrics (``llm_memory_retrieval_total{backend,
 status}``, a latency histogram and a result-count histogram). An observer
 that raises is logged and otherwise ignored: metrics never fail a request.
 """

@@ -11,7 +11,9 @@ when the one they need is absent. The concrete seams:
   (any ``/v1/embeddings`` endpoint);
 - vector stores: :func:`milvus_store` (a Milvus Lite file, or a Milvus
   server by URI; the ``milvus`` extra) and :func:`qdrant_store` (Qdrant's
-  local mode in memory or on disk, or a server by URL; the ``qdrant`` extra);
+  local mode in memory or on disk, or a server by URL; the ``qdrant`` extra)
+  and :func:`valkey_store` (a Valkey or Redis server with its Search
+  module's vector fields; the ``valkey`` extra);
 - :func:`recall_tool` and :func:`answer_recall`: a tool the model can call
   to fetch what was offloaded, and its answer.
 
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from memrules.seams.qdrant import qdrant_store
     from memrules.seams.recall import answer_recall, recall_tool
     from memrules.seams.summarizers import extractive_summarizer, openai_summarizer
+    from memrules.seams.valkey import valkey_store
 
 __all__ = [
     "SEARCH_MODES",
@@ -66,6 +69,7 @@ __all__ = [
     "openai_summarizer",
     "qdrant_store",
     "recall_tool",
+    "valkey_store",
 ]
 
 # public name -> the module that defines it (imported on first access)
@@ -94,6 +98,7 @@ _WHERE: dict[str, str] = {
     "recall_tool": "memrules.seams.recall",
     "extractive_summarizer": "memrules.seams.summarizers",
     "openai_summarizer": "memrules.seams.summarizers",
+    "valkey_store": "memrules.seams.valkey",
 }
 
 

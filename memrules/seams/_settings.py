@@ -5,8 +5,9 @@ Each section is optional; without it the seam is absent (``offload`` or
 ``summarize`` then does nothing), unless code passes its own::
 
     store:
-      backend: milvus          # or qdrant
+      backend: milvus          # or qdrant, valkey
       uri: memory.db           # milvus: a Milvus Lite file, or http(s)://host:19530
+      # url: valkey://127.0.0.1:6379   # valkey: a server with its Search module
       collection: memrules_memory
       search: hybrid           # or dense, lexical
     embedder:
@@ -57,8 +58,9 @@ _Factory = Callable[..., Any]
 def _stores() -> dict[str, _Factory]:
     from memrules.seams.milvus import milvus_store
     from memrules.seams.qdrant import qdrant_store
+    from memrules.seams.valkey import valkey_store
 
-    return {"milvus": milvus_store, "qdrant": qdrant_store}
+    return {"milvus": milvus_store, "qdrant": qdrant_store, "valkey": valkey_store}
 
 
 def _embedders() -> dict[str, _Factory]:
@@ -114,7 +116,7 @@ def section_keys(section: str, kind: str) -> tuple[str, ...]:
 @attrs.frozen(kw_only=True, slots=True, repr=False)
 class SeamSettings:
     """One section: which ``section`` (store, embedder, summarizer), its
-    ``kind`` (milvus, qdrant, local, openai, extractive) and the parameters
+    ``kind`` (milvus, qdrant, valkey, local, openai, extractive) and the parameters
     given, in order. Checked when made (:func:`seam_settings`)."""
 
     section: str

@@ -17,7 +17,9 @@
 - **search**: dense (the query's embedding against the stored ones), lexical
   (BM25, computed by the engine) or hybrid (both rankings, fused by
   reciprocal rank; see :mod:`memrules.seams._fusion`), always within the
-  caller's user and tenant.
+  caller's user and tenant. A backend that ranks ids by itself
+  (:class:`Ranking`: the embedded engines' local index) has both rankings
+  fused first, and only the records fusion keeps read back.
 - **scopes** whose ids no store can keep (a lone surrogate) are refused by
   every method, naming the field
   (:func:`~memrules._core.seam_records.check_storable`).
@@ -42,7 +44,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from memrules._core.checks import check_whole
 from memrules._core.errors import CollectionError, ConfigError, EmbedderError, StoreError
@@ -110,6 +112,29 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release the client."""
+
+
+@runtime_checkable
+class Ranking(Protocol):
+    """A backend that can rank record ids without reading the records (an
+    embedded engine's local index, :mod:`memrules.seams._local_index`):
+    hybrid search fuses the two rankings first and reads back only the
+    records it keeps. ``ranks_ids`` says whether this one does (a server
+    does not)."""
+
+    @property
+    def ranks_ids(self) -> bool: ...
+
+    def dense_ranking(
+        self, vector: list[float], *, k: int, scope: Scope
+    ) -> list[tuple[str, float]]:
+        """The ids and scores :meth:`Backend.dense` would answer."""
+
+    def lexical_ranking(self, query: str, *, k: int, scope: Scope) -> list[tuple[str, float]]:
+        """The ids and scores :meth:`Backend.lexical` would answer."""
+
+    def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
+        """The records of ``found`` (id, score), in its order, with its scores."""
 
 
 def check_mode(mode: object, name: str = "search") -> str:
@@ -392,11 +417,34 @@ class MessageStore:
             if mode == "lexical":
                 return tuple(self._lexical(query, k, scope))
             wide = max(k, self.candidates)
+            if isinstance(self._backend, Ranking) and self._backend.ranks_ids:
+                return tuple(self._fused(self._backend, query, k, wide, scope))
             dense = self._dense(query, wide, scope)
             lexical = self._lexical(query, wide, scope)
         by_id = {h.id: h for h in (*lexical, *dense)}
         fused = reciprocal_rank_fusion([[h.id for h in dense], [h.id for h in lexical]])
         return tuple(_with_score(by_id[record_id], score) for record_id, score in fused[:k])
+
+    def _fused(
+        self, backend: Ranking, query: str, k: int, wide: int, scope: Scope
+    ) -> list[RecallHit]:
+        """Hybrid search on a backend that ranks ids: both rankings fused,
+        then only the ``k`` records fusion keeps read back."""
+        (vector,) = self._embed([query])
+        self._check_dimension(len(vector))
+        try:
+            dense = backend.dense_ranking(vector, k=wide, scope=scope)
+        except Exception as exc:
+            raise self._fail("to search by embedding", exc) from exc
+        try:
+            lexical = backend.lexical_ranking(query, k=wide, scope=scope)
+        except Exception as exc:
+            raise self._fail("to search by BM25", exc) from exc
+        fused = reciprocal_rank_fusion([[i for i, _ in dense], [i for i, _ in lexical]])[:k]
+        try:
+            return backend.fetch(fused)
+        except Exception as exc:
+            raise self._fail("to read the records it found", exc) from exc
 
     def _dense(self, query: str, k: int, scope: Scope) -> list[RecallHit]:
         (vector,) = self._embed([query])

@@ -8,14 +8,27 @@ Milvus's own BM25 function computes from the text (so lexical search runs in
 Milvus, over everything it holds), the conversation, user and tenant ids,
 the turn and exchange keys, the content hash, and the message as lossless
 JSON (in pieces of at most 65,535 bytes, up to :data:`MAX_MESSAGE_BYTES`).
+
+On a Milvus Lite file, searches run on an exact in-process index shared by
+the stores of that file in the process (:mod:`memrules.seams._local_index`;
+Milvus Lite answers a filtered query by rebuilding rows in Python, and
+approximately once its rows are in an HNSW segment), with BM25 over the
+whole collection (Milvus Lite scores each segment with its own
+statistics). Writes are flushed into segments every :data:`_FLUSH_ROWS`
+rows and on close; its write-ahead log keeps each acknowledged write
+before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
-from collections.abc import Sequence
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memrules._core.checks import check_api_key_env
@@ -30,6 +43,7 @@ from memrules._core.seam_records import (
     decode_message,
 )
 from memrules.seams._durable import Files, local_path
+from memrules.seams._local_index import LocalIndex, Row
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
 
 __all__ = ["DEFAULT_URI", "MAX_MESSAGE_BYTES", "MAX_TEXT_BYTES", "milvus_store"]
@@ -43,6 +57,8 @@ _PIECES = 256
 MAX_TEXT_BYTES = _PIECE_BYTES
 MAX_MESSAGE_BYTES = _PIECE_BYTES * _PIECES
 _IDENTITY = "memrules.embedder"
+_FLUSH_ROWS = 1024
+"""Rows a Milvus Lite store writes before it flushes them into a segment."""
 _QUERY_WINDOW = 16_384  # the most rows one Milvus query returns
 _SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 _FIELDS = ["id", "text", "conversation_id", "user", "tenant", "turn", "exchange", "message"]
@@ -92,6 +108,74 @@ def _pieces(payload: str) -> list[str]:
     return out or [""]
 
 
+_WORD = re.compile(r"\w+")
+_BM25 = (1.5, 0.75)  # Milvus Lite's BM25 function: k1 and b
+
+
+def _term_counts(text: str) -> dict[int, float]:
+    """The sparse vector Milvus Lite's BM25 function makes of ``text``:
+    each ``\\w+`` token, lower-cased, with its count (tokens are keyed by
+    Python's string hash: the index lives in this process only)."""
+    return {hash(token): float(n) for token, n in Counter(_WORD.findall(text.lower())).items()}
+
+
+class _Shared:
+    """The local index of one Milvus Lite collection (see
+    :mod:`memrules.seams._local_index`), the fields of each record a hit
+    is made of (``rows``, by id: a search then reads nothing back through
+    Milvus Lite's gRPC server, which costs more than the search), and the
+    lock its users take turns with. ``index`` is None (and ``rows`` empty)
+    until the first search builds both from the engine, and again after a
+    write they may not have followed."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.index: LocalIndex | None = None
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.holders = 0
+
+    def drop(self) -> None:
+        self.index = None
+        self.rows = {}
+
+
+class _Indexes:
+    """The local indexes of the Milvus Lite collections this process has
+    open, by (file, collection). Milvus Lite serves one file to every
+    client in the process and locks it against other processes, so the
+    stores of one file in this process share one index per collection,
+    which lives while one of them holds it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, str], _Shared] = {}
+
+    def acquire(self, key: tuple[str, str]) -> _Shared:
+        with self._lock:
+            shared = self._held.setdefault(key, _Shared())
+            shared.holders += 1
+            return shared
+
+    def drop(self, key: tuple[str, str]) -> None:
+        """Drop ``key``'s index, if a store holds it: a write that store
+        did not make changed the collection."""
+        with self._lock:
+            shared = self._held.get(key)
+        if shared is not None:
+            with shared.lock:
+                shared.drop()
+
+    def release(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            shared = self._held[key]
+            shared.holders -= 1
+            if not shared.holders:
+                del self._held[key]
+
+
+_LOCAL = _Indexes()
+
+
 def is_server(uri: str) -> bool:
     """Whether ``uri`` names a Milvus server (else a Milvus Lite file)."""
     return uri.startswith(_SERVER_SCHEMES)
@@ -107,6 +191,9 @@ class _Milvus:
         self._client: Any = None
         self._loaded: set[str] = set()
         self._files = None if is_server(uri) else Files(uri)
+        # Milvus Lite only: the local index of this collection, shared in the process.
+        self._shared: _Shared | None = None
+        self._unflushed = 0  # rows this store wrote since its last flush
 
     def _open(self) -> Any:
         if self._client is None:
@@ -197,6 +284,10 @@ class _Milvus:
             properties={_IDENTITY: json.dumps(identity, sort_keys=True)},
         )
         self._ready(self.collection)
+        shared = self._share()
+        if shared is not None:
+            with shared.lock:
+                shared.index, shared.rows = LocalIndex(dimension, saturation=_BM25), {}
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         client = self._ready(self.collection)
@@ -210,7 +301,7 @@ class _Milvus:
         return found
 
     def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
-        data = [
+        data: list[dict[str, Any]] = [
             {
                 "id": r.id,
                 "text": _utf8_prefix(r.text, MAX_TEXT_BYTES),
@@ -226,21 +317,127 @@ class _Milvus:
             }
             for r, vector in rows
         ]
-        self._ready(self.collection).upsert(self.collection, data)
+        with self._following() as shared:
+            self._unflushed += len(data)
+            self._ready(self.collection).upsert(self.collection, data)
+            if shared is not None and shared.index is not None:
+                shared.index.upsert(
+                    _row(r.id, r.scope.user, r.scope.tenant, r.scope.conversation_id, v, r.text)
+                    for r, v in rows
+                )
+                shared.rows.update((row["id"], _kept(row)) for row in data)
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            self._ready(self.collection).delete(self.collection, ids=list(ids))
+            with self._following() as shared:
+                self._ready(self.collection).delete(self.collection, ids=list(ids))
+                if shared is not None and shared.index is not None:
+                    shared.index.delete(ids)
+                    for record_id in ids:
+                        shared.rows.pop(record_id, None)
+
+    # --- the local index (Milvus Lite) ---------------------------------------------------
+
+    def _share(self) -> _Shared | None:
+        """The shared local index holder of this collection; None for a server."""
+        if self._files is None:
+            return None
+        if self._shared is None:
+            self._shared = _LOCAL.acquire((self.uri, self.collection))
+        return self._shared
+
+    @contextlib.contextmanager
+    def _following(self) -> Iterator[_Shared | None]:
+        """Run a write the local index follows (its holder is given, to
+        update the index, when the index is built); when the write fails,
+        drop the index (the engine may hold part of the write), so the
+        next search builds it again."""
+        shared = self._share()
+        if shared is None:
+            yield None
+            return
+        with shared.lock:
+            try:
+                yield shared if shared.index is not None else None
+            except BaseException:
+                shared.drop()
+                raise
+
+    def _ranked(self, search: Any) -> list[tuple[str, float]]:
+        """``search(index)`` on the local index, built from the engine
+        when it is not, under the index's lock."""
+        shared = self._share()
+        assert shared is not None
+        with shared.lock:
+            if shared.index is None:
+                shared.index, shared.rows = self._build()
+            found: list[tuple[str, float]] = search(shared.index)
+        return found
+
+    @property
+    def ranks_ids(self) -> bool:
+        """Milvus Lite ranks ids in its local index."""
+        return self._files is not None
+
+    def dense_ranking(
+        self, vector: list[float], *, k: int, scope: Scope
+    ) -> list[tuple[str, float]]:
+        return self._ranked(lambda index: index.dense(vector, k=k, **_parts(scope)))
+
+    def lexical_ranking(self, query: str, *, k: int, scope: Scope) -> list[tuple[str, float]]:
+        counts = _term_counts(query)
+        return self._ranked(lambda index: index.lexical(counts, k=k, **_parts(scope)))
+
+    def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
+        """The records of ``found``, in order, from the rows the local
+        index keeps."""
+        shared = self._share()
+        assert shared is not None
+        with shared.lock:
+            rows = [(shared.rows.get(i), i, score) for i, score in found]
+        return [_hit(row, i, score) for row, i, score in rows if row is not None]
+
+    def _build(self) -> tuple[LocalIndex, dict[str, dict[str, Any]]]:
+        """The local index of every record the collection holds, and the
+        fields of each."""
+        index = LocalIndex(self.dimension() or 0, saturation=_BM25)
+        kept: dict[str, dict[str, Any]] = {}
+        client = self._ready(self.collection)
+        iterator = client.query_iterator(
+            self.collection, filter="", output_fields=[*_FIELDS, "dense"], batch_size=2000
+        )
+        try:
+            while batch := iterator.next():
+                index.upsert(
+                    _row(
+                        r["id"], r["user"], r["tenant"], r["conversation_id"], r["dense"], r["text"]
+                    )
+                    for r in batch
+                )
+                kept.update((r["id"], _kept(r)) for r in batch)
+        finally:
+            iterator.close()
+        return index, kept
 
     def persist(self, wrote: bool) -> bool:
-        """A server acknowledged the write (it keeps what it acknowledged);
-        a Milvus Lite file is flushed and checked to be the one opened."""
+        """A server acknowledged the write (it keeps what it acknowledged).
+        Milvus Lite appends every write to its write-ahead log before it
+        answers, so an acknowledged write survives the process being
+        killed (the next open replays the log); the rows are flushed into
+        a segment once :data:`_FLUSH_ROWS` are waiting, and when the store
+        closes (a flush writes a segment file: 0.1 s each time, and a
+        segment per small write slows every later query). The files are
+        checked to be the ones opened."""
         if self._files is None:
             return True
-        if wrote:
-            self._ready(self.collection).flush(self.collection)
+        if wrote and self._unflushed >= _FLUSH_ROWS:
+            self._flush()
         self._files.check()
         return True
+
+    def _flush(self) -> None:
+        self._ready(self.collection).flush(self.collection)
+        self._unflushed = 0
 
     def _hits(self, result: Any, *, absolute: bool) -> list[RecallHit]:
         hits = []
@@ -250,6 +447,8 @@ class _Milvus:
         return hits
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+        if self._files is not None:
+            return self.fetch(self.dense_ranking(vector, k=k, scope=scope))
         result = self._ready(self.collection).search(
             self.collection,
             data=[vector],
@@ -262,6 +461,8 @@ class _Milvus:
         return self._hits(result, absolute=False)
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
+        if self._files is not None:
+            return self.fetch(self.lexical_ranking(query, k=k, scope=scope))
         result = self._ready(self.collection).search(
             self.collection,
             data=[query],
@@ -299,14 +500,59 @@ class _Milvus:
     def delete_where(self, scope: Scope, *, collection: str) -> int:
         ids = [hit.id for hit in self.scan(scope, collection=collection)]
         if ids:
-            self._ready(collection).delete(collection, filter=_filter(scope))
+            if collection != self.collection:
+                try:
+                    self._ready(collection).delete(collection, filter=_filter(scope))
+                finally:  # another store of this file may search that collection
+                    _LOCAL.drop((self.uri, collection))
+                return len(ids)
+            with self._following() as shared:
+                self._ready(collection).delete(collection, filter=_filter(scope))
+                if shared is not None and shared.index is not None:
+                    shared.index.delete(ids)
+                    for record_id in ids:
+                        shared.rows.pop(record_id, None)
         return len(ids)
 
     def close(self) -> None:
         if self._client is not None:
+            if self._unflushed and self._files is not None:
+                with contextlib.suppress(Exception):  # the write-ahead log keeps them
+                    self._flush()
             self._client.close()
             self._client = None
             self._loaded = set()
+        if self._shared is not None:
+            self._shared = None
+            _LOCAL.release((self.uri, self.collection))
+
+
+def _row(
+    record_id: str,
+    user: str | None,
+    tenant: str | None,
+    conversation_id: str | None,
+    vector: Sequence[float],
+    text: str,
+) -> Row:
+    counts = _term_counts(_utf8_prefix(text, MAX_TEXT_BYTES))
+    scope = (user or "", tenant or "", conversation_id or "")
+    return record_id, scope, vector, (list(counts), list(counts.values()))
+
+
+def _kept(row: dict[str, Any]) -> dict[str, Any]:
+    """What a hit is made of, of a row as written or read."""
+    kept = {name: row[name] for name in _FIELDS if name != "message"}
+    kept["message"] = "".join(row["message"])
+    return kept
+
+
+def _parts(scope: Scope) -> dict[str, Any]:
+    return {
+        "user": scope.user or "",
+        "tenant": scope.tenant or "",
+        "conversation": scope.conversation_id,
+    }
 
 
 def _hit(row: Any, record_id: str, score: float) -> RecallHit:

@@ -10,14 +10,21 @@ in Qdrant, over everything it holds. The payload holds the indexed text,
 the conversation, user and tenant ids, the turn and exchange keys, the
 content hash and the message as lossless JSON text (a string, so its keys
 keep their order).
+
+In local mode, searches run on an exact in-process index that follows
+every write (:mod:`memrules.seams._local_index`): local mode checks a
+payload filter in Python point by point, and the index answers the same
+top k under a numpy mask. Local mode's SQLite file commits to a
+write-ahead log (:func:`_commit_to_the_log`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memrules._core.checks import check_api_key_env
@@ -27,6 +34,7 @@ from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
 from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
+from memrules.seams._local_index import LocalIndex
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
 
 __all__ = ["DEFAULT_PATH", "MEMORY", "qdrant_store"]
@@ -59,6 +67,9 @@ class _Qdrant:
         self.api_key_env = api_key_env
         self._client: Any = None
         self._files = None if url is not None or path in (None, MEMORY) else Files(str(path))
+        # Local mode only: this process holds the collection (see _local_index).
+        self._index: LocalIndex | None = None
+        self._tuned = False
 
     def _open(self) -> Any:
         if self._client is None:
@@ -124,6 +135,8 @@ class _Qdrant:
                 client.create_payload_index(
                     self.collection, field, models.PayloadSchemaType.KEYWORD
                 )
+        else:
+            self._index = LocalIndex(dimension)
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         client = self._open()
@@ -142,8 +155,11 @@ class _Qdrant:
         from qdrant_client import models
 
         points = []
+        indexed = []
         for r, vector in rows:
             indices, values = document_vector(r.text)
+            scope = (r.scope.user or "", r.scope.tenant or "", r.scope.conversation_id or "")
+            indexed.append((r.id, scope, vector, (indices, values)))
             points.append(
                 models.PointStruct(
                     id=_point_id(r.id),
@@ -164,17 +180,89 @@ class _Qdrant:
                     },
                 )
             )
-        self._open().upsert(self.collection, points=points, wait=True)
+        client = self._open()
+        if self._files is not None and not self._tuned:
+            _commit_to_the_log(client, self.collection)
+            self._tuned = True
+        with self._following():
+            client.upsert(self.collection, points=points, wait=True)
+            if self._index is not None:
+                self._index.upsert(indexed)
 
     def delete(self, ids: Sequence[str]) -> None:
         from qdrant_client import models
 
         if ids:
-            self._open().delete(
-                self.collection,
-                points_selector=models.PointIdsList(points=[_point_id(i) for i in ids]),
-                wait=True,
-            )
+            with self._following():
+                self._open().delete(
+                    self.collection,
+                    points_selector=models.PointIdsList(points=[_point_id(i) for i in ids]),
+                    wait=True,
+                )
+                if self._index is not None:
+                    self._index.delete(ids)
+
+    @contextlib.contextmanager
+    def _following(self) -> Iterator[None]:
+        """Run a write the local index follows; when it fails, drop the
+        index (the engine may hold part of the write), so the next search
+        builds it again from what the engine holds."""
+        try:
+            yield
+        except BaseException:
+            self._index = None
+            raise
+
+    def _local(self) -> LocalIndex | None:
+        """The local index of this collection (built from the engine the
+        first time), or None for a server."""
+        if self.url is not None:
+            return None
+        if self._index is None:
+            client = self._open()
+            dimension = self.dimension()
+            index = LocalIndex(dimension or 0)
+            offset: Any = None
+            while True:
+                points, offset = client.scroll(
+                    self.collection,
+                    limit=1024,
+                    offset=offset,
+                    with_payload=["user", "tenant", "conversation_id"],
+                    with_vectors=True,
+                )
+                index.upsert(
+                    (
+                        _record_id(point.id),
+                        (
+                            (point.payload or {}).get("user", ""),
+                            (point.payload or {}).get("tenant", ""),
+                            (point.payload or {}).get("conversation_id", ""),
+                        ),
+                        point.vector["dense"],
+                        (point.vector["lexical"].indices, point.vector["lexical"].values)
+                        if "lexical" in point.vector
+                        else ([], []),
+                    )
+                    for point in points
+                )
+                if offset is None:
+                    break
+            self._index = index
+        return self._index
+
+    def _fetch(self, found: list[tuple[str, float]]) -> list[RecallHit]:
+        """The records the local index found, read back from the engine, in order."""
+        if not found:
+            return []
+        points = self._open().retrieve(
+            self.collection,
+            ids=[_point_id(record_id) for record_id, _ in found],
+            with_payload=True,
+            with_vectors=False,
+        )
+        by_id = {_record_id(p.id): p for p in points}
+        return [_hit(by_id[i], score) for i, score in found if i in by_id]
 
     def persist(self, wrote: bool) -> bool:
         """A server acknowledged the write (``wait=True``); local mode on
@@ -215,12 +303,39 @@ class _Qdrant:
         )
         return [_hit(point, float(point.score)) for point in result.points]
 
+    @property
+    def ranks_ids(self) -> bool:
+        """Local mode ranks ids in its local index."""
+        return self.url is None
+
+    def dense_ranking(
+        self, vector: list[float], *, k: int, scope: Scope
+    ) -> list[tuple[str, float]]:
+        index = self._local()
+        assert index is not None
+        return index.dense(vector, k=k, **_parts(scope))
+
+    def lexical_ranking(self, query: str, *, k: int, scope: Scope) -> list[tuple[str, float]]:
+        indices, _ = query_vector(query)
+        index = self._local()
+        assert index is not None
+        if not indices:
+            return []
+        return index.lexical(dict.fromkeys(indices, 1.0), k=k, **_parts(scope))
+
+    def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
+        return self._fetch(list(found))
+
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
-        return self._search(vector, "dense", k, scope)
+        if self.url is not None:
+            return self._search(vector, "dense", k, scope)
+        return self._fetch(self.dense_ranking(vector, k=k, scope=scope))
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
         from qdrant_client import models
 
+        if self.url is None:
+            return self._fetch(self.lexical_ranking(query, k=k, scope=scope))
         indices, values = query_vector(query)
         if not indices:
             return []
@@ -255,6 +370,8 @@ class _Qdrant:
         selected = self._filter(scope)
         count = int(client.count(collection, count_filter=selected, exact=True).count)
         if count:
+            if collection == self.collection:
+                self._index = None  # built again, without them, by the next search
             client.delete(
                 collection, points_selector=models.FilterSelector(filter=selected), wait=True
             )
@@ -264,6 +381,37 @@ class _Qdrant:
         if self._client is not None:
             self._client.close()
             self._client = None
+        self._index = None
+        self._tuned = False
+
+
+def _commit_to_the_log(client: Any, collection: str) -> None:
+    """Put the SQLite file local mode keeps ``collection`` in into
+    write-ahead-log mode with ``synchronous=NORMAL``; whether it could.
+
+    Local mode commits every point in a transaction of its own, and SQLite's
+    default journal syncs the disk several times per commit: a write of 64
+    memories costs 64 rounds of ``fsync`` (30 ms each on a busy disk), far
+    more than embedding them. In WAL mode a commit appends to the log and
+    the disk is synced at checkpoints: a committed point survives the
+    process being killed (the log is in the file system); an operating
+    system crash or power loss can undo the last commits. The connection is
+    qdrant-client's own (``QdrantClient._client.collections[...].storage``,
+    not a public API): when it is not where this looks, nothing changes."""
+    try:
+        connection = client._client.collections[collection].storage.storage
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+    except Exception:  # another qdrant-client layout: keep its own settings
+        return
+
+
+def _parts(scope: Scope) -> dict[str, Any]:
+    return {
+        "user": scope.user or "",
+        "tenant": scope.tenant or "",
+        "conversation": scope.conversation_id,
+    }
 
 
 def _hit(point: Any, score: float) -> RecallHit:

@@ -35,6 +35,7 @@ from memrules._engine.contract import StrategyFactory
 
 __all__ = [
     "BUILTIN_ORDER",
+    "RECIPE",
     "STRATEGIES",
     "checked_factory",
     "describe",
@@ -59,7 +60,7 @@ BUILTIN_ORDER = (
     "drop_observations",
     "drop_turns",
 )
-"""The seed's default pipeline, in order."""
+"""The default pipeline, in order."""
 
 F = TypeVar("F", bound=StrategyFactory)
 
@@ -85,6 +86,33 @@ def register(
         return checked
 
     return decorate
+
+
+RECIPE = "__memrules_recipe__"
+"""The attribute a factory-built closure carries: the factory's import path
+(``"package.module:function"``) and the parameters it was built with, so a
+trace can record them and a replay can build the same strategy again."""
+
+
+def _keep_recipe(strategy: object, factory: Callable[..., Any], params: Mapping[str, Any]) -> None:
+    """Mark a closure (or a ``functools.partial``) that ``factory`` built with
+    what built it. Attrs instances are written down by their fields, and a
+    shared module-level function is never marked (it would be marked for
+    every caller); a factory that cannot be imported again (defined in
+    ``__main__`` or inside a function) leaves it unmarked."""
+    fresh = isinstance(strategy, functools.partial) or (
+        isinstance(strategy, types.FunctionType) and bool(strategy.__closure__)
+    )
+    module = getattr(factory, "__module__", None)
+    qualname = getattr(factory, "__qualname__", "")
+    if not fresh or attrs.has(type(strategy)) or not module or module == "__main__":
+        return
+    if "<" in qualname:
+        return
+    try:
+        setattr(strategy, RECIPE, {"factory": f"{module}:{qualname}", "parameters": dict(params)})
+    except (AttributeError, TypeError):  # an object that takes no attributes
+        return
 
 
 def strategy_factory(func: F) -> F:
@@ -260,6 +288,7 @@ def checked_factory(factory: F, *, name: str) -> F:
         if not callable(strategy):
             msg = f"{name} returned {type(strategy).__name__}, not a strategy"
             raise ConfigError.single(msg)
+        _keep_recipe(strategy, factory, kwargs)
         return strategy
 
     build.__memrules_factory__ = True  # type: ignore[attr-defined]

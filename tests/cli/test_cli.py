@@ -262,7 +262,7 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path: Path) -> None:
     assert process.stderr.read() == b""
 
 
-# --- every bad input, output and argument ends in one clear line (issue 15) -------
+# --- every bad input, output and argument ends in one clear line -------------------
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The seed's four-turn example (memrules._cli.demo): offline, and against a real
+"""The four-turn memory example (memrules._cli.demo): offline, and against a real
 OpenAI-compatible server on loopback (tests/support/chat_server.py)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from memrules._engine.contract import DEFAULT_WARNING_MARKER
 from memrules._io.http import MalformedReplyError
 from tests.support.chat_server import ChatServer
 
-# The seed's output (seed 000, "Example"), with the model's lines left out:
+# The design's example output ("Example"), with the model's lines left out:
 # the Strategy line spells the strategy as Python, not Rust.
 SEED_LINES = """\
 Trigger: max_messages 6, window 256 tokens, warn at 20%

@@ -18,6 +18,7 @@ from memrules.seams import (
     openai_embedder,
     openai_summarizer,
     qdrant_store,
+    valkey_store,
 )
 
 URL = "http://127.0.0.1:9/v1"
@@ -50,6 +51,7 @@ class _NoEmbedder:
 MAKERS: dict[str, Callable[..., object]] = {
     "milvus_store": lambda **kw: milvus_store(embedder=_NoEmbedder(), **kw),
     "qdrant_store": lambda **kw: qdrant_store(embedder=_NoEmbedder(), path=":memory:", **kw),
+    "valkey_store": lambda **kw: valkey_store(embedder=_NoEmbedder(), **kw),
     "openai_summarizer": lambda **kw: openai_summarizer(base_url=URL, model="m", **kw),
     "openai_embedder": lambda **kw: openai_embedder(base_url=URL, model="m", **kw),
 }

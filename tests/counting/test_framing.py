@@ -1,5 +1,5 @@
 """Count rules (memrules._counting.framing): OpenAI's framing counted as OpenAI's guide
-counts the request's own JSON, the Anthropic estimate, the seed's rule, and
+counts the request's own JSON, the Anthropic estimate, the unframed rule, and
 the safety margin."""
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ THREADS = 16
 
 
 def plugin_for(**config: Any) -> MemoryPlugin:
-    """A plugin that counts words: the seed's rule, so that a message counts
+    """A plugin that counts words: unframed, so that a message counts
     what its text does (no framing)."""
     state_store = config.pop("state_store", None)
     config.setdefault("count_rule", "seed")

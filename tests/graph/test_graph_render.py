@@ -115,7 +115,8 @@ from memrules.graph import GraphContext, MemoryGraph, render_graph
 from memrules.testing import graphs
 from hypothesis import given, settings, HealthCheck
 out = []
-@settings(max_examples=40, derandomize=True, database=None)
+@settings(max_examples=40, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck), deadline=None)
 @given(graphs(max_nodes=8, max_relationships=10))
 def collect(graph):
     rendered = render_graph(graph, GraphContext(max_nodes=4, max_relationships=4))

@@ -533,3 +533,41 @@ def test_the_langchain_conversion_is_an_adapter_that_imports_no_framework() -> N
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("mode", ["llm_input_messages", "remove_messages"])
+def test_the_middleware_converts_each_message_once_per_thread(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call converts what the turn added, not the history: over a whole
+    agent run, conversions are about the messages the run made, not the sum
+    of the history's lengths over its model calls."""
+    pytest.importorskip("langchain.agents", reason="needs langchain >= 1.0 for middleware")
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    import memrules._adapters.langchain as adapter
+    from memrules.integrations.langchain import memrules_middleware
+
+    converted = 0
+    one = adapter._one
+
+    def counting(message: Any, index: int) -> Any:
+        nonlocal converted
+        converted += 1
+        return one(message, index)
+
+    monkeypatch.setattr(adapter, "_one", counting)
+    model = ToolCallingModel(steps=40)
+    agent = create_agent(
+        model,
+        [_read_file()],
+        middleware=[memrules_middleware(load_pipeline(CONFIG), mode=mode)],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"recursion_limit": 1000, "configurable": {"thread_id": "t1"}}
+    agent.invoke({"messages": _start()}, config)  # type: ignore[arg-type]
+    made = len(_start()) + sum(1 + k % 3 + 1 for k in range(40)) + 1  # calls, results, answer
+    every_call = sum(len(seen) for seen in model.inputs)
+    assert converted <= 2 * made, (converted, made, every_call)
+    assert every_call > 5 * made  # what converting the history on every call would cost

@@ -21,7 +21,7 @@ from memrules.memory.binding import generations, identity_digest
 from memrules.seams import Embedder
 from tests.support.chat_server import ChatServer, embeddings_reply
 from tests.support.memory_helpers import DAY, T0, Plugins, ask, remember, store_settings
-from tests.support.seams import FILE_BACKENDS
+from tests.support.seams import KEPT_BACKENDS
 
 
 class OtherModel:
@@ -66,7 +66,7 @@ def test_a_local_model_names_its_collection_by_its_identity(local_embedder: Embe
 
 
 @pytest.mark.parametrize("shorter", [False, True], ids=["model", "dimension"])
-@pytest.mark.parametrize("backend", FILE_BACKENDS)
+@pytest.mark.parametrize("backend", KEPT_BACKENDS)
 def test_a_changed_model_starts_a_new_collection_and_the_old_one_stays_readable(
     backend: str, shorter: bool, tmp_path: Path, local_embedder: Embedder
 ) -> None:
@@ -122,7 +122,7 @@ def remote_config(backend: str, where: Path, server: ChatServer) -> memrules.Mem
     )
 
 
-@pytest.mark.parametrize("backend", FILE_BACKENDS)
+@pytest.mark.parametrize("backend", KEPT_BACKENDS)
 def test_a_remote_endpoint_keeps_the_configured_collection_and_warns_once(
     backend: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -145,7 +145,7 @@ def test_a_remote_endpoint_keeps_the_configured_collection_and_warns_once(
             config.close()
 
 
-@pytest.mark.parametrize("backend", FILE_BACKENDS)
+@pytest.mark.parametrize("backend", KEPT_BACKENDS)
 def test_a_collection_of_another_dimension_is_an_error_at_start_up(
     backend: str, tmp_path: Path
 ) -> None:

@@ -40,6 +40,8 @@ NOT_ON_IMPORT = (
     "langchain_core",
     "agents",
     "pydantic_ai",
+    "llama_index",
+    "mcp",
     "opentelemetry",
     "prometheus_client",
     # memrules' own: the seams' backends, the HTTP client, the frameworks

@@ -26,6 +26,7 @@ PACKAGES = [
     "memrules.integrations.langchain",
     "memrules.integrations.openai_agents",
     "memrules.integrations.pydantic_ai",
+    "memrules.integrations.llama_index",
     "memrules.integrations.otel",
     "memrules.integrations.prometheus",
 ]

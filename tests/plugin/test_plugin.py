@@ -41,7 +41,7 @@ class WordCounter:
 
 
 def plugin_for(**config: Any) -> MemoryPlugin:
-    """A plugin that counts words: the seed's rule, so that a message counts
+    """A plugin that counts words: unframed, so that a message counts
     what its text does (no framing)."""
     store = config.pop("store", None)
     config.setdefault("count_rule", "seed")

@@ -1,6 +1,6 @@
 """Stores across processes and under a running one, as applications run
 them: one process writes and exits, the next reads, lists, offloads and
-forgets (both file backends, the pipeline store and the memory route, the
+forgets (both file backends and a Valkey server, the pipeline store and the memory route, the
 local embedder and an OpenAI-compatible one on loopback); and files removed
 under a running plugin never let an offload drop messages."""
 
@@ -21,9 +21,10 @@ from memrules import MemoryConfig, MemoryPlugin, Request, load_pipeline
 from memrules.seams import Embedder, milvus_store, qdrant_store
 from memrules.strategies import offload
 from tests.support.chat_server import ChatServer
-from tests.support.seams import FILE_BACKENDS, needs_local
+from tests.support.seams import FILE_BACKENDS, KEPT_BACKENDS, needs_local
 from tests.support.store_process import SAID, SCHEDULER, history
 from tests.support.strategies import COUNTER
+from tests.support.valkey_search import key_prefix, shared_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,6 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def _where(backend: str, place: Path) -> str:
     if backend == "milvus":
         return f"{{backend: milvus, uri: '{place}.db'"
+    if backend == "valkey":
+        url = shared_server().url
+        return f"{{backend: valkey, url: '{url}', key_prefix: '{key_prefix(place)}'"
     return f"{{backend: qdrant, path: '{place}'"
 
 
@@ -85,7 +89,7 @@ def embedder(request: pytest.FixtureRequest) -> Iterator[str]:
         yield f"base_url: '{server.url}', model: loopback-model, dimensions: 16"
 
 
-@pytest.mark.parametrize("backend", FILE_BACKENDS)
+@pytest.mark.parametrize("backend", KEPT_BACKENDS)
 def test_a_second_process_reads_lists_offloads_and_forgets_what_the_first_stored(
     backend: str, embedder: str, tmp_path: Path
 ) -> None:

@@ -1,6 +1,6 @@
 """The vector stores against the real backends: a Milvus Lite file, Qdrant's
-local mode in memory and on disk. One suite, parametrized over all three,
-with the real local embedder."""
+local mode in memory and on disk, a Valkey server with its Search module.
+One suite, parametrized over all four, with the real local embedder."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ from memrules.seams import (
 )
 from memrules.strategies import offload
 from tests.strategies.test_units import agent_loop
-from tests.support.seams import BACKENDS, CLIENT_BACKENDS, FILE_BACKENDS, StoreMaker, maker
+from tests.support.seams import BACKENDS, CLIENT_BACKENDS, KEPT_BACKENDS, StoreMaker, maker
 from tests.support.strategies import COUNTER
+from tests.support.valkey_search import HAS_VALKEY_SEARCH, key_prefix, shared_server
 
 SCOPE = Scope(conversation_id="c1", user="u1", tenant="t1")
 
@@ -58,15 +59,15 @@ def _stores(backend: str, where: Path, embedder: Embedder) -> Iterator[StoreMake
 def make(
     request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
 ) -> Iterator[StoreMaker]:
-    """Stores of every backend: Milvus Lite, Qdrant in memory, Qdrant on disk."""
+    """Stores of every backend: Milvus Lite, Qdrant in memory, Qdrant on disk, Valkey."""
     yield from _stores(request.param, tmp_path, local_embedder)
 
 
-@pytest.fixture(params=FILE_BACKENDS)
+@pytest.fixture(params=KEPT_BACKENDS)
 def make_on_disk(
     request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
 ) -> Iterator[StoreMaker]:
-    """Stores that keep their records in a file or directory."""
+    """Stores that keep their records in a file or directory, or a server."""
     yield from _stores(request.param, tmp_path, local_embedder)
 
 
@@ -452,11 +453,13 @@ def test_the_recall_tool_answers_from_the_store(make: StoreMaker) -> None:
 
 
 def test_a_config_builds_the_store_and_offload_uses_it(backend: str, tmp_path: Path) -> None:
-    where = (
-        f"backend: milvus\n  uri: {tmp_path / 'memory.db'}"
-        if backend == "milvus"
-        else f"backend: qdrant\n  path: {tmp_path / 'qdrant'}"
-    )
+    if backend == "milvus":
+        where = f"backend: milvus\n  uri: {tmp_path / 'memory.db'}"
+    elif backend == "valkey":
+        server = shared_server()
+        where = f"backend: valkey\n  url: {server.url}\n  key_prefix: '{key_prefix(tmp_path)}'"
+    else:
+        where = f"backend: qdrant\n  path: {tmp_path / 'qdrant'}"
     pipeline = load_pipeline(
         f"max_messages: 10\nstore:\n  {where}\n  collection: agent\n  search: hybrid\n"
         "strategies:\n  - type: offload\n    turns: 1\n"
@@ -471,11 +474,12 @@ def test_a_config_builds_the_store_and_offload_uses_it(backend: str, tmp_path: P
     pipeline.seams.store.close()  # type: ignore[attr-defined]
 
 
-@pytest.fixture(params=["milvus", "qdrant"])
+@pytest.fixture(params=["milvus", "qdrant", "valkey"])
 def backend(request: pytest.FixtureRequest, local_embedder: Embedder) -> str:
     from tests.support.seams import HAS_MILVUS, HAS_QDRANT
 
-    if not (HAS_MILVUS if request.param == "milvus" else HAS_QDRANT):
+    has = {"milvus": HAS_MILVUS, "qdrant": HAS_QDRANT, "valkey": HAS_VALKEY_SEARCH}
+    if not has[request.param]:
         pytest.skip(f"needs the {request.param} extra: pip install -e '.[{request.param}]'")
     return str(request.param)
 
@@ -609,9 +613,25 @@ def _beside(store: MessageStore, collection: str) -> Any:
     backend._open()
     if backend.engine == "milvus":
         other: Any = type(backend)(backend.uri, collection, None)
+    elif backend.engine == "valkey":
+        other = _valkey_beside(backend, collection)
     else:
         other = type(backend)(
             url=backend.url, path=backend.path, collection=collection, api_key_env=None
         )
     other._client = backend._client
     return other
+
+
+def _valkey_beside(backend: Any, collection: str) -> Any:
+    """A Valkey backend like ``backend`` (its server, key prefix and HNSW
+    settings) for another collection."""
+    return type(backend)(
+        url=backend.url,
+        collection=collection,
+        key_prefix=backend.key_prefix,
+        m=backend.m,
+        ef_construction=backend.ef_construction,
+        ef_runtime=backend.ef_runtime,
+        timeout_seconds=backend.timeout_seconds,
+    )

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from memrules import Conversation, StrategyContext, strategy_factory
 from memrules._core.conversation import survivor_indices
+
+StrategyClosure = Callable[[Conversation, StrategyContext], Conversation]
 
 
 def drop_everything_old(conversation: Conversation, context: StrategyContext) -> Conversation:
@@ -45,3 +49,19 @@ def always_fails(conversation: Conversation, context: StrategyContext) -> Conver
     """A strategy that fails on every call, for the CLI's warning and --strict."""
     msg = "the disk is made of cheese"
     raise RuntimeError(msg)
+
+
+@strategy_factory
+def keep_newest(*, count: int) -> StrategyClosure:
+    """A factory that returns a closure, as the docs teach: the trace records
+    this factory and ``count``, so a replay builds the same strategy."""
+
+    def keep(conversation: Conversation, context: StrategyContext) -> Conversation:
+        keep = survivor_indices(conversation) | set(
+            range(len(conversation) - count, len(conversation))
+        )
+        if len(keep) >= len(conversation):
+            return conversation
+        return tuple(m for i, m in enumerate(conversation) if i in keep)
+
+    return keep

@@ -13,6 +13,7 @@ from memrules._core.messages import Message, message
 from memrules.memory import RetrievalStoreConfig, RouteRetrieval
 from memrules.memory.binding import open_store
 from memrules.seams import Embedder, MessageStore
+from tests.support.valkey_search import key_prefix, shared_server
 
 DAY = 86_400.0
 T0 = 1_750_000_000.0
@@ -23,11 +24,15 @@ def store_settings(
     backend: str, where: Path, name: str = "memories", **options: Any
 ) -> RetrievalStoreConfig:
     """``stores.memory`` for ``backend`` in ``where``: a Milvus Lite file, or
-    Qdrant's local mode in memory (``qdrant``) or on disk (``qdrant-disk``)."""
+    Qdrant's local mode in memory (``qdrant``) or on disk (``qdrant-disk``),
+    or the test process's Valkey server under ``where``'s key prefix."""
     if backend == "milvus":
         store: dict[str, Any] = {"backend": "milvus", "uri": str(where / f"{name}.db")}
     elif backend == "qdrant":
         store = {"backend": "qdrant", "path": ":memory:"}
+    elif backend == "valkey":
+        url, prefix = shared_server().url, key_prefix(where)
+        store = {"backend": "valkey", "url": url, "key_prefix": prefix}
     else:
         store = {"backend": "qdrant", "path": str(where / name)}
     return RetrievalStoreConfig(store={**store, "collection": name}, **options)

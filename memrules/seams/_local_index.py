@@ -1,0 +1,279 @@
+"""An exact in-process index of one collection of an embedded engine.
+
+Qdrant's local mode answers a filtered query by checking the payload filter
+in Python for every point and scores sparse vectors one point at a time in
+Python: a search of 10,000 memories costs a hundred times what the same
+work costs in numpy. An embedded engine's directory is locked to one
+process (:class:`~memrules.seams._durable.Files` names it), so every write
+to the collection goes through the backend of this process, and the
+backend can keep what searching needs beside the engine and search it with
+numpy, exactly:
+
+- **dense**: the unit vectors as one float32 matrix, the scope (user,
+  tenant, conversation) as integer codes; a search is one matrix-vector
+  product under the scope's mask and a partial sort, the same cosine the
+  engine computes, so the top ``k`` are the engine's exact top ``k``;
+- **lexical**: BM25 with the inverse document frequency
+  ``ln((n - df + 0.5) / (df + 0.5) + 1)`` over every live record of the
+  collection, whatever its scope, from postings per token. Each record
+  gives its sparse vector: for Qdrant the term weights the engine stores
+  (:func:`~memrules.seams._lexical.document_vector`; ``saturation=None``),
+  for Milvus the term counts and the record's length, saturated at query
+  time with the collection's true average length (``saturation=(k1, b)``,
+  the engine's BM25 function). The numpy form of a token's postings is
+  cached and dropped when a write adds to it: the corpus statistics follow
+  every write, and no query rebuilds the corpus.
+
+The engine stays the record of truth: it stores every record first, and
+the index is built from it (the first search after the store opens reads
+the collection once) and then follows each write and delete the backend
+makes. A write or delete that fails drops the index, which the next search
+builds again from what the engine holds. Records the index finds are read
+back from the engine by id.
+
+The owner is the backend object of one open store
+(:class:`~memrules.seams.qdrant._Qdrant` in local mode); nothing here is
+shared between stores or processes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LocalIndex", "Row"]
+
+Row = tuple[str, Any, Sequence[float], tuple[Sequence[int], Sequence[float]]]
+"""One record for :meth:`LocalIndex.upsert`: its id, its (user, tenant,
+conversation), its dense vector and its sparse vector (indices, values)."""
+
+_GROWTH = 1.5
+
+
+class _Codes:
+    """Strings as small integers, for masks."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, int] = {}
+
+    def code(self, value: str) -> int:
+        return self.of.setdefault(value, len(self.of))
+
+    def find(self, value: str) -> int:
+        """The code of ``value``, or -1 (no row has it)."""
+        return self.of.get(value, -1)
+
+
+class LocalIndex:
+    """The dense vectors, scopes and lexical postings of one collection
+    (see the module docs). Rows are appended; a rewritten or deleted
+    record's row is marked dead, and the rows are compacted when more than
+    half are dead."""
+
+    def __init__(self, dimension: int, *, saturation: tuple[float, float] | None = None) -> None:
+        self.dimension = dimension
+        self.saturation = saturation
+        self._lengths: np.ndarray = np.zeros(0, dtype=np.float64)
+        self._total_length = 0.0
+        self._ids: list[str] = []
+        self._row: dict[str, int] = {}
+        self._codes = _Codes()
+        self._vectors: np.ndarray = np.zeros((0, dimension), dtype=np.float32)
+        # The codes of each row's user, tenant and conversation.
+        self._scope: np.ndarray = np.zeros((0, 3), dtype=np.int64)
+        self._alive: np.ndarray = np.zeros(0, dtype=bool)
+        self._sparse: list[tuple[Sequence[int], Sequence[float]]] = []
+        self._postings: dict[int, tuple[list[int], list[float]]] = {}
+        self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._live = 0
+
+    def __len__(self) -> int:
+        return self._live
+
+    # --- writes -------------------------------------------------------------------------
+
+    def upsert(
+        self,
+        rows: Iterable[Row],
+    ) -> None:
+        """Add or replace records: each ``(id, (user, tenant, conversation),
+        dense vector, (sparse indices, sparse values))``; a record's length
+        is the sum of its sparse values (its token count, for term counts)."""
+        rows = list(rows)
+        if not rows:
+            return
+        for record_id, _, _, _ in rows:
+            self._kill(record_id)
+        start = len(self._ids)
+        self._reserve(start + len(rows))
+        vectors = np.asarray([v for _, _, v, _ in rows], dtype=np.float32).reshape(
+            len(rows), self.dimension
+        )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        self._vectors[start : start + len(rows)] = vectors / np.where(norms > 0, norms, 1.0)
+        for offset, (record_id, scope, _, sparse) in enumerate(rows):
+            row = start + offset
+            self._ids.append(record_id)
+            self._row[record_id] = row
+            self._scope[row] = [self._codes.code(part) for part in scope]
+            self._alive[row] = True
+            self._sparse.append(sparse)
+            self._lengths[row] = float(sum(sparse[1]))
+            self._total_length += self._lengths[row]
+            for index, value in zip(*sparse, strict=True):
+                rows_of, values_of = self._postings.setdefault(int(index), ([], []))
+                rows_of.append(row)
+                values_of.append(float(value))
+                self._arrays.pop(int(index), None)
+        self._live += len(rows)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove these records (ids not held are ignored)."""
+        for record_id in ids:
+            self._kill(record_id)
+        if len(self._ids) > 64 and self._live * 2 < len(self._ids):
+            self._compact()
+
+    def _kill(self, record_id: str) -> None:
+        row = self._row.pop(record_id, None)
+        if row is not None:
+            self._alive[row] = False
+            self._live -= 1
+            self._total_length -= self._lengths[row]
+
+    def _reserve(self, rows: int) -> None:
+        if rows <= len(self._alive):
+            return
+        capacity = max(rows, int(len(self._alive) * _GROWTH), 64)
+        grow = capacity - len(self._alive)
+        self._vectors = np.vstack([self._vectors, np.zeros((grow, self.dimension), np.float32)])
+        self._scope = np.vstack([self._scope, np.full((grow, 3), -1, dtype=np.int64)])
+        self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
+        self._lengths = np.concatenate([self._lengths, np.zeros(grow, dtype=np.float64)])
+
+    def _compact(self) -> None:
+        keep = [row for row in range(len(self._ids)) if self._alive[row]]
+        rows = [(self._ids[r], self._scope[r], self._vectors[r], self._sparse[r]) for r in keep]
+        codes = self._codes
+        self.__init__(self.dimension, saturation=self.saturation)  # type: ignore[misc]
+        self._codes = codes
+        self._reserve(len(rows))
+        n = len(rows)
+        for row, (record_id, scope, vector, sparse) in enumerate(rows):
+            self._ids.append(record_id)
+            self._row[record_id] = row
+            self._scope[row] = scope
+            self._vectors[row] = vector
+            self._alive[row] = True
+            self._sparse.append(sparse)
+            self._lengths[row] = float(sum(sparse[1]))
+            self._total_length += self._lengths[row]
+            for index, value in zip(*sparse, strict=True):
+                rows_of, values_of = self._postings.setdefault(int(index), ([], []))
+                rows_of.append(row)
+                values_of.append(float(value))
+        self._live = n
+
+    # --- search -------------------------------------------------------------------------
+
+    def _mask(self, user: str, tenant: str, conversation: str | None) -> np.ndarray | None:
+        """The live rows of the scope, or None when no row can match."""
+        wanted = [self._codes.find(user), self._codes.find(tenant)]
+        if conversation is not None:
+            wanted.append(self._codes.find(conversation))
+        if min(wanted) < 0:
+            return None
+        n = len(self._ids)
+        mask: np.ndarray = self._alive[:n] & (self._scope[:n, 0] == wanted[0])
+        mask &= self._scope[:n, 1] == wanted[1]
+        if conversation is not None:
+            mask &= self._scope[:n, 2] == wanted[2]
+        return mask
+
+    def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best finite scores, best first; ties in row order."""
+        finite = np.flatnonzero(np.isfinite(scores))
+        if not len(finite):
+            return []
+        if len(finite) > k:
+            part = np.argpartition(-scores[finite], k - 1)[:k]
+            chosen = finite[part]
+            # Rows tied with the k-th score compete on row order, as a full sort would.
+            edge = scores[chosen].min()
+            chosen = np.union1d(chosen[scores[chosen] > edge], finite[scores[finite] == edge])
+        else:
+            chosen = finite
+        order = chosen[np.lexsort((chosen, -scores[chosen]))][:k]
+        return [(self._ids[row], float(scores[row])) for row in order]
+
+    def dense(
+        self, vector: Sequence[float], *, k: int, user: str, tenant: str, conversation: str | None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` records of the scope nearest ``vector`` by cosine, best
+        first, with their scores."""
+        mask = self._mask(user, tenant, conversation)
+        if mask is None or not mask.any():
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(query))
+        n = len(self._ids)
+        rows = np.flatnonzero(mask)
+        scores: np.ndarray = np.full(n, -np.inf, dtype=np.float32)
+        scores[rows] = self._vectors[rows] @ (query / (norm if norm > 0 else 1.0))
+        return self._top(scores, k)
+
+    def lexical(
+        self,
+        query: Mapping[int, float],
+        *,
+        k: int,
+        user: str,
+        tenant: str,
+        conversation: str | None,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` records of the scope with the highest BM25 for the
+        query's sparse vector ``query`` (index: weight), best first, with
+        their scores; records sharing no token with the query are not
+        found."""
+        mask = self._mask(user, tenant, conversation)
+        if mask is None or not mask.any() or not query or not self._live:
+            return []
+        n = len(self._ids)
+        alive = self._alive[:n]
+        scores: np.ndarray = np.zeros(n, dtype=np.float64)
+        touched: np.ndarray = np.zeros(n, dtype=bool)
+        average = self._total_length / self._live
+        for index, weight in query.items():
+            found = self._posting(int(index))
+            if found is None:
+                continue
+            rows, values = found
+            live = alive[rows]
+            df = int(np.count_nonzero(live))
+            if not df:
+                continue
+            rows, values = rows[live], values[live]
+            if self.saturation is not None:
+                k1, b = self.saturation
+                length = self._lengths[rows] / (average if average > 0 else 1.0)
+                values = values * (k1 + 1) / (values + k1 * (1 - b + b * length))
+            idf = math.log((self._live - df + 0.5) / (df + 0.5) + 1)
+            scores[rows] += values * (idf * float(weight))  # a row is once in a posting
+            touched[rows] = True
+        ranked: np.ndarray = scores.astype(np.float32)
+        ranked[~(touched & mask)] = -np.inf
+        return self._top(ranked, k)
+
+    def _posting(self, index: int) -> tuple[np.ndarray, np.ndarray] | None:
+        cached = self._arrays.get(index)
+        if cached is not None:
+            return cached
+        held = self._postings.get(index)
+        if held is None:
+            return None
+        arrays = (np.asarray(held[0], dtype=np.int64), np.asarray(held[1], dtype=np.float64))
+        self._arrays[index] = arrays
+        return arrays

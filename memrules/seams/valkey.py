@@ -1,0 +1,519 @@
+"""Valkey (or Redis) as a vector store, through its Search module's vector
+commands (the ``valkey`` extra: ``pip install 'memrules[valkey]'``).
+
+One hash per message, ``<key_prefix><collection>:r:<record id>``, indexed by
+one Search index named ``<key_prefix><collection>`` (``FT.CREATE ... ON HASH
+PREFIX``) with these fields:
+
+- ``vector``: the embedding, FLOAT32 bytes, ``VECTOR HNSW`` with cosine
+  distance (``M``, ``EF_CONSTRUCTION`` and ``EF_RUNTIME`` are settings);
+- ``scope``: a ``TAG``, a digest of the record's user and tenant, and
+  ``conversation``: a ``TAG``, a digest of its conversation id. Every search,
+  list and delete filters on ``scope`` inside the engine (a tag pre-filter
+  of ``KNN``), and each hit's user and tenant are compared again as read,
+  so no query ever answers another user's record. Digests, not the ids
+  themselves, so no id needs escaping in the query language and none is
+  empty;
+- ``terms``: a ``TEXT`` field of the text's lexical tokens
+  (:func:`memrules.seams._lexical.tokens`, joined by spaces, no stemming, no
+  stop words), ranked by the module's BM25: the index splits words exactly
+  as the other backends do.
+
+The other fields of the hash are read back, not indexed: the indexed text,
+the conversation, user and tenant ids, the turn and exchange keys, the
+content hash and the message as lossless JSON text. A hash
+``<key_prefix><collection>:meta`` records the embedder identity and the
+vector dimension the index was made for.
+
+Only the subset of the ``FT.*`` commands that both RediSearch and the
+BSD-licensed valkey-search module implement is used: ``HASH`` keys,
+``VECTOR HNSW``, ``TAG`` fields, ``FT.SEARCH`` with ``KNN`` and a tag
+pre-filter, ``PARAMS``, ``LIMIT``, ``RETURN``, ``DIALECT 2``. Where the module
+has no ``TEXT`` fields, the index is made dense-only and a warning says so
+when it is made; lexical search then finds nothing and hybrid search is the
+dense ranking.
+
+**What a write's acknowledgement guarantees.** Valkey answers a write once
+it holds it in memory. After each write the store asks ``WAITAOF 1 0``:
+with ``appendonly yes`` the server answers once the write is fsynced to its
+append-only file, and :attr:`~memrules.seams.StoreWrite.durable` is True (a
+server killed right after keeps it, and so does the machine losing power);
+with ``appendonly no`` the write lives in memory until the next snapshot,
+and ``durable`` is False, as for a store in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from memrules._core.checks import check_api_key_env, check_whole
+from memrules._core.errors import CollectionError, ConfigError, StoreError
+from memrules._core.redaction import redact_url
+from memrules._core.seam_protocols import Embedder
+from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
+from memrules.seams._lexical import tokens
+from memrules.seams._store import (
+    DEFAULT_COLLECTION,
+    MAX_K,
+    MessageStore,
+    check_collection,
+    check_mode,
+)
+
+__all__ = ["DEFAULT_KEY_PREFIX", "DEFAULT_URL", "valkey_store"]
+
+log = logging.getLogger("memrules.seams")
+
+DEFAULT_URL = "valkey://127.0.0.1:6379"
+"""The server a store connects to when no ``url`` is given."""
+DEFAULT_KEY_PREFIX = "memrules:vectors:"
+"""What every key and index name of a store starts with, unless set: apart
+from the Valkey state store's ``memrules:`` keys, so both share a server."""
+
+MAX_QUERY_TERMS = 128
+"""The most distinct tokens of a query that lexical search ranks by."""
+
+_SCHEMES = ("valkey://", "valkeys://", "redis://", "rediss://", "unix://")
+_FIELDS = ("text", "message", "conversation_id", "user", "tenant", "turn", "exchange")
+_PAGE = 500
+
+
+def _digest(value: object) -> str:
+    """A tag value standing for ``value`` (ids, or None), safe in any query."""
+    canonical = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.blake2b(canonical.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _scope_tag(user: str | None, tenant: str | None) -> str:
+    return _digest([user, tenant])
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _pairs(flat: Sequence[Any]) -> dict[str, Any]:
+    """A reply's ``[name, value, name, value, ...]`` as a dict, names decoded."""
+    return {_text(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
+
+
+class _Valkey:
+    engine = "valkey"
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        collection: str,
+        key_prefix: str,
+        m: int,
+        ef_construction: int,
+        ef_runtime: int,
+        timeout_seconds: float,
+        api_key_env: str | None = None,
+    ) -> None:
+        self.url = url
+        self.api_key_env = api_key_env
+        self.collection = collection
+        self.key_prefix = key_prefix
+        self.m = m
+        self.ef_construction = ef_construction
+        self.ef_runtime = ef_runtime
+        self.timeout_seconds = timeout_seconds
+        self._client: Any = None
+        self._lexical: dict[str, bool] = {}
+
+    # --- names ----------------------------------------------------------------------------
+
+    def _index(self, collection: str) -> str:
+        return f"{self.key_prefix}{collection}"
+
+    def _meta(self, collection: str) -> str:
+        return f"{self.key_prefix}{collection}:meta"
+
+    def _key(self, record_id: str, collection: str | None = None) -> str:
+        return f"{self.key_prefix}{collection or self.collection}:r:{record_id}"
+
+    def _open(self) -> Any:
+        if self._client is None:
+            import valkey
+
+            password = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+            self._client = valkey.Valkey.from_url(
+                self.url,
+                socket_timeout=self.timeout_seconds,
+                socket_connect_timeout=self.timeout_seconds,
+                **({"password": password} if password else {}),
+            )
+        return self._client
+
+    # --- the index and its identity ------------------------------------------------------
+
+    def identity(self) -> dict[str, Any] | None:
+        raw = self._open().hget(self._meta(self.collection), "identity")
+        if raw is None:
+            return None
+        identity = json.loads(raw)
+        if not isinstance(identity, dict):
+            meta = self._meta(self.collection)
+            msg = f"{meta!r} holds no embedder identity; name another collection"
+            raise StoreError(msg)
+        return identity
+
+    def dimension(self) -> int | None:
+        raw = self._open().hget(self._meta(self.collection), "dimension")
+        return None if raw is None else int(raw)
+
+    def create(self, dimension: int, identity: dict[str, Any]) -> None:
+        client = self._open()
+        index = self._index(self.collection)
+        hnsw = [
+            "TYPE", "FLOAT32", "DIM", dimension, "DISTANCE_METRIC", "COSINE",
+            "M", self.m, "EF_CONSTRUCTION", self.ef_construction,
+        ]  # fmt: skip
+        vector = ["vector", "VECTOR", "HNSW", len(hnsw), *hnsw]
+        tags = ["scope", "TAG", "conversation", "TAG"]
+        head = ["FT.CREATE", index, "ON", "HASH", "PREFIX", 1, self._key("")]
+        lexical = True
+        try:
+            client.execute_command(
+                *head, "STOPWORDS", 0, "SCHEMA", "terms", "TEXT", "NOSTEM", *tags, *vector
+            )
+        except Exception as exc:
+            if "already exists" in str(exc).lower():
+                lexical = self._has_text(index)
+            else:
+                # A module without full-text fields (valkey-search): dense only.
+                try:
+                    client.execute_command(*head, "SCHEMA", *tags, *vector)
+                except Exception as second:
+                    if "already exists" not in str(second).lower():
+                        raise
+                lexical = self._has_text(index)
+                if not lexical:
+                    log.warning(
+                        "valkey store %s: the server's search module refused a TEXT field "
+                        "(%s); index %r is dense only: lexical search finds nothing and "
+                        "hybrid search is the dense ranking",
+                        redact_url(self.url),
+                        " ".join(str(exc).split()),
+                        index,
+                    )
+        meta = self._meta(self.collection)
+        made = json.dumps(identity, sort_keys=True, default=str)
+        pipe = client.pipeline(transaction=True)
+        pipe.hsetnx(meta, "identity", made)
+        pipe.hsetnx(meta, "dimension", str(dimension))
+        pipe.hget(meta, "identity")
+        pipe.hget(meta, "dimension")
+        _, _, stored, stored_dimension = pipe.execute()
+        if _text(stored) != made or int(stored_dimension) != dimension:
+            msg = (
+                f"collection {self.collection!r} was made at the same time by another process "
+                f"for embedder {_text(stored)} with vectors of {int(stored_dimension)} floats; "
+                "use another collection, or the embedder it was made for"
+            )
+            raise CollectionError(msg)
+        self._lexical[index] = lexical
+
+    def _has_text(self, index: str) -> bool:
+        """Whether ``index`` has the ``terms`` full-text field."""
+        if index not in self._lexical:
+            info = _pairs(self._open().execute_command("FT.INFO", index))
+            found = False
+            for attribute in info.get("attributes", []):
+                fields = [_text(v).lower() if isinstance(v, bytes) else v for v in attribute]
+                if "terms" in fields and "text" in fields:
+                    found = True
+            self._lexical[index] = found
+        return self._lexical[index]
+
+    # --- records -------------------------------------------------------------------------
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        client = self._open()
+        found: set[str] = set()
+        for start in range(0, len(ids), _PAGE):
+            chunk = ids[start : start + _PAGE]
+            pipe = client.pipeline(transaction=False)
+            for record_id in chunk:
+                pipe.exists(self._key(record_id))
+            found.update(i for i, n in zip(chunk, pipe.execute(), strict=True) if n)
+        return found
+
+    def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
+        pipe = self._open().pipeline(transaction=True)  # a chunk is written whole or not at all
+        for r, vector in rows:
+            scope = r.scope
+            pipe.hset(
+                self._key(r.id),
+                mapping={
+                    "vector": struct.pack(f"<{len(vector)}f", *vector),
+                    "scope": _scope_tag(scope.user, scope.tenant),
+                    "conversation": _digest(scope.conversation_id),
+                    "terms": " ".join(tokens(r.text)),
+                    "text": r.text,
+                    "conversation_id": scope.conversation_id or "",
+                    "user": scope.user or "",
+                    "tenant": scope.tenant or "",
+                    "turn": json.dumps(r.turn),
+                    "exchange": json.dumps(r.exchange),
+                    "content_hash": r.content_hash,
+                    "role": r.message.role,
+                    "message": r.payload,
+                },
+            )
+        pipe.execute()
+
+    def delete(self, ids: Sequence[str], collection: str | None = None) -> None:
+        client = self._open()
+        for start in range(0, len(ids), _PAGE):
+            keys = [self._key(i, collection) for i in ids[start : start + _PAGE]]
+            if keys:
+                client.delete(*keys)
+
+    def persist(self, wrote: bool) -> bool:
+        """Whether the server fsynced this connection's writes to its
+        append-only file (``WAITAOF 1 0``, waiting up to the timeout); False
+        when it keeps no such file (``appendonly no``: memory and
+        snapshots only), does not know the command, or this user may not
+        send it (an ACL): then nothing confirms more than memory."""
+        import valkey
+
+        timeout_ms = self._timeout_ms()
+        try:
+            local, _ = self._open().execute_command("WAITAOF", 1, 0, timeout_ms)
+        except valkey.exceptions.ResponseError as exc:
+            text = str(exc).lower()
+            if any(w in text for w in ("appendonly", "unknown command", "noperm")):
+                return False
+            raise
+        if int(local) < 1:
+            msg = f"the server did not fsync the writes to its append-only file in {timeout_ms} ms"
+            raise StoreError(msg)
+        return True
+
+    # --- search ----------------------------------------------------------------------------
+
+    def _timeout_ms(self) -> int:
+        """A query's own time limit: the store's, not the module's default
+        (500 ms in RediSearch, which then answers what it found so far)."""
+        return max(1, int(self.timeout_seconds * 1000))
+
+    def _filter(self, scope: Scope) -> str:
+        found = f"@scope:{{{_scope_tag(scope.user, scope.tenant)}}}"
+        if scope.conversation_id is not None:
+            found += f" @conversation:{{{_digest(scope.conversation_id)}}}"
+        return found
+
+    def _hits(
+        self, reply: Sequence[Any], scope: Scope, scores: str, terms: set[str] | None = None
+    ) -> list[RecallHit]:
+        """The records of an ``FT.SEARCH`` reply that are ``scope``'s (checked
+        again as read) and, with ``terms``, hold one of them, best first.
+        ``scores``: ``withscores`` (the reply's own, ``WITHSCORES``),
+        ``distance`` (a returned cosine distance) or ``none`` (each 0)."""
+        hits: list[RecallHit] = []
+        step = 3 if scores == "withscores" else 2
+        for i in range(1, len(reply) - step + 2, step):
+            key = _text(reply[i])
+            fields = _pairs(reply[i + step - 1])
+            if scores == "withscores":
+                score = float(reply[i + 1])
+            elif scores == "distance":
+                score = 1.0 - float(fields["distance"])
+            else:
+                score = 0.0
+            if terms is not None and not terms & set(_text(fields["terms"]).split()):
+                continue
+            hit = _hit(key.rpartition(":r:")[2], fields, score)
+            if (hit.user, hit.tenant) != (scope.user, scope.tenant):
+                continue  # a digest collision; never another user's record
+            if scope.conversation_id is not None and hit.conversation_id != scope.conversation_id:
+                continue
+            hits.append(hit)
+        hits.sort(key=lambda h: (-h.score, h.id))
+        return hits
+
+    def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+        query = f"({self._filter(scope)})=>[KNN {k} @vector $vector EF_RUNTIME $ef AS distance]"
+        reply = self._open().execute_command(
+            "FT.SEARCH", self._index(self.collection), query,
+            "PARAMS", 4, "vector", struct.pack(f"<{len(vector)}f", *vector),
+            "ef", max(self.ef_runtime, k),
+            "RETURN", len(_FIELDS) + 1, *_FIELDS, "distance",
+            "LIMIT", 0, k, "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
+        )  # fmt: skip
+        return self._hits(reply, scope, "distance")[:k]
+
+    def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
+        """BM25 over ``terms`` within ``scope``. Each query token is an
+        optional clause (``~@terms:token``) after the scope filter: a union
+        of terms inside an intersection is scored by its first matching
+        term only (RediSearch 2.10), which ranks a record holding every
+        term below one holding one; optional clauses are each scored. The
+        scope's tags add a small score of their own to every record, so
+        records holding no token are dropped as read, and twice ``k`` are
+        fetched: a token that every record holds scores about nothing."""
+        index = self._index(self.collection)
+        terms = list(dict.fromkeys(tokens(query)))[:MAX_QUERY_TERMS]
+        if not terms or not self._has_text(index):
+            return []
+        search = " ".join([self._filter(scope), *(f"~@terms:{t}" for t in terms)])
+        wanted = min(2 * k, 2 * MAX_K)
+        reply = self._open().execute_command(
+            "FT.SEARCH", index, search, "VERBATIM", "SCORER", "BM25STD", "WITHSCORES",
+            "RETURN", len(_FIELDS) + 1, *_FIELDS, "terms", "LIMIT", 0, wanted,
+            "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
+        )  # fmt: skip
+        return self._hits(reply, scope, "withscores", set(terms))[:k]
+
+    # --- listing and forgetting ----------------------------------------------------------
+
+    def collections(self) -> list[str]:
+        names = (_text(n) for n in self._open().execute_command("FT._LIST"))
+        prefix = self.key_prefix
+        return [
+            n[len(prefix) :] for n in names if n.startswith(prefix) and ":" not in n[len(prefix) :]
+        ]
+
+    def scan(self, scope: Scope, *, collection: str) -> list[RecallHit]:
+        client = self._open()
+        index = self._index(collection)
+        found: dict[str, RecallHit] = {}
+        offset = 0
+        while True:
+            reply = client.execute_command(
+                "FT.SEARCH", index, self._filter(scope), "RETURN", len(_FIELDS), *_FIELDS,
+                "LIMIT", offset, _PAGE, "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
+            )  # fmt: skip
+            found.update((h.id, h) for h in self._hits(reply, scope, "none"))
+            offset += _PAGE
+            if offset >= int(reply[0]):
+                return list(found.values())
+
+    def delete_where(self, scope: Scope, *, collection: str) -> int:
+        ids = [h.id for h in self.scan(scope, collection=collection)]
+        self.delete(ids, collection)
+        return len(ids)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _hit(record_id: str, fields: dict[str, Any], score: float) -> RecallHit:
+    return RecallHit(
+        message=decode_message(_text(fields["message"])),
+        score=score,
+        conversation_id=_text(fields["conversation_id"]) or None,
+        user=_text(fields["user"]) or None,
+        tenant=_text(fields["tenant"]) or None,
+        turn=json.loads(fields["turn"]),
+        exchange=json.loads(fields["exchange"]),
+        text=_text(fields["text"]),
+        id=record_id,
+    )
+
+
+def valkey_missing() -> bool:
+    """Whether the ``valkey`` client (the ``valkey`` extra) is not installed."""
+    return importlib.util.find_spec("valkey") is None
+
+
+def _check_key_prefix(key_prefix: object) -> str:
+    ok = (
+        isinstance(key_prefix, str)
+        and 0 < len(key_prefix) <= 64
+        and all(c.isascii() and c.isprintable() and c not in " \"'\\{}" for c in key_prefix)
+    )
+    if not ok:
+        msg = (
+            f"key_prefix={key_prefix!r} must be 1 to 64 printable ASCII characters without "
+            "spaces, quotes, backslashes or braces"
+        )
+        raise ConfigError.single(msg, yaml_path="key_prefix")
+    return str(key_prefix)
+
+
+def valkey_store(
+    *,
+    embedder: Embedder,
+    url: str = DEFAULT_URL,
+    collection: str = DEFAULT_COLLECTION,
+    key_prefix: str = DEFAULT_KEY_PREFIX,
+    search: str = "hybrid",
+    m: int = 16,
+    ef_construction: int = 200,
+    ef_runtime: int = 100,
+    timeout_seconds: float = 5.0,
+    api_key_env: str | None = None,
+    batch_size: int = 256,
+    candidates: int = 50,
+) -> MessageStore:
+    """A store in a Valkey or Redis server at ``url`` (``valkey://host:port``,
+    ``valkeys://`` for TLS, ``redis://``, ``unix:///path``; a password in the
+    URL is never shown, and one in the environment variable ``api_key_env``
+    names is read when the client connects and never recorded) whose
+    Search module has vector fields (see the module docs). ``collection``
+    names the index, ``key_prefix`` starts every key
+    and index name (two applications on one server keep apart by it). The
+    HNSW graph links each vector to ``m`` others, built with a candidate list
+    of ``ef_construction``, searched with one of ``ef_runtime`` (at least
+    ``k``): larger is closer to the exact ranking and slower. ``search`` is
+    ``hybrid`` (dense and BM25 rankings fused), ``dense`` or ``lexical``;
+    hybrid fetches ``candidates`` of each. ``timeout_seconds`` bounds each
+    command, so a server that is down fails a call in that time at most.
+    Writes go in chunks of ``batch_size`` records, each chunk one
+    transaction. Connects on first use; raises :class:`StoreError` on
+    failure, and a :class:`ConfigError` here without the ``valkey`` extra."""
+    if not isinstance(url, str) or not url.startswith(_SCHEMES):
+        msg = f"url={redact_url(url)!r} must be a Valkey server's {', '.join(_SCHEMES)} URL"
+        raise ConfigError.single(msg, yaml_path="url")
+    check_api_key_env(api_key_env)
+    check_collection(collection)
+    _check_key_prefix(key_prefix)
+    check_mode(search)
+    check_whole("m", m, 2)
+    check_whole("ef_construction", ef_construction, 1)
+    check_whole("ef_runtime", ef_runtime, 1)
+    if (
+        not isinstance(timeout_seconds, (int, float))
+        or isinstance(timeout_seconds, bool)
+        or not 0 < timeout_seconds <= 300
+    ):
+        msg = f"timeout_seconds={timeout_seconds!r} must be a number of seconds in (0, 300]"
+        raise ConfigError.single(msg, yaml_path="timeout_seconds")
+    if valkey_missing():
+        msg = "the valkey backend needs the valkey client: pip install 'memrules[valkey]'"
+        raise ConfigError.single(msg, yaml_path="backend")
+    key = f", api_key_env={api_key_env!r}" if api_key_env else ""
+    description = (
+        f"valkey_store(url={redact_url(url)!r}, collection={collection!r}, "
+        f"key_prefix={key_prefix!r}, search={search!r}{key})"
+    )
+    return MessageStore(
+        backend=_Valkey(
+            url=url,
+            collection=collection,
+            key_prefix=key_prefix,
+            m=m,
+            ef_construction=ef_construction,
+            ef_runtime=ef_runtime,
+            timeout_seconds=float(timeout_seconds),
+            api_key_env=api_key_env,
+        ),
+        embedder=embedder,
+        search=search,
+        batch_size=batch_size,
+        candidates=candidates,
+        description=description,
+    )
