@@ -19,7 +19,7 @@ from memrules._config.keys import (
     SETTINGS,
     key_problems,
 )
-from memrules._core.budget import ContextWindowResolver, Trigger
+from memrules._core.budget import CachePolicy, ContextWindowResolver, Trigger
 from memrules._core.errors import ConfigError, ConfigProblem
 from memrules._counting.framing import DEFAULT_COUNT_RULE
 from memrules._counting.usage import ContextUsageObserver
@@ -193,7 +193,9 @@ class MemoryConfig:
     only reporting it; ``user_first`` keeps the first non-system message a
     user message when the input's was. ``store``, ``embedder`` and
     ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
-    None: absent). ``provider_editing`` asks for provider-side context
+    None: absent). ``cache`` is how compaction keeps the provider's prompt
+    cache (a :class:`~memrules._core.budget.CachePolicy`; None: it does
+    not try). ``provider_editing`` asks for provider-side context
     editing (a :class:`~memrules._adapters.context_editing.ProviderEditing`;
     see :mod:`memrules._adapters.context_editing`), None by default.
     ``source`` is the file the config came from, if any.
@@ -229,6 +231,7 @@ class MemoryConfig:
     embedder: SeamSettings | None = None
     summarizer: SeamSettings | None = None
     provider_editing: ProviderEditing | None = None
+    cache: CachePolicy | None = None
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:
