@@ -20,6 +20,7 @@ from memrules._config.keys import (
 )
 from memrules._core.budget import ContextWindowResolver, Trigger
 from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._counting.content import DEFAULT_COUNTING, ContentCounting
 from memrules._counting.framing import DEFAULT_COUNT_RULE
 from memrules._counting.usage import ContextUsageObserver
 from memrules._engine.contract import DEFAULT_WARNING_MARKER, Strategy
@@ -192,7 +193,11 @@ class MemoryConfig:
     only reporting it; ``user_first`` keeps the first non-system message a
     user message when the input's was. ``store``, ``embedder`` and
     ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
-    None: absent). ``source`` is the file the config came from, if any.
+    None: absent). ``counting`` prices images, documents and reasoning
+    (the ``counting:`` section, a
+    :class:`~memrules._counting.content.ContentCounting`: the OpenAI image
+    model family and the stated estimates). ``source`` is the file the
+    config came from, if any.
     """
 
     encoder_name: str = "cl100k_base"
@@ -224,6 +229,7 @@ class MemoryConfig:
     store: SeamSettings | None = None
     embedder: SeamSettings | None = None
     summarizer: SeamSettings | None = None
+    counting: ContentCounting = DEFAULT_COUNTING
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:

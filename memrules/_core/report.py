@@ -100,7 +100,11 @@ class CompressionReport:
     result with no call, two results for one call, ...; see the ``repair``
     setting), as ``"messages[i]: ..."``. ``counter`` names the token counter
     that measured every count here (``cl100k_base``, ``estimate``,
-    ``hf:...``), since counts from different tokenizers do not compare."""
+    ``hf:...``), since counts from different tokenizers do not compare.
+    ``estimates`` says which parts of the output were counted by a stated
+    estimate rather than measured (an image at a URL, whose size is
+    unknown; PDF pages; encrypted reasoning), as
+    ``"messages[i].parts[j]: ..."``."""
 
     budget: Budget
     stop_reason: StopReason
@@ -113,6 +117,7 @@ class CompressionReport:
     origin: tuple[int | None, ...] = ()
     input_problems: tuple[str, ...] = ()
     counter: str = ""
+    estimates: tuple[str, ...] = ()
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -130,6 +135,12 @@ class CompressionReport:
         return any(a.changed for a in self.actions)
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._fields_dict()
+        if self.estimates:  # absent otherwise: reports without estimates read as before
+            out["estimates"] = list(self.estimates)
+        return out
+
+    def _fields_dict(self) -> dict[str, Any]:
         return {
             "budget": self.budget.to_dict(),
             "counter": self.counter,

@@ -46,6 +46,25 @@ def as_conversation(messages: Iterable[Message]) -> Conversation:
     return conversation
 
 
+def with_estimates(result: CompressionResult, counter: TokenCounter) -> CompressionResult:
+    """``result`` with its report's ``estimates``: what of the output's
+    count ``counter`` estimated (an image of unknown size, PDF pages,
+    encrypted reasoning), as ``"messages[i].parts[j]: ..."``; ``result``
+    itself when nothing was estimated or the counter cannot say."""
+    estimates = getattr(counter, "estimates", None)
+    if estimates is None:
+        return result
+    found = tuple(
+        f"messages[{i}].{line}"
+        for i, m in enumerate(result.messages)
+        if m.parts
+        for line in estimates(m)
+    )
+    if not found:
+        return result
+    return attrs.evolve(result, report=attrs.evolve(result.report, estimates=found))
+
+
 def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
     return tuple(values)
 
@@ -110,7 +129,12 @@ class Pipeline:
         base = counter or counter_named(config.encoder_name)
         return cls(
             config=config,
-            counter=framed(base, count_rule_named(config.count_rule)),
+            counter=framed(
+                base,
+                count_rule_named(
+                    config.count_rule, counting=config.counting, model=config.encoder_name
+                ),
+            ),
             seams=given,
             observers=tuple(observers),
         )
@@ -175,7 +199,7 @@ class Pipeline:
         ``gen_ai.conversation.id``); what ``offload`` stores is filed under
         ``conversation_id``, ``user`` and ``tenant``."""
         context = self.context(budget, _scope(conversation_id, user, tenant), memo)
-        return run_pipeline(
+        result = run_pipeline(
             context.measure.conversation(messages),
             self.config.strategies,
             context,
@@ -184,6 +208,7 @@ class Pipeline:
             observers=self.observers,
             conversation_id=conversation_id,
         )
+        return with_estimates(result, self.counter)
 
     async def apply_async(
         self,
@@ -254,7 +279,7 @@ class Pipeline:
         tenant: str | None = None,
     ) -> CompressionResult:
         """Run every strategy once, with no budget."""
-        return run_once(
+        result = run_once(
             as_conversation(messages),
             self.config.strategies,
             self.context(scope=_scope(conversation_id, user, tenant)),
@@ -262,6 +287,7 @@ class Pipeline:
             observers=self.observers,
             conversation_id=conversation_id,
         )
+        return with_estimates(result, self.counter)
 
     # --- memory: what the store keeps -------------------------------------------------
 
