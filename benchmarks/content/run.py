@@ -55,8 +55,13 @@ from benchmarks.harness.reference import (  # noqa: E402
     image_dimensions,
     openai_request_tokens,
 )
-from memrules import from_anthropic, from_openai, load_pipeline, to_openai  # noqa: E402
-from memrules._adapters.anthropic import to_anthropic_request  # noqa: E402
+from memrules import (  # noqa: E402
+    from_anthropic,
+    from_openai,
+    load_pipeline,
+    to_anthropic_request,
+    to_openai,
+)
 from memrules._core.budget import Budget  # noqa: E402
 from memrules._core.messages import Conversation  # noqa: E402
 from memrules._counting.content import opaque_parts  # noqa: E402
