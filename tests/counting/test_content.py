@@ -19,7 +19,14 @@ from benchmarks.harness.reference import (
     openai_image_tokens,
     openai_request_tokens,
 )
-from memrules import ConfigError, from_anthropic, from_openai, load_pipeline, to_openai
+from memrules import (
+    ConfigError,
+    from_anthropic,
+    from_openai,
+    load_pipeline,
+    to_anthropic,
+    to_openai,
+)
 from memrules._core.messages import Message, Opaque, Text
 from memrules._counting.content import counting_from_config
 from memrules._counting.framing import ANTHROPIC, OPENAI, count_rule_named, framed
@@ -278,6 +285,7 @@ def test_thinking_counts_its_text_and_redacted_thinking_an_estimate() -> None:
     reported = assistant.evolve(metadata=assistant.metadata.set("reasoning_tokens", 37))
     assert counter.count(reported) == 3 + ENCODE(thinking) + 37 + ENCODE("Done.")
     assert counter.estimates(reported) == ()  # type: ignore[attr-defined]
+    assert to_anthropic((reported,)) == to_anthropic((assistant,))  # usage is not sent
     # OpenAI's writer drops Anthropic's thinking: the openai rule does not count it
     assert framed(COUNTER, OPENAI).count(assistant) == 3 + ENCODE("assistant") + ENCODE("Done.")
 
