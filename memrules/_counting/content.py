@@ -54,6 +54,7 @@ from memrules._counting.images import (
 
 __all__ = [
     "DEFAULT_COUNTING",
+    "REASONING_TOKENS_KEY",
     "ContentCounting",
     "content_costs",
     "counting_from_config",
@@ -228,11 +229,11 @@ def _reasoning_cost(
     if kind == "thinking" or (kind == "" and isinstance(_get(payload, "thinking"), str)):
         text = _get(payload, "thinking")
         tokens = count_text(text) if isinstance(text, str) and text else 0
-        return PartCost(tokens=tokens, what="document", measured=True, note="thinking, counted")
+        return PartCost(tokens=tokens, what="thinking", measured=True, note="thinking, counted")
     if kind == "redacted_thinking":
         tokens = _encrypted(_get(payload, "data"), counting)
         note = f"redacted thinking: characters / {counting.encrypted_chars_per_token} (estimate)"
-        return PartCost(tokens=tokens, what="document", measured=False, note=note)
+        return PartCost(tokens=tokens, what="thinking", measured=False, note=note)
     if kind == "reasoning":
         summary = _summary_text(_get(payload, "summary"))
         readable = count_text(summary) if summary else 0
@@ -245,7 +246,7 @@ def _reasoning_cost(
                 f"reasoning: encrypted content, characters / "
                 f"{counting.encrypted_chars_per_token} (estimate)"
             )
-        return PartCost(tokens=readable + secret, what="document", measured=not secret, note=note)
+        return PartCost(tokens=readable + secret, what="reasoning", measured=not secret, note=note)
     return None
 
 
@@ -314,7 +315,7 @@ def content_costs(
             tokens = (count_text(summary) if summary else 0) + reported
             note = f"reasoning: {reported} tokens as the provider reported"
             costs.append(
-                (where, PartCost(tokens=tokens, what="document", measured=True, note=note))
+                (where, PartCost(tokens=tokens, what="reasoning", measured=True, note=note))
             )
             reported = 0
             continue
