@@ -152,13 +152,20 @@ class _StripOldImages:
         calls = {
             p.id: p for m in conversation if m.call_ids for p in m.parts if isinstance(p, ToolCall)
         }
-        out = list(conversation)
-        for i, where in targets.items():
-            out[i] = _stubbed(conversation[i], where, calls)
-        stripped = tuple(out)
         count = context.counter.count
-        saved = sum(count(conversation[i]) - count(stripped[i]) for i in targets)
-        n = sum(len(w) for w in targets.values())
+        out = list(conversation)
+        n = saved = 0
+        for i, where in targets.items():
+            stubbed = _stubbed(conversation[i], where, calls)
+            gain = count(conversation[i]) - count(stubbed)
+            if gain < 0:  # the stubs cost more than the images (tiny ones, or a text-only count)
+                continue
+            out[i] = stubbed
+            n += len(where)
+            saved += gain
+        if not n:
+            return conversation
+        stripped = tuple(out)
         return Outcome(
             messages=stripped, note=f"replaced {n} old images by stubs, reclaimed {saved} tokens"
         )
@@ -194,7 +201,9 @@ def strip_old_images(*, keep_images: int | None = None, keep_turns: int | None =
     a short text stub naming the tool whose result held it, its file name
     and its size. The report's note says how many went and the tokens
     reclaimed (by the pipeline's counter: under the ``openai`` and
-    ``anthropic`` count rules, what the provider bills for them).
+    ``anthropic`` count rules, what the provider bills for them). A message
+    whose stubs would cost more than its images (images of a few pixels, or
+    a counter that prices no image, as the ``seed`` rule's) is left as it is.
 
     Keeps: survivors untouched (the latest user message keeps its images,
     as the newest screenshot of an agent loop must), order, every message

@@ -72,13 +72,21 @@ class _ClearThinking:
         cleared_ones = [i for i in holding if i < start and i not in newest]
         if not cleared_ones:
             return conversation
-        out = list(conversation)
-        for i in cleared_ones:
-            out[i] = _cleared(conversation[i])
-        cleared = tuple(out)
         count = context.counter.count
-        saved = sum(count(conversation[i]) - count(cleared[i]) for i in cleared_ones)
-        note = f"cleared the thinking of {len(cleared_ones)} assistant turns, {saved} tokens"
+        out = list(conversation)
+        n = saved = 0
+        for i in cleared_ones:
+            cleared_message = _cleared(conversation[i])
+            gain = count(conversation[i]) - count(cleared_message)
+            if gain < 0:  # the placeholder costs more than the thinking did
+                continue
+            out[i] = cleared_message
+            n += 1
+            saved += gain
+        if not n:
+            return conversation
+        cleared = tuple(out)
+        note = f"cleared the thinking of {n} assistant turns, {saved} tokens"
         return Outcome(messages=cleared, note=note)
 
     def __repr__(self) -> str:
@@ -98,7 +106,8 @@ def clear_thinking(*, keep_turns: int = 1) -> Strategy:
     the tool-use loop in progress (after the latest turn start, see
     :func:`~memrules._core.conversation.latest_turn_start`) always keep
     theirs, whatever ``keep_turns`` is: the provider rejects a loop whose
-    thinking went missing.
+    thinking went missing. A message whose placeholder would cost more than
+    its thinking (by the pipeline's counter) is left as it is.
 
     Keeps: survivors untouched, order, every message and tool id, the
     kept thinking byte for byte, the same tuple when nothing is cleared.

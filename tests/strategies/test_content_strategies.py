@@ -92,7 +92,7 @@ def test_strip_old_images_keeps_the_newest_and_stubs_the_rest(
     after = enforced.messages
     assert len(after) == len(conversation)
     places = image_places(conversation)
-    newest = set(places[len(places) - keep :]) if keep else set()
+    newest = set(places[max(0, len(places) - keep) :]) if keep else set()
     keep_messages = protected(conversation)
     for place in places:
         if place in newest or place[0] in keep_messages:
@@ -315,7 +315,7 @@ def test_clear_thinking_never_breaks_the_loop_in_progress(
         and any(b["type"] in ("thinking", "redacted_thinking") for b in m["content"])
     ]
     start = _loop_start(history)
-    newest = set(holding[len(holding) - keep :]) if keep else set()
+    newest = set(holding[max(0, len(holding) - keep) :]) if keep else set()
     for i in holding:
         blocks = _blocks(after[i]["content"])
         if i >= start or i in newest:
