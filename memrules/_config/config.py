@@ -20,7 +20,7 @@ from memrules._config.keys import (
 )
 from memrules._core.budget import ContextWindowResolver, Trigger
 from memrules._core.errors import ConfigError, ConfigProblem
-from memrules._counting.content import DEFAULT_COUNTING, ContentCounting
+from memrules._counting.content import ContentCounting
 from memrules._counting.framing import DEFAULT_COUNT_RULE
 from memrules._counting.usage import ContextUsageObserver
 from memrules._engine.contract import DEFAULT_WARNING_MARKER, Strategy
@@ -196,7 +196,7 @@ class MemoryConfig:
     None: absent). ``counting`` prices images, documents and reasoning
     (the ``counting:`` section, a
     :class:`~memrules._counting.content.ContentCounting`: the OpenAI image
-    model family and the stated estimates). ``source`` is the file the
+    model family and the stated estimates; None: the defaults). ``source`` is the file the
     config came from, if any.
     """
 
@@ -229,7 +229,7 @@ class MemoryConfig:
     store: SeamSettings | None = None
     embedder: SeamSettings | None = None
     summarizer: SeamSettings | None = None
-    counting: ContentCounting = DEFAULT_COUNTING
+    counting: ContentCounting | None = None
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:

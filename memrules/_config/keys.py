@@ -18,7 +18,7 @@ import tiktoken.model
 
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
 from memrules._core.yaml_nodes import Node
-from memrules._counting.content import DEFAULT_COUNTING, ContentCounting, counting_from_config
+from memrules._counting.content import ContentCounting, counting_from_config
 from memrules._counting.framing import COUNT_RULES
 from memrules._counting.schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._counting.tokens import load_encoding
@@ -239,7 +239,7 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         # The route's retrieval memory entry (memrules.memory.config).
         "memory": memory_section,
         # What images, documents and reasoning cost (memrules._counting.content).
-        "counting": _mapping_section("counting", counting_from_config, default=DEFAULT_COUNTING),
+        "counting": _mapping_section("counting", counting_from_config, default=None),
     }
 )
 """The mapping-valued keys, each with the function that reads its YAML node:
@@ -253,7 +253,7 @@ SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
     "memory": ((RouteRetrieval, type(None)), "a RouteRetrieval or None"),
     "memory_store": ((RetrievalStoreConfig, type(None)), "a RetrievalStoreConfig or None"),
-    "counting": ((ContentCounting,), "a ContentCounting"),
+    "counting": ((ContentCounting, type(None)), "a ContentCounting or None"),
 }
 
 FILE_KEYS = ("stores", "routes")

@@ -112,6 +112,21 @@ class ContentCounting:
     estimates: ImageEstimates = DEFAULT_ESTIMATES
     encrypted_chars_per_token: int = attrs.field(default=4, validator=_positive_int)
 
+    @property
+    def __memrules_canonical__(self) -> dict[str, Any]:
+        """The ``counting:`` section's YAML keys for this value (what a
+        trace records, and rebuilds the section from)."""
+        estimates = self.estimates
+        size = estimates.unknown_size
+        return {
+            "image_model": self.image_model,
+            "unknown_image_size": None if size is None else list(size),
+            "pdf_page_tokens": estimates.pdf_page_tokens,
+            "pdf_page_image": estimates.pdf_page_image,
+            "default_pdf_pages": estimates.default_pdf_pages,
+            "encrypted_chars_per_token": self.encrypted_chars_per_token,
+        }
+
 
 DEFAULT_COUNTING = ContentCounting()
 

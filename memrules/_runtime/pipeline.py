@@ -25,6 +25,7 @@ from memrules._core.messages import Conversation, Message, as_messages, check_me
 from memrules._core.report import CompressionResult
 from memrules._core.seam_protocols import Seams, VectorStore
 from memrules._core.seam_records import RecallHit, Scope, StoreWrite, build_records
+from memrules._counting.content import DEFAULT_COUNTING
 from memrules._counting.framing import count_rule_named, framed
 from memrules._counting.measure import Measure
 from memrules._counting.named import counter_named
@@ -132,7 +133,9 @@ class Pipeline:
             counter=framed(
                 base,
                 count_rule_named(
-                    config.count_rule, counting=config.counting, model=config.encoder_name
+                    config.count_rule,
+                    counting=config.counting or DEFAULT_COUNTING,
+                    model=config.encoder_name,
                 ),
             ),
             seams=given,

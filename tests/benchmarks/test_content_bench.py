@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("PIL")
 
-from benchmarks.content.run import run  # noqa: E402
+from benchmarks.content.run import run
 
 
 @pytest.mark.parametrize("style", ["openai", "anthropic"])

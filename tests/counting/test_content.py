@@ -331,3 +331,18 @@ def test_chat_reasoning_details_count_and_agree_with_the_oracle() -> None:
     assert total(conversation) - total(
         from_openai([raw[0], {**raw[1], "reasoning_details": []}])
     ) == (ENCODE("Weighed two designs.") + 50)
+
+
+def test_a_trace_records_and_rebuilds_the_counting_section() -> None:
+    from memrules import load_config
+    from memrules._trace.canonical import canonical_config, rebuild_config
+
+    plain = load_config("max_tokens: 1000\n")
+    assert plain.counting is None
+    assert "counting" not in canonical_config(plain)  # traces of such configs read as before
+    config = load_config(
+        "max_tokens: 1000\ncounting:\n  image_model: o3\n  unknown_image_size: [800, 600]\n"
+    )
+    canonical = canonical_config(config)
+    assert canonical["counting"]["unknown_image_size"] == [800, 600]
+    assert rebuild_config(canonical).counting == config.counting
