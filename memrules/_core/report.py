@@ -110,7 +110,12 @@ class CompressionReport:
     ``uncached``, ``cost``, ``share``); ``carried``, how many leading
     messages were sent as the conversation's previous request sent them
     (a ``cache:`` section's append path); ``compact_to``, the token target
-    compaction aimed below once the trigger fired (``cache.compact_to``)."""
+    compaction aimed below once the trigger fired (``cache.compact_to``).
+
+    ``estimates`` says which parts of the output were counted by a stated
+    estimate rather than measured (an image at a URL, whose size is
+    unknown; PDF pages; encrypted reasoning), as
+    ``"messages[i].parts[j]: ..."``."""
 
     budget: Budget
     stop_reason: StopReason
@@ -126,6 +131,7 @@ class CompressionReport:
     cache: CacheMeasure | None = None
     carried: int | None = None
     compact_to: int | None = None
+    estimates: tuple[str, ...] = ()
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -143,6 +149,12 @@ class CompressionReport:
         return any(a.changed for a in self.actions)
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._fields_dict()
+        if self.estimates:  # absent otherwise: reports without estimates read as before
+            out["estimates"] = list(self.estimates)
+        return out
+
+    def _fields_dict(self) -> dict[str, Any]:
         return {
             "budget": self.budget.to_dict(),
             "counter": self.counter,

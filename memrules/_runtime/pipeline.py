@@ -35,6 +35,7 @@ from memrules._core.seam_records import (
     build_records,
 )
 from memrules._counting.cache import DEFAULT_PRICES, CacheRule, PriceTable
+from memrules._counting.content import DEFAULT_COUNTING
 from memrules._counting.framing import count_rule_named, framed
 from memrules._counting.measure import Measure
 from memrules._counting.named import counter_named
@@ -55,6 +56,25 @@ def as_conversation(messages: Iterable[Message]) -> Conversation:
     conversation = as_messages(messages)
     check_messages(conversation)
     return conversation
+
+
+def with_estimates(result: CompressionResult, counter: TokenCounter) -> CompressionResult:
+    """``result`` with its report's ``estimates``: what of the output's
+    count ``counter`` estimated (an image of unknown size, PDF pages,
+    encrypted reasoning), as ``"messages[i].parts[j]: ..."``; ``result``
+    itself when nothing was estimated or the counter cannot say."""
+    estimates = getattr(counter, "estimates", None)
+    if estimates is None:
+        return result
+    found = tuple(
+        f"messages[{i}].{line}"
+        for i, m in enumerate(result.messages)
+        if m.parts
+        for line in estimates(m)
+    )
+    if not found:
+        return result
+    return attrs.evolve(result, report=attrs.evolve(result.report, estimates=found))
 
 
 def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
@@ -123,7 +143,14 @@ class Pipeline:
         base = counter or counter_named(config.encoder_name)
         return cls(
             config=config,
-            counter=framed(base, count_rule_named(config.count_rule)),
+            counter=framed(
+                base,
+                count_rule_named(
+                    config.count_rule,
+                    counting=config.counting or DEFAULT_COUNTING,
+                    model=config.encoder_name,
+                ),
+            ),
             seams=given,
             observers=tuple(observers),
         )
@@ -225,7 +252,7 @@ class Pipeline:
             now=now,
             prices=self.prices,
         )
-        return run_pipeline(
+        result = run_pipeline(
             conversation,
             self.config.strategies,
             context,
@@ -235,6 +262,7 @@ class Pipeline:
             conversation_id=conversation_id,
             aim=aim,
         )
+        return with_estimates(result, self.counter)
 
     async def apply_async(
         self,
@@ -311,7 +339,7 @@ class Pipeline:
         tenant: str | None = None,
     ) -> CompressionResult:
         """Run every strategy once, with no budget."""
-        return run_once(
+        result = run_once(
             as_conversation(messages),
             self.config.strategies,
             self.context(scope=_scope(conversation_id, user, tenant)),
@@ -319,6 +347,7 @@ class Pipeline:
             observers=self.observers,
             conversation_id=conversation_id,
         )
+        return with_estimates(result, self.counter)
 
     # --- memory: what the store keeps -------------------------------------------------
 

@@ -352,7 +352,12 @@ def test_strategy_repr_reads_like_yaml() -> None:
 
 
 def test_registry_holds_the_documented_built_ins() -> None:
-    assert set(STRATEGIES) == {*BUILTIN_ORDER, "trim_to_budget"}
+    assert set(STRATEGIES) == {
+        *BUILTIN_ORDER,
+        "trim_to_budget",
+        "strip_old_images",
+        "clear_thinking",
+    }
     assert not hasattr(memrules, "STRATEGIES")  # the registry is not top-level API
 
 
