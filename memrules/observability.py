@@ -65,7 +65,12 @@ def run_attributes(run: RunInfo, result: CompressionResult | None = None) -> Att
     """What a run is known by, before (``result`` None) and after it:
     ``memrules.*`` keys, and the GenAI conventions' ``gen_ai.conversation.id``
     and ``gen_ai.usage.input_tokens`` (the tokens of the compacted
-    conversation: what the model is sent, by this pipeline's counter)."""
+    conversation: what the model is sent, by this pipeline's counter).
+    When the run measured the prompt cache (``report.cache``), also
+    ``memrules.cache.*`` (the rule, cached, uncached and written tokens,
+    the cost in input-token units) and the conventions'
+    ``gen_ai.usage.cache_read.input_tokens`` and
+    ``gen_ai.usage.cache_creation.input_tokens``."""
     attributes: Attributes = {
         "memrules.operation": run.operation,
         "memrules.counter": run.counter,
@@ -92,6 +97,19 @@ def run_attributes(run: RunInfo, result: CompressionResult | None = None) -> Att
                 "gen_ai.usage.input_tokens": report.tokens_after,
             }
         )
+        cache = report.cache
+        if cache is not None:
+            attributes.update(
+                {
+                    "memrules.cache.rule": cache.rule,
+                    "memrules.cache.cached_tokens": cache.cached,
+                    "memrules.cache.uncached_tokens": cache.uncached,
+                    "memrules.cache.written_tokens": cache.written,
+                    "memrules.cache.cost": cache.cost,
+                    "gen_ai.usage.cache_read.input_tokens": cache.cached,
+                    "gen_ai.usage.cache_creation.input_tokens": cache.written,
+                }
+            )
     return attributes
 
 

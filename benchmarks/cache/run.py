@@ -10,7 +10,10 @@ so far, run through ``Pipeline.apply`` with the budget; what the policy sends
 is measured against what it sent the request before with
 :func:`memrules._counting.cache.measure`, under OpenAI's rule and under Anthropic's
 with the request-level (automatic) breakpoint. Deterministic: the history is
-seeded, and requests are ``--gap`` seconds apart.
+seeded, and requests are ``--gap`` seconds apart (with ``--idle-every N``,
+every N-th comes after ``--idle`` seconds instead, so caches expire). A
+policy whose config has a ``cache:`` section is handed the previous request
+(``previous=result.sent``) and the time, as the plugin does.
 """
 
 from __future__ import annotations
@@ -47,6 +50,25 @@ def builtin_policies() -> list[tuple[str, str]]:
             f"encoder_name: {ENCODER}\nmax_tokens: 100000\nstrategies:\n  - type: trim_to_budget\n",
         ),
         ("configs/default.yaml", str(ROOT / "configs" / "default.yaml")),
+        (
+            "hysteresis: trim_to_budget, compact_to 0.25",
+            f"encoder_name: {ENCODER}\nmax_tokens: 100000\ncache:\n  compact_to: 0.25\n"
+            "strategies:\n  - type: trim_to_budget\n",
+        ),
+        (
+            "hysteresis + clear_tool_results min_step 4000",
+            f"encoder_name: {ENCODER}\nmax_tokens: 100000\ncache:\n  compact_to: 0.25\n"
+            "strategies:\n  - type: clear_tool_results\n    keep_pairs: 5\n"
+            "    min_step: 4000\n  - type: trim_to_budget\n",
+        ),
+        (
+            "hysteresis + frozen summaries (extractive)",
+            f"encoder_name: {ENCODER}\nmax_tokens: 100000\ncache:\n  compact_to: 0.25\n"
+            "summarizer:\n  type: extractive\n"
+            "strategies:\n  - type: summarize\n    turns: 4\n    frozen: true\n"
+            "  - type: trim_to_budget\n",
+        ),
+        ("configs/cache_aware.yaml", str(ROOT / "configs" / "cache_aware.yaml")),
     ]
 
 
@@ -71,7 +93,7 @@ def replay(
     history: Sequence,
     points: Sequence[int],
     budget: int,
-    gap: float,
+    times: Sequence[float],
     compact: bool,
 ) -> Row:
     memo = pipeline.memo()
@@ -80,17 +102,27 @@ def replay(
     total = cached_o = cached_a = over = events = 0
     cost_o = cost_a = 0.0
     start = time.perf_counter()
-    for n in points:
+    sent_before = None
+    for k, n in enumerate(points):
         messages = history[:n]
         if compact:
-            result = pipeline.apply(messages, budget=Budget.tokens(budget), memo=memo)
+            result = pipeline.apply(
+                messages,
+                budget=Budget.tokens(budget),
+                memo=memo,
+                previous=sent_before,
+                now=times[k],
+            )
             messages = result.messages
-            events += result.report.compacted
+            events += any(a.changed and a.pass_number > 0 for a in result.report.actions)
+            if pipeline.config.cache is not None:
+                sent_before = result.sent
         sent = Sent(messages=tuple(messages), counts=ruler.counts(messages))
         tokens = sent.tokens
         over += tokens >= budget
-        o = measure(previous, sent, OPENAI, elapsed=gap)
-        a = measure(previous, sent, ANTHROPIC, elapsed=gap)
+        elapsed = times[k] - times[k - 1] if k else 0.0
+        o = measure(previous, sent, OPENAI, elapsed=elapsed)
+        a = measure(previous, sent, ANTHROPIC, elapsed=elapsed)
         total += tokens
         cached_o += o.cached
         cached_a += a.cached
@@ -110,6 +142,17 @@ def replay(
         compactions=events,
         seconds=time.perf_counter() - start,
     )
+
+
+def request_times(requests: int, gap: float, idle_every: int, idle: float) -> list[float]:
+    """When each request is sent, in seconds: ``gap`` apart, and every
+    ``idle_every``-th one (when not 0) after ``idle`` seconds instead."""
+    times, now = [], 0.0
+    for k in range(requests):
+        if k:
+            now += idle if idle_every and k % idle_every == 0 else gap
+        times.append(now)
+    return times
 
 
 def table(rows: Sequence[Row]) -> str:
@@ -136,22 +179,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budgets", type=int, nargs="+", default=[32000, 100000])
     parser.add_argument("--gap", type=float, default=20.0, help="seconds between requests")
     parser.add_argument(
+        "--idle-every",
+        type=int,
+        default=0,
+        help="every N-th request comes after --idle seconds instead (0: never)",
+    )
+    parser.add_argument("--idle", type=float, default=900.0, help="seconds of an idle pause")
+    parser.add_argument(
         "--config", action="append", default=[], help="another policy: a config file (repeatable)"
     )
     args = parser.parse_args(argv)
     history = agent_history(args.messages, seed=args.seed)
     points = request_points(history)
+    times = request_times(len(points), args.gap, args.idle_every, args.idle)
     policies = builtin_policies() + [(path, path) for path in args.config]
     rows = []
     for budget in args.budgets:
         for name, source in policies:
             pipeline = load_pipeline(source)
             compact = name != "no compaction"
-            rows.append(replay(name, pipeline, history.messages, points, budget, args.gap, compact))
+            rows.append(replay(name, pipeline, history.messages, points, budget, times, compact))
             print(f"  {name} at {budget}: {rows[-1].seconds:.1f}s", file=sys.stderr)
+    idle = f", every {args.idle_every}th after {args.idle:g}s idle" if args.idle_every else ""
     print(
         f"{args.messages} messages (seed {args.seed}), {len(points)} requests, "
-        f"{args.gap:g}s apart; tokens in {ENCODER}; cost in input-token units "
+        f"{args.gap:g}s apart{idle}; tokens in {ENCODER}; cost in input-token units "
         f"(OpenAI {OPENAI.name}; Anthropic {ANTHROPIC.name})"
     )
     print(table(rows))

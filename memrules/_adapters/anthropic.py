@@ -343,13 +343,22 @@ def to_anthropic(conversation: Iterable[Message]) -> list[dict[str, Any]]:
     return _write_messages(conversation, hoist_system=False)[1]
 
 
-def to_anthropic_request(conversation: Iterable[Message]) -> dict[str, Any]:
+def to_anthropic_request(
+    conversation: Iterable[Message], *, cache_breakpoints: bool = False
+) -> dict[str, Any]:
     """Write a conversation as ``{"system": ..., "messages": [...]}``.
 
     Every system message goes into ``system``, so the result is valid for the
     API; ``system`` is left out when there is none. Merge the result into your
     request: ``{"model": ..., "max_tokens": ..., **to_anthropic_request(c)}``.
+    With ``cache_breakpoints``, ``cache_control`` is placed on the last stable
+    message, as far as the caller's own leave room for (see
+    :func:`memrules._adapters.breakpoints.place_breakpoints`).
     """
+    if cache_breakpoints:
+        from memrules._adapters.breakpoints import place_breakpoints
+
+        conversation = place_breakpoints(conversation)
     systems, messages = _write_messages(conversation, hoist_system=True)
     if not systems:
         return {"messages": messages}

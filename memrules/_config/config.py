@@ -19,8 +19,9 @@ from memrules._config.keys import (
     SETTINGS,
     key_problems,
 )
-from memrules._core.budget import ContextWindowResolver, Trigger
+from memrules._core.budget import CachePolicy, ContextWindowResolver, Trigger
 from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._counting.content import ContentCounting
 from memrules._counting.framing import DEFAULT_COUNT_RULE
 from memrules._counting.usage import ContextUsageObserver
 from memrules._engine.contract import DEFAULT_WARNING_MARKER, Strategy
@@ -193,10 +194,15 @@ class MemoryConfig:
     only reporting it; ``user_first`` keeps the first non-system message a
     user message when the input's was. ``store``, ``embedder`` and
     ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
-    None: absent). ``provider_editing`` asks for provider-side context
+    None: absent). ``cache`` is how compaction keeps the provider's prompt
+    cache (a :class:`~memrules._core.budget.CachePolicy`; None: it does
+    not try). ``provider_editing`` asks for provider-side context
     editing (a :class:`~memrules._adapters.context_editing.ProviderEditing`;
     see :mod:`memrules._adapters.context_editing`), None by default.
-    ``source`` is the file the config came from, if any.
+    ``counting`` prices images, documents and reasoning (the ``counting:``
+    section, a :class:`~memrules._counting.content.ContentCounting`: the
+    OpenAI image model family and the stated estimates; None: the
+    defaults). ``source`` is the file the config came from, if any.
     """
 
     encoder_name: str = "cl100k_base"
@@ -229,6 +235,8 @@ class MemoryConfig:
     embedder: SeamSettings | None = None
     summarizer: SeamSettings | None = None
     provider_editing: ProviderEditing | None = None
+    cache: CachePolicy | None = None
+    counting: ContentCounting | None = None
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:

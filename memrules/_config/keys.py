@@ -18,8 +18,10 @@ import tiktoken.model
 
 from memrules._adapters.context_editing import ProviderEditing
 from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_editing_from_config
+from memrules._core.budget import CachePolicy
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
 from memrules._core.yaml_nodes import Node
+from memrules._counting.content import ContentCounting, counting_from_config
 from memrules._counting.framing import COUNT_RULES
 from memrules._counting.schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._counting.tokens import load_encoding
@@ -246,6 +248,10 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
             default=None,
             fields=PROVIDER_EDITING_FIELDS,
         ),
+        # Keeping the provider's prompt cache (memrules._core.budget.CachePolicy).
+        "cache": _mapping_section("cache", CachePolicy, default=None),
+        # What images, documents and reasoning cost (memrules._counting.content).
+        "counting": _mapping_section("counting", counting_from_config, default=None),
     }
 )
 """The mapping-valued keys, each with the function that reads its YAML node:
@@ -258,8 +264,10 @@ SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "graph_context": ((GraphContext, type(None)), "a GraphContext or None"),
     "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
     "memory": ((RouteRetrieval, type(None)), "a RouteRetrieval or None"),
+    "cache": ((CachePolicy, type(None)), "a CachePolicy or None"),
     "memory_store": ((RetrievalStoreConfig, type(None)), "a RetrievalStoreConfig or None"),
     "provider_editing": ((ProviderEditing, type(None)), "a ProviderEditing or None"),
+    "counting": ((ContentCounting, type(None)), "a ContentCounting or None"),
 }
 
 FILE_KEYS = ("stores", "routes")

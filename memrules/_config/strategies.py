@@ -17,6 +17,7 @@ from memrules._core.errors import ConfigError, ConfigProblem
 from memrules._core.yaml_nodes import Node
 from memrules._engine.contract import StrategyFactory
 from memrules._engine.interpreter import NamedStrategy
+from memrules.strategies.min_step import min_step
 from memrules.strategies.registry import checked_factory, near_miss
 
 __all__ = ["build_from_yaml", "unknown_key"]
@@ -132,7 +133,10 @@ def _build_one(
     if isinstance(resolved, str):
         return [ConfigProblem(message=resolved, yaml_path=f"{where}.type", line=type_node.line)]
     target, is_factory = resolved
-    params = {k: v for k, v in item.value.items() if k != "type"}
+    params = {k: v for k, v in item.value.items() if k not in ("type", MIN_STEP)}
+    step = _min_step(item, where)
+    if isinstance(step, list):
+        return step
     if not is_factory:
         if params:
             message = (
@@ -140,12 +144,28 @@ def _build_one(
                 f"{', '.join(sorted(params))} (decorate a factory with @strategy_factory)"
             )
             return [ConfigProblem(message=message, yaml_path=where, line=item.line)]
-        return NamedStrategy(name=name, strategy=target)
+        return NamedStrategy(name=name, strategy=min_step(target, step))
     try:
         strategy = target(**{k: v.plain() for k, v in params.items()})
     except ConfigError as exc:
         return [_at_parameter(p, item, where) for p in exc.problems]
-    return NamedStrategy(name=name, strategy=strategy)
+    return NamedStrategy(name=name, strategy=min_step(strategy, step))
+
+
+MIN_STEP = "min_step"
+"""The key every ``strategies:`` entry may set: the fewest tokens a step of
+that strategy must save to be kept (see :mod:`memrules.strategies.min_step`)."""
+
+
+def _min_step(item: Node, where: str) -> int | list[ConfigProblem]:
+    node = item.value.get(MIN_STEP)
+    if node is None:
+        return 0
+    value = node.value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    message = f"min_step={value!r} must be a whole number of tokens of at least 0"
+    return [ConfigProblem(message=message, yaml_path=f"{where}.{MIN_STEP}", line=node.line)]
 
 
 def _at_parameter(problem: ConfigProblem, item: Node, where: str) -> ConfigProblem:

@@ -17,7 +17,9 @@ from typing import ClassVar, Literal, Protocol
 
 import attrs
 
-__all__ = ["Budget", "ContextWindowResolver", "Trigger", "resolve_budget"]
+from memrules._core.errors import ConfigError, ConfigProblem
+
+__all__ = ["Budget", "CachePolicy", "ContextWindowResolver", "Trigger", "resolve_budget"]
 
 BudgetKind = Literal["unlimited", "messages", "tokens"]
 
@@ -98,3 +100,79 @@ def resolve_budget(trigger: Trigger, *, window: int | None = None) -> Budget:
     if trigger.safety_margin:
         limit = max(1, math.floor((1 - trigger.safety_margin) * limit))
     return Budget.tokens(limit)
+
+
+_PROVIDERS = ("openai", "anthropic")
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class CachePolicy:
+    """How a pipeline keeps the provider's prompt cache (the ``cache:``
+    section), validated on construction.
+
+    ``compact_to``: when the trigger fires, compact down to this target (a
+    fraction of the budget below 1, or a whole number of tokens) rather
+    than to just under the budget, so that the requests that follow only
+    append until the trigger fires again. Given the conversation's previous
+    request, a pipeline with a ``cache:`` section sends what it sent then,
+    plus the new messages, for as long as that stays under the budget.
+    ``cold_trigger``: a fraction of the budget at which compaction runs
+    when the cache has expired anyway (the previous request is older than
+    the provider's lifetime); while it is warm, compaction waits for the
+    budget itself. ``provider`` (``openai`` or ``anthropic``) and
+    ``model`` (the request's when None) choose the rule the plugin measures
+    the cache by.
+
+    >>> CachePolicy(compact_to=0.5).target(Budget.tokens(32000))
+    16000
+    """
+
+    compact_to: float | int | None = None
+    cold_trigger: float | None = None
+    provider: str = "openai"
+    model: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        problems = []
+        to = self.compact_to
+        fraction = isinstance(to, float) and 0 < to < 1
+        tokens = isinstance(to, int) and not isinstance(to, bool) and to >= 1
+        if to is not None and not (fraction or tokens):
+            message = (
+                f"compact_to={to!r} must be a fraction of the budget above 0 and below 1, "
+                "a whole number of tokens of at least 1, or null"
+            )
+            problems.append(ConfigProblem(message=message, yaml_path="cache.compact_to"))
+        cold = self.cold_trigger
+        if cold is not None and not (_number(cold) and 0 < cold <= 1):
+            message = f"cold_trigger={cold!r} must be a number above 0 and at most 1, or null"
+            problems.append(ConfigProblem(message=message, yaml_path="cache.cold_trigger"))
+        if self.provider not in _PROVIDERS:
+            message = f"provider={self.provider!r} must be one of {', '.join(_PROVIDERS)}"
+            problems.append(ConfigProblem(message=message, yaml_path="cache.provider"))
+        if self.model is not None and not (isinstance(self.model, str) and self.model):
+            message = f"model={self.model!r} must be a model name or null"
+            problems.append(ConfigProblem(message=message, yaml_path="cache.model"))
+        if problems:
+            raise ConfigError(problems)
+
+    def target(self, budget: Budget) -> int | None:
+        """The token count compaction aims below once ``budget`` is reached
+        (never above the budget); None without ``compact_to`` or a token
+        budget."""
+        if self.compact_to is None or budget.kind != "tokens":
+            return None
+        if isinstance(self.compact_to, float):
+            return max(1, math.floor(self.compact_to * budget.limit))
+        return min(self.compact_to, budget.limit)
+
+    def cold_limit(self, budget: Budget) -> int | None:
+        """The token count at which compaction runs when the cache has
+        expired; None without ``cold_trigger`` or a token budget."""
+        if self.cold_trigger is None or budget.kind != "tokens":
+            return None
+        return max(1, math.floor(self.cold_trigger * budget.limit))

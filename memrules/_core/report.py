@@ -11,6 +11,7 @@ import attrs
 from memrules._core.budget import Budget
 from memrules._core.indices import EMPTY, IdsOf, Indices, indices
 from memrules._core.messages import Conversation
+from memrules._core.prompt_cache import CacheMeasure, SentRequest
 from memrules._core.seam_protocols import SeamCall
 
 __all__ = ["CompressionAction", "CompressionReport", "StopReason"]
@@ -100,7 +101,21 @@ class CompressionReport:
     result with no call, two results for one call, ...; see the ``repair``
     setting), as ``"messages[i]: ..."``. ``counter`` names the token counter
     that measured every count here (``cl100k_base``, ``estimate``,
-    ``hf:...``), since counts from different tokenizers do not compare."""
+    ``hf:...``), since counts from different tokenizers do not compare.
+
+    Set only when the caller asked for them (and serialized only then, so
+    that reports without them read as they always did): ``cache``, what
+    the provider's prompt cache serves of the messages sent and their cost
+    (a :class:`~memrules._core.prompt_cache.CacheMeasure`: ``cached``,
+    ``uncached``, ``cost``, ``share``); ``carried``, how many leading
+    messages were sent as the conversation's previous request sent them
+    (a ``cache:`` section's append path); ``compact_to``, the token target
+    compaction aimed below once the trigger fired (``cache.compact_to``).
+
+    ``estimates`` says which parts of the output were counted by a stated
+    estimate rather than measured (an image at a URL, whose size is
+    unknown; PDF pages; encrypted reasoning), as
+    ``"messages[i].parts[j]: ..."``."""
 
     budget: Budget
     stop_reason: StopReason
@@ -113,6 +128,10 @@ class CompressionReport:
     origin: tuple[int | None, ...] = ()
     input_problems: tuple[str, ...] = ()
     counter: str = ""
+    cache: CacheMeasure | None = None
+    carried: int | None = None
+    compact_to: int | None = None
+    estimates: tuple[str, ...] = ()
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -130,6 +149,12 @@ class CompressionReport:
         return any(a.changed for a in self.actions)
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._fields_dict()
+        if self.estimates:  # absent otherwise: reports without estimates read as before
+            out["estimates"] = list(self.estimates)
+        return out
+
+    def _fields_dict(self) -> dict[str, Any]:
         return {
             "budget": self.budget.to_dict(),
             "counter": self.counter,
@@ -145,12 +170,26 @@ class CompressionReport:
             "input_problems": list(self.input_problems),
             "origin": list(self.origin),
             "actions": [a.to_dict() for a in self.actions],
+            **self._cache_dict(),
         }
+
+    def _cache_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.carried is not None:
+            out["carried"] = self.carried
+        if self.compact_to is not None:
+            out["compact_to"] = self.compact_to
+        if self.cache is not None:
+            out["cache"] = self.cache.to_dict()
+        return out
 
 
 @attrs.frozen(kw_only=True, slots=True)
 class CompressionResult:
-    """The result of applying a pipeline: the new messages and the report."""
+    """The result of applying a pipeline: the new messages and the report;
+    ``sent``, when the caller gave a cache rule or the previous request,
+    is this request to pass as ``previous=`` with the next one."""
 
     messages: Conversation
     report: CompressionReport
+    sent: SentRequest | None = None

@@ -60,12 +60,13 @@ your own :class:`PriceTable` when they change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Literal, TypeAlias
+from collections.abc import Mapping
+from typing import Any, TypeAlias
 
 import attrs
 
 from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult
+from memrules._core.prompt_cache import SECONDS, CacheMeasure, Lifetime, Sent, breakpoints
 
 __all__ = [
     "ANTHROPIC_MINIMUMS",
@@ -79,50 +80,18 @@ __all__ = [
     "PriceTable",
     "Sent",
     "breakpoints",
+    "is_warm",
+    "lifetime",
     "measure",
+    "rule_for",
     "shared_messages",
+    "without_controls",
 ]
 
 PRICES_READ = "2026-12-01"
 """The date the default prices and minimums were read."""
 
-Lifetime: TypeAlias = Literal["5m", "1h"]
-_SECONDS: Mapping[str, float] = {"5m": 300.0, "1h": 3600.0}
-
-
-def _counts(value: Iterable[int]) -> tuple[int, ...]:
-    return tuple(value)
-
-
-@attrs.frozen(kw_only=True, slots=True)
-class Sent:
-    """One request as sent: its messages and each message's token count,
-    plus ``overhead``, the tokens the request costs beyond its messages
-    (framing, tool definitions), counted as part of the first message's
-    prefix (they come before every message)."""
-
-    messages: tuple[Message, ...]
-    counts: tuple[int, ...] = attrs.field(converter=_counts)
-    overhead: int = 0
-
-    def __attrs_post_init__(self) -> None:
-        if len(self.counts) != len(self.messages):
-            msg = (
-                f"counts has {len(self.counts)} entries for {len(self.messages)} messages; "
-                "give one count per message"
-            )
-            raise ValueError(msg)
-        if self.overhead < 0 or any(c < 0 for c in self.counts):
-            msg = f"overhead={self.overhead!r} and every count must be >= 0"
-            raise ValueError(msg)
-
-    @property
-    def tokens(self) -> int:
-        return self.overhead + sum(self.counts)
-
-    def prefix_tokens(self, messages: int) -> int:
-        """Tokens of the first ``messages`` messages, overhead included."""
-        return self.overhead + sum(self.counts[:messages])
+_SECONDS = SECONDS
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -237,75 +206,84 @@ class AnthropicRule:
 CacheRule: TypeAlias = OpenAIRule | AnthropicRule
 
 
-@attrs.frozen(kw_only=True, slots=True)
-class CacheMeasure:
-    """What the cache does for one request, in tokens, and its cost in
-    input-token units (one uncached, unwritten token costs 1).
+def lifetime(rule: CacheRule, previous: Sent | None = None) -> float:
+    """Seconds after a request that its cache entries can still be read:
+    OpenAI's ``lifetime``; under Anthropic's rule the longest lifetime of
+    the breakpoints ``previous`` carried (the automatic one included), 5
+    minutes when it carried none."""
+    if isinstance(rule, OpenAIRule):
+        return rule.lifetime
+    points = [] if previous is None else _points(previous, rule)
+    return max((_SECONDS[ttl] for _, ttl in points), default=_SECONDS["5m"])
 
-    ``cached <= shared <= tokens`` and ``cached + uncached == tokens``;
-    ``written`` (of which ``written_long`` at the long lifetime) is part of
-    ``uncached``."""
 
-    tokens: int
-    shared: int
-    cached: int
-    uncached: int
-    written: int
-    written_long: int
-    cost: float
-    rule: str
+def is_warm(rule: CacheRule, previous: Sent | None, elapsed: float) -> bool:
+    """Whether the cache may still hold what ``previous`` wrote,
+    ``elapsed`` seconds later."""
+    return previous is not None and elapsed <= lifetime(rule, previous)
 
-    @property
-    def share(self) -> float:
-        """The fraction of the request served from the cache."""
-        return self.cached / self.tokens if self.tokens else 0.0
+
+def rule_for(provider: str, model: str | None = None) -> CacheRule:
+    """The rule of ``provider`` (``openai`` or ``anthropic``) for ``model``
+    (the rule's default model when None; the Anthropic rule with the
+    request-level breakpoint)."""
+    if provider == "openai":
+        return OpenAIRule() if model is None else OpenAIRule(model=model)
+    if provider == "anthropic":
+        if model is None:
+            return AnthropicRule(automatic=True)
+        return AnthropicRule(model=model, automatic=True)
+    msg = f"provider={provider!r} has no cache rule; known: openai, anthropic"
+    raise ValueError(msg)
+
+
+def _part_without_control(part: Any) -> Any:
+    if isinstance(part, (Text, ToolCall, ToolResult)):
+        kept = part.extra.get("anthropic")
+        if isinstance(part, ToolResult) and not isinstance(part.content, str):
+            part = attrs.evolve(part, content=tuple(_part_without_control(p) for p in part.content))
+        if isinstance(kept, Mapping) and "cache_control" in kept:
+            rest = {k: v for k, v in kept.items() if k != "cache_control"}
+            extra = {k: v for k, v in part.extra.items() if k != "anthropic"}
+            if rest:
+                extra["anthropic"] = rest
+            return attrs.evolve(part, extra=extra)
+    elif (
+        isinstance(part, Opaque)
+        and isinstance(part.payload, Mapping)
+        and "cache_control" in part.payload
+    ):
+        payload = {k: v for k, v in part.payload.items() if k != "cache_control"}
+        return attrs.evolve(part, payload=payload)
+    return part
+
+
+def without_controls(message: Message) -> Message:
+    """``message`` without its ``cache_control`` marks: a breakpoint says
+    where to cache, and is no part of the content the cache is keyed by."""
+    parts = tuple(_part_without_control(p) for p in message.parts)
+    if all(a is b for a, b in zip(parts, message.parts, strict=True)):
+        return message
+    return attrs.evolve(message, parts=parts)
+
+
+def _same(old: Message, new: Message) -> bool:
+    return old is new or old == new or without_controls(old) == without_controls(new)
 
 
 def shared_messages(previous: Sent | None, current: Sent) -> int:
     """How many leading messages ``current`` shares with ``previous`` (equal
-    by value, in order); 0 without a previous request or when the overhead
-    differs."""
+    by value, in order, ``cache_control`` marks aside: a breakpoint that
+    moved on to a later message leaves the content the same); 0 without a
+    previous request or when the overhead differs."""
     if previous is None or previous.overhead != current.overhead:
         return 0
     n = 0
     for old, new in zip(previous.messages, current.messages, strict=False):
-        if old is not new and old != new:
+        if not _same(old, new):
             break
         n += 1
     return n
-
-
-def _ttl(cache_control: Any) -> Lifetime | None:
-    if not isinstance(cache_control, Mapping):
-        return None
-    return "1h" if cache_control.get("ttl") == "1h" else "5m"
-
-
-def _part_controls(part: Any) -> Iterator[Lifetime]:
-    if isinstance(part, (Text, ToolCall, ToolResult)):
-        kept = part.extra.get("anthropic")
-        if isinstance(kept, Mapping):
-            ttl = _ttl(kept.get("cache_control"))
-            if ttl is not None:
-                yield ttl
-        if isinstance(part, ToolResult) and not isinstance(part.content, str):
-            for inner in part.content:
-                yield from _part_controls(inner)
-    elif isinstance(part, Opaque) and isinstance(part.payload, Mapping):
-        ttl = _ttl(part.payload.get("cache_control"))
-        if ttl is not None:
-            yield ttl
-
-
-def breakpoints(messages: Iterable[Message]) -> tuple[tuple[int, Lifetime], ...]:
-    """The ``cache_control`` breakpoints of ``messages``, in order, as
-    ``(index of the message holding it, lifetime)``; one entry per block
-    that carries one."""
-    found: list[tuple[int, Lifetime]] = []
-    for index, message in enumerate(messages):
-        for part in message.parts:
-            found.extend((index, ttl) for ttl in _part_controls(part))
-    return tuple(found)
 
 
 def measure(
@@ -347,6 +325,7 @@ def measure(
         written_long=long,
         cost=cost,
         rule=rule.name,
+        elapsed=elapsed,
     )
 
 

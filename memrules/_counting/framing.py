@@ -39,8 +39,17 @@ The rules, chosen by the config's ``count_rule``:
     joining Text parts, call arguments and result content). ``memrules
     demo`` runs with it (the name is kept for configs that use it).
 
-Images and other opaque parts count nothing under every rule (providers
-bill them by size, not by tokens of text).
+Images, documents, thinking and reasoning count on top of the framing, as
+the provider bills them (:mod:`memrules._counting.content`): an image by its
+size under the provider's published rule (OpenAI's tiles or patches for the
+rule's model family under ``openai``, Anthropic's pixels / 750 under
+``anthropic``), a PDF by a stated estimate per page, thinking by its text,
+encrypted reasoning by the provider's reported usage or a stated estimate.
+Each rule counts the parts its provider's writer sends: under ``openai``,
+OpenAI's own parts, parts of no provider and other providers' images (which
+``to_openai`` converts); Anthropic's thinking blocks, which ``to_openai``
+drops, count nothing there. The config's ``counting:`` section sets the
+model family and the estimates (:func:`count_rule_named`).
 """
 
 from __future__ import annotations
@@ -61,6 +70,14 @@ from memrules._core.messages import (
     as_messages,
     check_messages,
 )
+from memrules._counting.content import (
+    DEFAULT_COUNTING,
+    ContentCounting,
+    content_costs,
+    image_rule_for,
+    message_content_tokens,
+)
+from memrules._counting.images import ANTHROPIC_RULE, GPT_4O, ImageRule
 from memrules._counting.named import counter_for
 from memrules._counting.tokens import (
     DEFAULT_CACHE_SIZE,
@@ -75,6 +92,7 @@ __all__ = [
     "DEFAULT_COUNT_RULE",
     "OPENAI",
     "SEED",
+    "ContentFrame",
     "CountRule",
     "FramedCounter",
     "count_rule_named",
@@ -165,6 +183,7 @@ def _moves_parts(result: ToolResult) -> bool:
 
 
 def _content(result: ToolResult, count: TextCount) -> int:
+    """The text of a tool result (its opaque parts are priced apart)."""
     content = result.content
     if isinstance(content, str):
         return count(content)
@@ -194,8 +213,84 @@ def _anthropic_frame(message: Message, count: TextCount) -> int:
     return total
 
 
-OPENAI = CountRule(name="openai", per_request=_OPENAI_PRIMING, frame=_openai_frame)
-ANTHROPIC = CountRule(name="anthropic", per_request=_ANTHROPIC_PRIMING, frame=_anthropic_frame)
+# --- what is not text ---------------------------------------------------------
+
+_IMAGE_KINDS = frozenset(("image", "image_url", "input_image"))
+
+
+def _sent_by(provider: str) -> Callable[[Opaque], bool]:
+    """Whether ``provider``'s writer sends an opaque part: its own parts,
+    parts of no provider, and other providers' images (converted)."""
+
+    def sent(part: Opaque) -> bool:
+        source, _, kind = part.kind.rpartition(":")
+        return source in ("", provider) or kind in _IMAGE_KINDS
+
+    return sent
+
+
+def _kept_reasoning(message: Message, count: TextCount, counting: ContentCounting) -> int:
+    """An OpenAI-format message's ``reasoning_details`` (kept as it came:
+    the chat format of OpenRouter and other OpenAI-compatible servers):
+    their ``text`` and ``summary`` by the counter, encrypted ``data`` one
+    token per ``encrypted_chars_per_token`` characters."""
+    kept = message.metadata.get("openai")
+    details = kept.get("reasoning_details") if kept else None
+    if not isinstance(details, tuple):
+        return 0
+    total = 0
+    per = counting.encrypted_chars_per_token
+    for item in details:
+        if not isinstance(item, Mapping):
+            continue
+        for key in ("text", "summary"):
+            value = item.get(key)
+            if isinstance(value, str):
+                total += count(value)
+        data = item.get("data")
+        if isinstance(data, str):
+            total += -(-len(data) // per)
+    return total
+
+
+_SENT = {"openai": _sent_by("openai"), "anthropic": _sent_by("anthropic")}
+_FRAMES = {"openai": _openai_frame, "anthropic": _anthropic_frame}
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class ContentFrame:
+    """A provider's framing of a message (``style``: ``openai`` or
+    ``anthropic``) plus what its opaque parts cost under ``images`` and
+    ``counting`` (see the module docs). A value: two frames of the same
+    settings are equal, so a counter is never framed twice by them."""
+
+    style: str = attrs.field(validator=attrs.validators.in_(tuple(_FRAMES)))
+    images: ImageRule
+    counting: ContentCounting = DEFAULT_COUNTING
+
+    def __call__(self, message: Message, count: TextCount) -> int:
+        framing = _FRAMES[self.style](message, count)
+        if self.style == "openai":
+            framing += _kept_reasoning(message, count, self.counting)
+        return framing + message_content_tokens(
+            message, self.images, self.counting, count, sent=_SENT[self.style]
+        )
+
+    def estimates(self, message: Message, count: TextCount) -> tuple[str, ...]:
+        """``"parts[i]: ..."`` for each opaque part of ``message`` whose
+        figure is an estimate, saying which."""
+        costs = content_costs(message, self.images, self.counting, count, sent=_SENT[self.style])
+        return tuple(f"{where}: {cost.note}" for where, cost in costs if not cost.measured)
+
+
+OPENAI = CountRule(
+    name="openai", per_request=_OPENAI_PRIMING, frame=ContentFrame(style="openai", images=GPT_4O)
+)
+ANTHROPIC = CountRule(
+    name="anthropic",
+    per_request=_ANTHROPIC_PRIMING,
+    frame=ContentFrame(style="anthropic", images=ANTHROPIC_RULE),
+)
 SEED = CountRule(name="seed")
 
 COUNT_RULES: Mapping[str, CountRule] = MappingProxyType(
@@ -267,6 +362,15 @@ class FramedCounter:
     def count_text(self, text: str) -> int:
         return self.base.count_text(text)
 
+    def estimates(self, message: Message) -> tuple[str, ...]:
+        """What of ``message``'s count is a stated estimate rather than
+        measured (an image of unknown size, PDF pages, encrypted
+        reasoning), one ``"parts[i]: ..."`` line each."""
+        frame = self.rule.frame
+        if isinstance(frame, ContentFrame):
+            return frame.estimates(message, self._text_count)
+        return ()
+
     @property
     def cached(self) -> int:
         """How many message counts the cache holds."""
@@ -304,14 +408,26 @@ def per_request_tokens(counter: TokenCounter) -> int:
     return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
-def count_rule_named(name: str) -> CountRule:
-    """The rule a ``count_rule`` name selects."""
+def count_rule_named(
+    name: str, *, counting: ContentCounting = DEFAULT_COUNTING, model: str | None = None
+) -> CountRule:
+    """The rule a ``count_rule`` name selects, pricing images, documents and
+    reasoning by ``counting`` (the config's ``counting:`` section) and, under
+    ``openai``, by the image rule of ``counting.image_model`` or else of
+    ``model`` (the config's ``encoder_name``) when that is a model family of
+    OpenAI's image guide (gpt-4o's otherwise)."""
     rule = COUNT_RULES.get(name)
     if rule is None:
         known = ", ".join(COUNT_RULES)
         msg = f"count_rule={name!r} is not one of {known}"
         raise EncodingError(msg)
-    return rule
+    frame = rule.frame
+    if not isinstance(frame, ContentFrame):
+        return rule
+    images = image_rule_for(name, counting, model)
+    if images == frame.images and counting == frame.counting:
+        return rule
+    return attrs.evolve(rule, frame=attrs.evolve(frame, images=images, counting=counting))
 
 
 def _shared_framed(key: tuple[str, str]) -> TokenCounter:

@@ -343,13 +343,15 @@ DEFAULT_ESTIMATES = ImageEstimates()
 class PartCost:
     """What one image or document part costs, and how that was worked out.
 
-    ``what`` is ``"image"`` or ``"document"``; ``measured`` is True when the
-    figure comes from the part's own bytes (an image's header, a PDF's page
-    objects, a document's text) and False when an estimate stood in;
+    ``what`` is ``"image"`` or ``"document"`` (``"thinking"`` or
+    ``"reasoning"`` for what :mod:`memrules._counting.content` prices);
+    ``measured`` is True when the figure comes from the part's own bytes
+    (an image's header, a PDF's page objects, a document's text) and False
+    when an estimate stood in;
     ``note`` says it in a few words for the report."""
 
     tokens: int
-    what: Literal["image", "document"]
+    what: Literal["image", "document", "thinking", "reasoning"]
     measured: bool
     note: str
     size: ImageSize | None = None

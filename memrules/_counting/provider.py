@@ -35,6 +35,8 @@ import attrs
 from memrules._core.checks import is_whole
 from memrules._core.errors import EncodingError
 from memrules._core.messages import Message
+from memrules._counting.content import DEFAULT_COUNTING, message_content_tokens
+from memrules._counting.images import ANTHROPIC_RULE
 from memrules._counting.tokens import DEFAULT_CACHE_SIZE, BoundedCache, _message_text
 from memrules._io.http import JSONClient, MalformedReplyError
 
@@ -131,7 +133,12 @@ class ProviderCounter:
         return max(0, self.endpoint.count_request(text) - self.framing)
 
     def _compute(self, message: Message) -> int:
-        return self.count_text(_message_text(message))
+        # The endpoint is asked about text only: images and documents are
+        # priced by Anthropic's published rule, thinking by its text.
+        text = self.count_text(_message_text(message))
+        return text + message_content_tokens(
+            message, ANTHROPIC_RULE, DEFAULT_COUNTING, self.count_text
+        )
 
     def count(self, message: Message) -> int:
         return self._cache.get(message)

@@ -34,7 +34,7 @@ from memrules._core.seam_protocols import SeamCall
 from memrules._engine.contract import Outcome, Strategy, StrategyContext
 from memrules._engine.observe import PipelineObserver, RunInfo, StepInfo, observe
 
-__all__ = ["MAX_PASSES", "NamedStrategy", "run_once", "run_pipeline"]
+__all__ = ["MAX_PASSES", "Aim", "NamedStrategy", "run_once", "run_pipeline"]
 
 MAX_PASSES = 4
 
@@ -232,15 +232,33 @@ def _repair_step(
     )
 
 
+def _carry_step(
+    conversation: Conversation, tokens: int, context: StrategyContext, carry: Enforced
+) -> _Step:
+    if None not in carry.origin:
+        origin: tuple[int, ...] = carry.origin  # type: ignore[assignment]
+        context.measure.derive(carry.messages, conversation, origin)
+    after = _total(carry.messages, context)
+    note = "sent what the previous request sent, then the new messages"
+    return _Step(
+        action=_action("previous", 0, conversation, tokens, carry, after, note=note),
+        enforced=carry,
+        tokens=after,
+    )
+
+
 def _begin(
     conversation: Conversation,
     context: StrategyContext,
     *,
     repair: bool,
     watch: _Watch | None = None,
+    carry: Enforced | None = None,
 ) -> _Run:
-    """A run of ``conversation``: its input problems found and, with
-    ``repair``, removed first (recorded as a ``repair`` action, pass 0)."""
+    """A run of ``conversation``: with ``carry``, first what the previous
+    request sent plus the new messages (a ``previous`` action, pass 0);
+    then its input problems found and, with ``repair``, removed (a
+    ``repair`` action, pass 0)."""
     tokens = _total(conversation, context)
     problems = context.measure.problems(conversation)
     run = _Run(
@@ -251,6 +269,15 @@ def _begin(
         problems=tuple(map(str, problems)),
         counter=context.counter.name,
     )
+    if carry is not None:
+
+        def carried() -> _Step:
+            return _carry_step(conversation, tokens, context, carry)
+
+        run.take(carried() if watch is None else watch.step("previous", 0, -1, run, carried))
+        if problems:
+            problems = context.measure.problems(run.current)
+            conversation, tokens = run.current, run.tokens
     if repair and problems:
 
         def work() -> _Step:
@@ -342,6 +369,7 @@ def run_pipeline(
     repair: bool = False,
     observers: Sequence[PipelineObserver] = (),
     conversation_id: str | None = None,
+    aim: Aim | None = None,
 ) -> CompressionResult:
     """Compact ``conversation`` until it fits ``context.budget``.
 
@@ -349,20 +377,42 @@ def run_pipeline(
     met (``under_budget`` with no passes). Otherwise passes run the
     strategies in order, re-measuring after each one that acted. With
     ``repair``, broken input is removed first (see :mod:`memrules._core.repair`).
+    ``aim`` (a ``cache:`` section's) starts from what the previous request
+    sent, may fire the trigger early, compacts down to a lower target and
+    finishes the result (the cache measure) before observers see it.
     ``observers`` watch the run and each strategy run; ``conversation_id``
     is only told to them.
     """
+    aim = _NO_AIM if aim is None else aim
     watch = _watch(
         observers, "apply", conversation, strategies, context, max_passes, conversation_id
     )
+
+    def work() -> CompressionResult:
+        result = _apply(conversation, strategies, context, max_passes, repair, watch, aim)
+        return result if aim.finish is None else aim.finish(result)
+
     if watch is None:
-        return _apply(conversation, strategies, context, max_passes, repair, None)
-    return observe(
-        watch.observers,
-        "observe_run",
-        watch.info,
-        lambda: _apply(conversation, strategies, context, max_passes, repair, watch),
-    )
+        return work()
+    return observe(watch.observers, "observe_run", watch.info, work)
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class Aim:
+    """What a ``cache:`` section changes in a run: ``carry``, the input
+    with what the previous request sent in place of its old messages (the
+    invariants held); ``trigger``, a token count that fires the trigger
+    before the budget does (the cache has expired anyway); ``target``, the
+    token count compaction aims below once it fires (strategies see it as
+    their budget); ``finish``, applied to the result inside the run."""
+
+    carry: Enforced | None = None
+    trigger: int | None = None
+    target: int | None = None
+    finish: Callable[[CompressionResult], CompressionResult] | None = None
+
+
+_NO_AIM = Aim()
 
 
 def _apply(
@@ -372,24 +422,41 @@ def _apply(
     max_passes: int,
     repair: bool,
     watch: _Watch | None,
+    aim: Aim = _NO_AIM,
 ) -> CompressionResult:
     budget = context.budget
-    run = _begin(conversation, context, repair=repair, watch=watch)
+    run = _begin(conversation, context, repair=repair, watch=watch, carry=aim.carry)
     tokens_before = run.actions[0].tokens_before if run.actions else run.tokens
     if budget.is_unlimited:
         return run.done(budget, StopReason.NO_TRIGGER, 0, tokens_before)
-    if not budget.is_over(messages=len(run.current), tokens=run.tokens):
+    over = budget.is_over(messages=len(run.current), tokens=run.tokens)
+    early = aim.trigger is not None and budget.kind == "tokens" and run.tokens >= aim.trigger
+    if not (over or early):
         return run.done(budget, StopReason.UNDER_BUDGET, 0, tokens_before)
+    goal = budget
+    if budget.kind == "tokens" and (aim.target is not None or early):
+        limits = [budget.limit]
+        if aim.target is not None:
+            limits.append(aim.target)
+        if early and aim.trigger is not None:
+            limits.append(aim.trigger)
+        goal = Budget.tokens(min(limits))
+        context = attrs.evolve(context, budget=goal)
     for pass_number in range(1, max_passes + 1):
         progressed = False
         for index, named in enumerate(strategies):
             if not run.take(_run_step(watch, named, index, run, context, pass_number)):
                 continue
             progressed = True
-            if not budget.is_over(messages=len(run.current), tokens=run.tokens):
+            if not goal.is_over(messages=len(run.current), tokens=run.tokens):
                 return run.done(budget, StopReason.UNDER_BUDGET, pass_number, tokens_before)
         if not progressed:
-            return run.done(budget, StopReason.NO_PROGRESS, pass_number, tokens_before)
+            stop = StopReason.NO_PROGRESS
+            if not budget.is_over(messages=len(run.current), tokens=run.tokens):
+                stop = StopReason.UNDER_BUDGET
+            return run.done(budget, stop, pass_number, tokens_before)
+    if not budget.is_over(messages=len(run.current), tokens=run.tokens):
+        return run.done(budget, StopReason.UNDER_BUDGET, max_passes, tokens_before)
     return run.done(budget, StopReason.PASS_LIMIT, max_passes, tokens_before)
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.bounded import BoundedTable
+from memrules._core.prompt_cache import SentRequest
 from memrules._counting.measure import Measure
 from memrules._runtime.pipeline import Pipeline
 
@@ -32,13 +33,19 @@ class ConversationCache:
     """The :class:`~memrules._counting.measure.Measure` (``measure``) and the
     :class:`~memrules._adapters.conversion_cache.ConversionCache` (``conversion``) of one
     conversation served by ``pipeline``. Both are bounded by that
-    conversation and safe to share between threads."""
+    conversation and safe to share between threads.
 
-    __slots__ = ("conversion", "measure")
+    ``previous`` is the conversation's last request as the pipeline sent
+    it (on a route with a ``cache:`` section), which the prompt-cache
+    measure and the append path compare the next one with; written under
+    the conversation's lock."""
+
+    __slots__ = ("conversion", "measure", "previous")
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.measure: Measure = pipeline.memo()
         self.conversion = ConversionCache()
+        self.previous: SentRequest | None = None
 
 
 class ConversationCaches:

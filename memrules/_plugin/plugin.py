@@ -409,21 +409,26 @@ class MemoryPlugin:
             )
             if now is None:
                 now = memory.clock()
+        if now is None and self.config.cache is not None:
+            now = LoggedClock(self._clock)()  # the prompt cache's age, through the seam log
         when = self._clock() if now is None else now
         with self._states.lock(conversation_id):
             loaded = self.state(conversation_id)
+            memo = self._memos.get(conversation_id)
             result = step(
                 loaded,
                 request,
                 pipeline=self._pipeline,
                 observers=self.config.observers,
                 resolver=self.config.context_window_resolver,
-                memo=self._memos.get(conversation_id).measure,
+                memo=memo.measure,
                 retrieval=retrieval,
                 now=when,
+                previous=memo.previous,
             )
             commit = _commit(loaded, result)
             self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
+            memo.previous = result.sent
             self._last = result
         return result
 
@@ -599,7 +604,8 @@ class MemoryPlugin:
         def attempt() -> StepResult:
             with self._states.lock(conversation_id):
                 loaded = self.state(conversation_id)
-                memo = self._memos.get(conversation_id).measure
+                memos = self._memos.get(conversation_id)
+                memo = memos.measure
 
                 def run(
                     pipeline: Pipeline, observers: Iterable[ContextUsageObserver]
@@ -613,12 +619,14 @@ class MemoryPlugin:
                         memo=memo,
                         retrieval=retrieval,
                         now=when,
+                        previous=memos.previous,
                     )
 
                 answers.run(lambda: run(quiet, ()))  # raises _Pending for a call to make
                 result = answers.run(lambda: run(watched, self.config.observers))
                 commit = _commit(loaded, result)
                 self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
+                memos.previous = result.sent
                 self._last = result
             return result
 

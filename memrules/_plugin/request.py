@@ -14,6 +14,7 @@ from memrules._adapters import from_openai, to_openai
 from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.errors import MessageFormatError
 from memrules._core.messages import Conversation
+from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionReport
 from memrules._core.seam_records import MAX_SCOPE_CHARS
 from memrules._counting.usage import ContextUsage
@@ -168,6 +169,9 @@ class StepResult:
     Retrieval memory: ``memory`` is what retrieval found and the gate made
     of it (None on a route without memory), and ``memory_tokens`` the
     memory message's token cost (0 without one), outside the budget too.
+
+    ``sent`` is what the pipeline sent (on a route with a ``cache:``
+    section): the conversation's previous request for its next one.
     """
 
     state: ConversationState
@@ -182,6 +186,7 @@ class StepResult:
     graph_error: str | None = None
     memory: RetrievalReport | None = None
     memory_tokens: int = 0
+    sent: SentRequest | None = None
 
     @property
     def compacted(self) -> bool:

@@ -15,11 +15,13 @@ from memrules._core.budget import ContextWindowResolver
 from memrules._core.checks import is_whole
 from memrules._core.errors import ConfigError, ObserverError
 from memrules._core.messages import Conversation, Message, message
+from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionResult
 from memrules._counting.measure import Measure
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
 from memrules._plugin.request import Request, StepResult
 from memrules._runtime.pipeline import Pipeline
+from memrules._runtime.prompt_cache import policy_rule
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergePolicy, MergeReport
 from memrules.graph.render import (
@@ -166,6 +168,7 @@ def step(
     memo: Measure | None = None,
     retrieval: Retrieval | None = None,
     now: float | None = None,
+    previous: SentRequest | None = None,
 ) -> StepResult:
     """Run one request of a conversation in ``state`` through the steps (see
     the module docs); pure but for what the observers, the pipeline's seams
@@ -177,6 +180,14 @@ def step(
     shell asks the store; None: nothing was asked), and ``now`` the time
     (seconds since the epoch) the gate decays memories by (None: no decay):
     given both, a replay injects the same bytes.
+
+    On a route with a ``cache:`` section, ``previous`` is the
+    conversation's previous request (the last result's ``sent``) and
+    ``now`` this one's time: the pipeline measures the prompt cache by the
+    section's rule for ``request.model`` and may send what it sent before
+    plus the new messages (see :class:`~memrules._core.budget.CachePolicy`).
+    The measure is of what the pipeline sends, before the graph and memory
+    messages go in.
 
     Changes nothing: the new state and request are in the result. An
     observer error raises :class:`~memrules._core.errors.ObserverError`, chained to
@@ -195,6 +206,7 @@ def step(
     )
     _notify(observers, usage)
     state, warned_messages, warn = _warn(state, messages, usage, config)
+    policy = config.cache
     compaction = pipeline.apply(
         warned_messages,
         budget=pipeline.budget(usage.window),
@@ -202,6 +214,9 @@ def step(
         conversation_id=request.conversation_id,
         user=request.user,
         tenant=request.tenant,
+        previous=None if policy is None else previous,
+        cache=None if policy is None else policy_rule(policy, request.model, pipeline.prices),
+        now=None if policy is None else now,
     )
     state, delta, merged, graph_error = _extract(state, messages, pipeline)
     sent, rendered, graph_tokens = _render_graph(
@@ -227,6 +242,7 @@ def step(
         graph_error=graph_error,
         memory=memory,
         memory_tokens=memory_tokens,
+        sent=compaction.sent,
     )
 
 

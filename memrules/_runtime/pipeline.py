@@ -23,6 +23,7 @@ from memrules._config.load import MemoryConfig, load_config
 from memrules._core.budget import Budget, resolve_budget
 from memrules._core.errors import ConfigError, StoreError
 from memrules._core.messages import Conversation, Message, as_messages, check_messages
+from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionResult
 from memrules._core.seam_protocols import Seams, VectorStore
 from memrules._core.seam_records import (
@@ -33,6 +34,8 @@ from memrules._core.seam_records import (
     StoreWrite,
     build_records,
 )
+from memrules._counting.cache import DEFAULT_PRICES, CacheRule, PriceTable
+from memrules._counting.content import DEFAULT_COUNTING
 from memrules._counting.framing import count_rule_named, framed
 from memrules._counting.measure import Measure
 from memrules._counting.named import counter_named
@@ -42,6 +45,7 @@ from memrules._engine.interpreter import MAX_PASSES, run_once, run_pipeline
 from memrules._engine.observe import PipelineObserver
 from memrules._runtime.awaiting import SeamAnswers
 from memrules._runtime.logged import logged_seams
+from memrules._runtime.prompt_cache import cache_aim
 from memrules.seams._settings import build_seams
 
 __all__ = ["IndexContext", "Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
@@ -52,6 +56,25 @@ def as_conversation(messages: Iterable[Message]) -> Conversation:
     conversation = as_messages(messages)
     check_messages(conversation)
     return conversation
+
+
+def with_estimates(result: CompressionResult, counter: TokenCounter) -> CompressionResult:
+    """``result`` with its report's ``estimates``: what of the output's
+    count ``counter`` estimated (an image of unknown size, PDF pages,
+    encrypted reasoning), as ``"messages[i].parts[j]: ..."``; ``result``
+    itself when nothing was estimated or the counter cannot say."""
+    estimates = getattr(counter, "estimates", None)
+    if estimates is None:
+        return result
+    found = tuple(
+        f"messages[{i}].{line}"
+        for i, m in enumerate(result.messages)
+        if m.parts
+        for line in estimates(m)
+    )
+    if not found:
+        return result
+    return attrs.evolve(result, report=attrs.evolve(result.report, estimates=found))
 
 
 def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
@@ -75,7 +98,8 @@ class Pipeline:
 
     ``observers`` watch every run and strategy run (tracing, metrics,
     logging, a progress bar; see :mod:`memrules.observability`); they change
-    nothing in the result.
+    nothing in the result. ``prices`` is the price table the prompt-cache
+    measure costs requests by (see :mod:`memrules._counting.cache`).
     """
 
     config: MemoryConfig
@@ -83,6 +107,7 @@ class Pipeline:
     seams: Seams = attrs.field(factory=Seams)
     max_passes: int = MAX_PASSES
     observers: tuple[PipelineObserver, ...] = attrs.field(default=(), converter=_observers)
+    prices: PriceTable = DEFAULT_PRICES
     _measure: Measure = attrs.field(
         init=False,
         default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
@@ -118,7 +143,14 @@ class Pipeline:
         base = counter or counter_named(config.encoder_name)
         return cls(
             config=config,
-            counter=framed(base, count_rule_named(config.count_rule)),
+            counter=framed(
+                base,
+                count_rule_named(
+                    config.count_rule,
+                    counting=config.counting or DEFAULT_COUNTING,
+                    model=config.encoder_name,
+                ),
+            ),
             seams=given,
             observers=tuple(observers),
         )
@@ -175,23 +207,62 @@ class Pipeline:
         conversation_id: str | None = None,
         user: str | None = None,
         tenant: str | None = None,
+        previous: SentRequest | None = None,
+        cache: CacheRule | None = None,
+        now: float | None = None,
     ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
         default). Returns the new messages and the report. ``memo`` is the
         conversation's own measure (:meth:`measure`), the pipeline's by default.
         ``conversation_id`` names the conversation to the observers (a trace's
         ``gen_ai.conversation.id``); what ``offload`` stores is filed under
-        ``conversation_id``, ``user`` and ``tenant``."""
+        ``conversation_id``, ``user`` and ``tenant``.
+
+        The prompt cache: ``previous`` is the conversation's previous
+        request (the last result's ``sent``), ``now`` the time of this one
+        (seconds; with ``previous.at``, how long the cache has waited) and
+        ``cache`` the provider's rule
+        (:class:`~memrules._counting.cache.OpenAIRule`,
+        :class:`~memrules._counting.cache.AnthropicRule`; the config's
+        ``cache.provider`` when it has a ``cache:`` section). With a rule,
+        ``report.cache`` says how many tokens of what is sent the cache
+        serves and what the request costs; with a rule or ``previous``,
+        ``result.sent`` is this request, to pass as ``previous`` next time.
+        A ``cache:`` section also acts on them (see
+        :class:`~memrules._core.budget.CachePolicy`).
+
+        >>> from memrules._core.messages import message
+        >>> from memrules._counting.cache import OpenAIRule
+        >>> pipeline = load_pipeline("{max_tokens: 100000, strategies: []}")
+        >>> history = [message("system", "rules " * 1200), message("user", "hi")]
+        >>> first = pipeline.apply(history, cache=OpenAIRule())
+        >>> history.append(message("user", "and then"))
+        >>> second = pipeline.apply(history, cache=OpenAIRule(), previous=first.sent)
+        >>> second.report.cache.cached, second.report.cache.uncached
+        (1152, 67)
+        """
         context = self.context(budget, _scope(conversation_id, user, tenant), memo)
-        return run_pipeline(
-            context.measure.conversation(messages),
+        conversation = context.measure.conversation(messages)
+        aim = cache_aim(
+            conversation,
+            context,
+            self.config.cache,
+            previous=previous,
+            rule=cache,
+            now=now,
+            prices=self.prices,
+        )
+        result = run_pipeline(
+            conversation,
             self.config.strategies,
             context,
             max_passes=self.max_passes,
             repair=self.config.repair,
             observers=self.observers,
             conversation_id=conversation_id,
+            aim=aim,
         )
+        return with_estimates(result, self.counter)
 
     async def apply_async(
         self,
@@ -202,6 +273,9 @@ class Pipeline:
         conversation_id: str | None = None,
         user: str | None = None,
         tenant: str | None = None,
+        previous: SentRequest | None = None,
+        cache: CacheRule | None = None,
+        now: float | None = None,
     ) -> CompressionResult:
         """:meth:`apply`, awaiting the seams instead of blocking on them: the
         same arguments and the same result, report included.
@@ -244,6 +318,9 @@ class Pipeline:
                 conversation_id=conversation_id,
                 user=user,
                 tenant=tenant,
+                previous=previous,
+                cache=cache,
+                now=now,
             )
 
         answers = SeamAnswers()
@@ -262,7 +339,7 @@ class Pipeline:
         tenant: str | None = None,
     ) -> CompressionResult:
         """Run every strategy once, with no budget."""
-        return run_once(
+        result = run_once(
             as_conversation(messages),
             self.config.strategies,
             self.context(scope=_scope(conversation_id, user, tenant)),
@@ -270,6 +347,7 @@ class Pipeline:
             observers=self.observers,
             conversation_id=conversation_id,
         )
+        return with_estimates(result, self.counter)
 
     # --- memory: what the store keeps -------------------------------------------------
 

@@ -56,6 +56,7 @@ from memrules.graph.extract import _OfflineExtractor
 from memrules.graph.state import redact
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._settings import SeamSettings, section_keys
+from memrules.strategies.min_step import MinStep
 from memrules.strategies.registry import RECIPE
 
 __all__ = [
@@ -114,6 +115,9 @@ def _fields(instance: Any, *, skip_none: bool) -> dict[str, Any]:
 
 def _strategy(named: NamedStrategy) -> dict[str, Any]:
     strategy = named.strategy
+    if isinstance(strategy, MinStep):
+        inner = _strategy(NamedStrategy(name=named.name, strategy=strategy.strategy))
+        return {**inner, "min_step": strategy.tokens}
     marked = getattr(strategy, CANONICAL_MARK, None)
     if marked is not None:
         return dict(marked)

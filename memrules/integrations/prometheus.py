@@ -7,6 +7,10 @@
                                            (``changed``, ``unchanged``, ``error``)
 ``memrules_tokens_reclaimed_total``        tokens strategies removed, by ``strategy``
 ``memrules_apply_duration_seconds``        how long a run took (histogram), by ``operation``
+``memrules_cache_input_tokens_total``      input tokens sent, by ``operation`` and ``served``
+                                           (``cached``, ``uncached``: what the provider's
+                                           prompt cache serves), runs that measured it only
+``memrules_cache_cost_units_total``        what those requests cost, in input-token units
 =========================================  =================================================
 
 Retrieval memory (:class:`PrometheusRetrievalObserver`, a
@@ -87,7 +91,14 @@ class PrometheusObserver:
     same metric twice is a :class:`~memrules.ConfigError`.
     """
 
-    __slots__ = ("duration", "runs", "strategy_runs", "tokens_reclaimed")
+    __slots__ = (
+        "cache_cost",
+        "cache_tokens",
+        "duration",
+        "runs",
+        "strategy_runs",
+        "tokens_reclaimed",
+    )
 
     def __init__(
         self,
@@ -119,6 +130,22 @@ class PrometheusObserver:
                 namespace=namespace,
                 registry=registry,
             )
+            self.cache_tokens = _prometheus.Counter(
+                "cache_input_tokens",
+                "Input tokens of the requests sent, by whether the provider's prompt cache "
+                "serves them (cached, uncached); runs that measured the cache only.",
+                ["operation", "served"],
+                namespace=namespace,
+                registry=registry,
+            )
+            self.cache_cost = _prometheus.Counter(
+                "cache_cost_units",
+                "What the requests sent cost, in input-token units (one uncached token: 1), "
+                "under the prompt cache's rule; runs that measured the cache only.",
+                ["operation"],
+                namespace=namespace,
+                registry=registry,
+            )
             self.duration = _prometheus.Histogram(
                 "apply_duration_seconds",
                 "How long a pipeline run took, by operation.",
@@ -143,6 +170,11 @@ class PrometheusObserver:
             raise
         self.duration.labels(run.operation).observe(time.perf_counter() - started)
         self.runs.labels(run.operation, result.report.stop_reason.value).inc()
+        cache = result.report.cache
+        if cache is not None:
+            self.cache_tokens.labels(run.operation, "cached").inc(cache.cached)
+            self.cache_tokens.labels(run.operation, "uncached").inc(cache.uncached)
+            self.cache_cost.labels(run.operation).inc(cache.cost)
 
     def observe_step(self, step: StepInfo, proceed: Callable[[], CompressionAction]) -> None:
         action = proceed()

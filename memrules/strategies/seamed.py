@@ -18,7 +18,7 @@ answer is not copied into the report).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -202,10 +202,26 @@ def _no_saving(
     )
 
 
+def is_summary(message: Message) -> bool:
+    """Whether ``message`` is a summary ``summarize`` wrote."""
+    info = message.metadata.get("memrules") if isinstance(message.metadata, Mapping) else None
+    return (isinstance(info, Mapping) and "summary_of" in info) or message.text.startswith(
+        SUMMARY_PREFIX
+    )
+
+
+def _after_summaries(conversation: Conversation, moved: tuple[range, ...]) -> tuple[range, ...]:
+    """``moved`` without the units at or before the last summary: those
+    stay as they were sent (frozen), and the new summary follows them."""
+    last = max((i for i, m in enumerate(conversation) if is_summary(m)), default=-1)
+    return tuple(unit for unit in moved if unit.start > last)
+
+
 @attrs.frozen(slots=True, repr=False)
 class _Summarize:
     turns: int
     keep_exchanges: int
+    frozen: bool | None = None  # None, not False: configs without it read as before
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
         summarizer = context.seams.summarizer
@@ -214,6 +230,8 @@ class _Summarize:
         moved = take_units(
             conversation, context, units=self.turns, keep_exchanges=self.keep_exchanges, fill=True
         )
+        if self.frozen:
+            moved = _after_summaries(conversation, moved)
         if not moved:
             return conversation
         gone = _indices(moved)
@@ -271,7 +289,7 @@ class _Summarize:
 
 
 @register("summarize")
-def summarize(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
+def summarize(*, turns: int = 10, keep_exchanges: int = 3, frozen: bool = False) -> Strategy:
     """Replace the oldest ``turns`` units (or more when the budget needs
     more) with one message from the summarizer that says it is a summary,
     of how much, and in place of which turns (by their opening words) and
@@ -288,9 +306,16 @@ def summarize(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
     replaces is refused: nothing changes, and the action's note and seam
     call say so.
 
+    With ``frozen``, summaries are appended, never rewritten: the
+    summaries already in the conversation (and what precedes them) stay
+    as they are, and a new summary covers only units after the last one,
+    so the prefix a provider cached up to a summary is sent again as it
+    was.
+
     Keeps: survivors untouched (their exchanges are never summarized),
-    order, tool exchanges whole.
+    order, tool exchanges whole; with ``frozen``, every earlier summary and
+    what precedes it, unchanged.
     """
     check_positive("turns", turns)
     check_positive("keep_exchanges", keep_exchanges, minimum=0)
-    return _Summarize(turns, keep_exchanges)
+    return _Summarize(turns, keep_exchanges, True if frozen else None)

@@ -129,6 +129,27 @@ BAD = [
     ("max_messages: " + "9" * 5000 + "\n", "max_messages", 1, "Exceeds the limit"),
     ("a: &a {x: 1}\nb:\n  <<: *a\n", "b", 3, "merge keys (<<) are not supported"),
     ("a: " + "[" * 40 + "]" * 40 + "\n", "", 1, "nested more than 32 levels deep"),
+    # The prompt cache: the cache: section and min_step on a strategies entry.
+    ("max_tokens: 9\ncache:\n  compact_to: 1.5\n", "cache.compact_to", 3, "fraction of the"),
+    ("cache:\n  compact_to: 0\n", "cache.compact_to", 2, "compact_to=0 must be"),
+    ("cache:\n  compact_to: half\n", "cache.compact_to", 2, "whole number of tokens"),
+    ("cache:\n  cold_trigger: 2\n", "cache.cold_trigger", 2, "above 0 and at most 1"),
+    ("cache:\n  provider: gemini\n", "cache.provider", 2, "one of openai, anthropic"),
+    ("cache:\n  model: ''\n", "cache.model", 2, "must be a model name or null"),
+    ("cache:\n  compact: 0.5\n", "cache.compact", 2, "did you mean 'compact_to'"),
+    ("cache: 0.5\n", "cache", 1, "cache is a mapping of compact_to"),
+    (
+        "strategies:\n  - type: trim_to_budget\n    min_step: -1\n",
+        "strategies[0].min_step",
+        3,
+        "min_step=-1 must be a whole number",
+    ),
+    (
+        "strategies:\n  - type: summarize\n    frozen: sometimes\n",
+        "strategies[0].frozen",
+        3,
+        "frozen='sometimes'",
+    ),
 ]
 
 IMPORTS = [
@@ -331,7 +352,12 @@ def test_strategy_repr_reads_like_yaml() -> None:
 
 
 def test_registry_holds_the_documented_built_ins() -> None:
-    assert set(STRATEGIES) == {*BUILTIN_ORDER, "trim_to_budget"}
+    assert set(STRATEGIES) == {
+        *BUILTIN_ORDER,
+        "trim_to_budget",
+        "strip_old_images",
+        "clear_thinking",
+    }
     assert not hasattr(memrules, "STRATEGIES")  # the registry is not top-level API
 
 

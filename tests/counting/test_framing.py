@@ -84,10 +84,10 @@ def test_openai_rule_by_hand() -> None:
         + 3
     )
     assert framed_total(messages) == expected
-    # an image counts nothing; the text beside it does
+    # an image of unknown size counts the most gpt-4o's tiles bill (8 tiles)
     image = Opaque(kind="openai:image_url", payload={"type": "image_url"})
     with_image = Message(role="user", parts=(Text(text="see"), image))
-    assert framed(COUNTER, OPENAI).count(with_image) == 3 + n("user") + n("see")
+    assert framed(COUNTER, OPENAI).count(with_image) == 3 + n("user") + n("see") + 85 + 8 * 170
 
 
 def test_anthropic_rule_by_hand() -> None:

@@ -297,6 +297,8 @@ def test_prometheus_metrics_for_a_known_compaction() -> None:
         "memrules_strategy_runs",
         "memrules_tokens_reclaimed",
         "memrules_apply_duration_seconds",
+        "memrules_cache_input_tokens",
+        "memrules_cache_cost_units",
     }
     for family in families.values():
         for sample in family.samples:

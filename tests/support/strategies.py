@@ -85,7 +85,7 @@ __all__ = [
 COUNTER: TokenCounter = counter_for("cl100k_base")
 """The shared cl100k counter (the default encoder)."""
 
-ALL_BUILTINS = (*BUILTIN_ORDER, "trim_to_budget")
+ALL_BUILTINS = (*BUILTIN_ORDER, "trim_to_budget", "strip_old_images", "clear_thinking")
 
 
 def agent_histories(
@@ -435,6 +435,11 @@ PARAMS: Mapping[str, st.SearchStrategy[dict[str, Any]]] = {
     "drop_observations": st.fixed_dictionaries({}, optional={"max_drop": st.integers(1, 4)}),
     "drop_turns": st.just({}),
     "trim_to_budget": st.just({}),
+    "strip_old_images": st.one_of(
+        st.fixed_dictionaries({}, optional={"keep_images": st.integers(0, 4)}),
+        st.fixed_dictionaries({"keep_turns": st.integers(0, 3)}),
+    ),
+    "clear_thinking": st.fixed_dictionaries({}, optional={"keep_turns": st.integers(0, 3)}),
 }
 """Valid parameters for every registered strategy type."""
 
