@@ -104,6 +104,11 @@ class RewriteCache:
             out[i] = after
         return (conversation if out is None else tuple(out)), saved
 
+    def clear(self) -> None:
+        """Forget every entry (the next request computes them again)."""
+        with self._lock:
+            self._table.clear()
+
     def __len__(self) -> int:
         """How many messages' rewrites the cache holds."""
         return len(self._table)
