@@ -124,6 +124,19 @@ def diff(
     new: list[int] = []
 
     def settle(upto: int) -> None:
+        if not sources:
+            # Nothing mended: the gap's removed and new messages pair up in
+            # order, already sorted (the common case of a rewrite in place
+            # is one of each; a kept neighbour, none).
+            gap = range(prev + 1, upto)
+            pairs = min(len(gap), len(new))
+            if pairs:
+                replaced.extend(zip(gap[:pairs], new[:pairs], strict=True))
+            if len(gap) > pairs:
+                gone_all.extend(gap[pairs:])
+            if len(new) > pairs:
+                inserted.extend(new[pairs:])
+            return
         known = [(sources[j], j) for j in new if j in sources]
         taken = {i for i, _ in known}
         gone = [i for i in range(prev + 1, upto) if i not in taken]
@@ -137,9 +150,10 @@ def diff(
         if i is None:
             new.append(j)
             continue
-        settle(i)
+        if new or i != prev + 1:  # else no gap before this kept message
+            settle(i)
+            new = []
         prev = i
-        new = []
     settle(len(before))
     if not (gone_all or replaced or inserted):
         return unchanged(before)

@@ -8,14 +8,13 @@ reported as replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 import attrs
 
 from memrules._core.conversation import survivor_indices
 from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
-from memrules.strategies._util import check_positive, rewrite_parts
+from memrules.strategies._util import RewriteCache, check_positive
 from memrules.strategies.registry import describe, register
 
 __all__ = ["CLEARED", "clear_tool_results", "deduplicate_file_reads"]
@@ -69,6 +68,8 @@ def _result_messages(conversation: Conversation) -> list[int]:
 class _DeduplicateFileReads:
     tool_name: str
     path_key: str
+    # What each stale read became: a warm request stubs only new ones.
+    _rewrites: RewriteCache = attrs.field(factory=RewriteCache, init=False, eq=False)
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
         # Only reads that have their result count: a newer read still waiting
@@ -97,7 +98,21 @@ class _DeduplicateFileReads:
             )
             return part if _not_longer(part, text, context) else attrs.evolve(part, content=text)
 
-        return rewrite_parts(conversation, _result_messages(conversation), stub)
+        def key(message: Message) -> tuple[tuple[str, str, str], ...]:
+            return tuple(
+                (p.call_id, stale[p.call_id], newest[stale[p.call_id]])
+                for p in message.parts
+                if isinstance(p, ToolResult) and p.call_id in stale
+            )
+
+        rewritten, _ = self._rewrites.rewrite_parts(
+            conversation,
+            _result_messages(conversation),
+            stub,
+            key=key,
+            counter=context.counter,
+        )
+        return rewritten
 
     def __repr__(self) -> str:
         return describe("deduplicate_file_reads", self)
@@ -130,6 +145,9 @@ class _ClearToolResults:
     clear_at_least: int
     exclude_tools: tuple[str, ...]
     clear_tool_inputs: bool
+    # What each cleared message became and saved: a warm request clears,
+    # encodes and counts only new ones.
+    _rewrites: RewriteCache = attrs.field(factory=RewriteCache, init=False, eq=False)
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
         calls = _calls(conversation)
@@ -165,26 +183,27 @@ class _ClearToolResults:
         touched = sorted({i for i, cid in older if cid in targets})
         if self.clear_tool_inputs:
             touched = sorted({*touched, *(calls[c][0] for c in targets if c in calls)} - survivors)
-        cleared = rewrite_parts(conversation, touched, clear)
+
+        def key(message: Message) -> tuple[str, ...]:
+            return tuple(cid for cid in (*message.result_ids, *message.call_ids) if cid in targets)
+
+        count = context.counter.count
+        cleared, saved = self._rewrites.rewrite_parts(
+            conversation,
+            touched,
+            clear,
+            key=key,
+            counter=context.counter,
+            saving=lambda before, after: count(before) - count(after),
+        )
         if cleared is conversation:
             return conversation
-        saved = _saved(conversation, cleared, touched, context)
         if saved < self.clear_at_least:
             return conversation
         return Outcome(messages=cleared, note=f"cleared {saved} tokens")
 
     def __repr__(self) -> str:
         return describe("clear_tool_results", self)
-
-
-def _saved(
-    before: Conversation, after: Conversation, touched: Sequence[int], context: StrategyContext
-) -> int:
-    count = context.counter.count
-    changed: list[tuple[Message, Message]] = [
-        (before[i], after[i]) for i in touched if before[i] is not after[i]
-    ]
-    return sum(count(a) - count(b) for a, b in changed)
 
 
 @register("clear_tool_results")

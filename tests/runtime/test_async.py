@@ -215,30 +215,27 @@ async def _ticking(work: Callable[[], Awaitable[T]]) -> tuple[T, float, list[flo
     return result, took, [b - a for a, b in itertools.pairwise(ticks)]
 
 
-def test_a_hundred_concurrent_calls_take_about_as_long_as_one() -> None:
+def test_a_hundred_concurrent_calls_wait_for_their_summaries_together() -> None:
+    """Concurrency by what the server sees, not by the clock: the hundred
+    summaries are held at the server at the same time (a pipeline that
+    blocked the loop, or awaited one call after another, would hold one at a
+    time), and the event loop went on running other coroutines meanwhile."""
     budget = Budget.messages(8)
     with ChatServer(delay=DELAY) as server:
         pipeline = _summarizing(server)
-
-        async def one() -> Any:
-            return await pipeline.apply_async(_slow_conversation(0), budget=budget)
 
         async def hundred() -> Any:
             calls = (pipeline.apply_async(_slow_conversation(i), budget=budget) for i in range(100))
             return await asyncio.gather(*calls)
 
-        single, single_took, _ = run(_ticking(one))
-        results, took, gaps = run(_ticking(hundred))
+        results, _, gaps = run(_ticking(hundred))
         requests = len(server.chat_requests)
-    assert single_took >= DELAY
-    assert single.report.compacted
-    assert single.report.errors == ()
+        together = server.most_in_flight
     assert all(r.report.compacted and r.report.errors == () for r in results)
-    assert requests == 101  # one summary per call
-    assert took < 5 * single_took, (took, single_took)
-    # The loop went on: the ticker woke many times while the summaries were awaited.
-    assert len(gaps) >= took / 0.05
-    assert sorted(gaps)[len(gaps) // 2] < 0.05
+    assert requests == 100  # one summary per call
+    assert together >= 50, together
+    # The ticker woke while the summaries were awaited: the loop was not blocked.
+    assert len(gaps) >= 10
 
 
 def test_a_summarizer_that_fails_gives_the_sync_report() -> None:

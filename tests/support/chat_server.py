@@ -94,6 +94,8 @@ class ChatServer:
         self.raw = raw
         self.delay = delay
         self.requests: list[Received] = []
+        self.in_flight = 0
+        self.most_in_flight = 0  # the most requests it held at once (waiting out ``delay``)
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(
@@ -118,6 +120,17 @@ class ChatServer:
         with self._lock:
             self.requests.append(received)
             return self.fail.pop(0) if self.fail else None
+
+    def hold(self, seconds: float) -> None:
+        """Wait ``seconds`` inside a request, counting the requests held at once."""
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            time.sleep(seconds)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def __enter__(self) -> ChatServer:
         self._thread.start()
@@ -162,7 +175,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 Received(method=self.command, path=self.path, headers=dict(self.headers), body=body)
             )
             if server.delay:
-                time.sleep(server.delay)
+                server.hold(server.delay)
             if status is None:
                 return False
             data = json.dumps({"error": {"message": f"planned {status}"}}).encode("utf-8")

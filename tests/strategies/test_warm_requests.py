@@ -1,0 +1,137 @@
+"""A warm request in the hook: the same conversation grown by a tool round
+costs the tool-result strategies only what the round added, and their output
+is what a cold run gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memrules import MemoryPlugin, load_config
+from memrules._core.messages import Message, ToolResult, message
+from memrules._counting.tokens import TiktokenCounter
+from memrules.strategies import tool_results
+from memrules.strategies._util import RewriteCache
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def agent_body(rounds: int) -> list[dict[str, Any]]:
+    """A system prompt, a user request, then ``rounds`` read_file rounds
+    (every fourth path read again, so reads go stale) with results long
+    enough to clear, as OpenAI chat-completions dicts."""
+    out: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Find where the parser loses the last token."},
+    ]
+    for r in range(rounds):
+        path = f"src/module_{r % (rounds // 4 + 1)}.py"
+        call = {
+            "id": f"call_{r}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": path})},
+        }
+        out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        body = "\n".join(f"{k:4d}  value_{r}_{k} = compute({k}, 'x' * {k})" for k in range(80))
+        out.append({"role": "tool", "tool_call_id": f"call_{r}", "content": body})
+    return out
+
+
+class Counted:
+    """How often a memrules function ran."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> None:
+        self.calls = 0
+        inner = getattr(owner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return inner(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+
+
+@pytest.mark.parametrize("config_name", ["default.yaml", "coding_agent.yaml", "tiny_budget.yaml"])
+def test_a_warm_request_rewrites_only_the_new_tool_results(
+    monkeypatch: pytest.MonkeyPatch, config_name: str
+) -> None:
+    rounds = 120
+    history = agent_body(rounds + 1)
+    first = {"model": "gpt-4o", "messages": history[:-2]}
+    body = {"model": "gpt-4o", "messages": history}
+    config = load_config(CONFIGS / config_name)
+    plugin = MemoryPlugin.from_config(config)
+    plugin.on_openai_request(json.loads(json.dumps(first)), conversation_id="warm")
+    measured = Counted(monkeypatch, tool_results, "_not_longer")
+    rebuilt = Counted(monkeypatch, Message, "evolve")
+    warm = plugin.on_openai_request(json.loads(json.dumps(body)), conversation_id="warm")
+    # One round came: at most its result and the one it pushed out of the
+    # kept pairs (and a stale read's stub) are new to each strategy.
+    assert measured.calls <= 8
+    assert rebuilt.calls <= 8
+    # The same two requests with every rewrite computed again give the same body.
+    plugin.on_openai_request(json.loads(json.dumps(first)), conversation_id="cold")
+    strategies = [named.strategy for named in config.strategies]
+    caches = [s._rewrites for s in strategies if hasattr(s, "_rewrites")]
+    assert caches
+    for cache in caches:
+        cache.clear()
+    assert warm == plugin.on_openai_request(json.loads(json.dumps(body)), conversation_id="cold")
+    assert measured.calls > 8
+
+
+def _cleared(part: Any) -> Any:
+    if isinstance(part, ToolResult):
+        return ToolResult(call_id=part.call_id, content="[cleared]")
+    return part
+
+
+def test_the_rewrite_cache_is_exact_per_counter_and_keeps_unchanged_messages() -> None:
+    cache = RewriteCache(size=8)
+    result = message("tool", ToolResult(call_id="a", content="a long result " * 20))
+    text = message("user", "hello")
+    equal = message("user", "hello")  # equal to ``text``, another object
+    first, second = TiktokenCounter("cl100k_base"), TiktokenCounter("cl100k_base")
+    seen: list[Message] = []
+
+    def saving(before: Message, after: Message) -> int:
+        seen.append(before)
+        return len(before.countable_text) - len(after.countable_text)
+
+    def run(conversation: tuple[Message, ...], counter: object) -> tuple[Any, int]:
+        return cache.rewrite_parts(
+            conversation,
+            range(len(conversation)),
+            _cleared,
+            key=lambda m: (),
+            counter=counter,
+            saving=saving,
+        )
+
+    out, saved = run((text, result), first)
+    assert out[0] is text
+    assert out[1].parts[0].content == "[cleared]"
+    assert saved > 0
+    again, saved_again = run((equal, result), first)
+    assert again[0] is equal  # an unchanged message stays the object it was
+    assert again[1] is out[1]
+    assert saved_again == saved
+    assert seen == [result]  # the second run computed nothing
+    run((text, result), second)  # another counter: computed again, not taken
+    assert seen == [result, result]
+
+
+def test_a_copied_strategy_starts_with_an_empty_cache() -> None:
+    import copy
+    import pickle
+
+    strategy = tool_results.clear_tool_results(keep_pairs=1)
+    assert pickle.loads(pickle.dumps(strategy)) == strategy
+    assert copy.deepcopy(strategy) == strategy
+    assert repr(strategy) == (
+        "clear_tool_results(keep_pairs=1, clear_at_least=0, exclude_tools=(), "
+        "clear_tool_inputs=False)"
+    )
