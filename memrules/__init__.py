@@ -40,7 +40,7 @@ from memrules._adapters.context_editing import (
     ProviderEditing,
 )
 from memrules._config.load import MemoryConfig, load_config, strategy_factory
-from memrules._core.budget import Budget, ContextWindowResolver
+from memrules._core.budget import Budget, CachePolicy, ContextWindowResolver
 from memrules._core.errors import (
     ConfigError,
     EmbedderError,
@@ -59,6 +59,7 @@ from memrules._core.errors import (
     TraceError,
 )
 from memrules._core.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
+from memrules._core.prompt_cache import CacheMeasure
 from memrules._core.report import (
     CompressionAction,
     CompressionReport,
@@ -66,6 +67,7 @@ from memrules._core.report import (
     StopReason,
 )
 from memrules._core.seam_protocols import Embedder, SeamCall, Seams, Summarizer, VectorStore
+from memrules._counting.cache import AnthropicRule, OpenAIRule, PriceTable
 from memrules._counting.framing import count_tokens
 from memrules._counting.tokens import (
     EstimatingCounter,
@@ -82,7 +84,10 @@ from memrules._trace.record import record_trace
 from memrules.seams.recall import answer_recall, recall_tool
 
 __all__ = [
+    "AnthropicRule",
     "Budget",
+    "CacheMeasure",
+    "CachePolicy",
     "ClearThinking",
     "ClearToolUses",
     "Compaction",
@@ -110,10 +115,12 @@ __all__ = [
     "MessageFormatError",
     "ObserverError",
     "Opaque",
+    "OpenAIRule",
     "Outcome",
     "OutputError",
     "Part",
     "Pipeline",
+    "PriceTable",
     "ProviderEditing",
     "RecallHit",
     "ReplayMismatch",

@@ -11,7 +11,12 @@ import pytest
 import memrules
 
 PUBLIC = {
+    "AnthropicRule",
     "Budget",
+    "CacheMeasure",
+    "CachePolicy",
+    "OpenAIRule",
+    "PriceTable",
     "ClearThinking",
     "ClearToolUses",
     "Compaction",
