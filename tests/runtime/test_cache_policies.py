@@ -77,24 +77,28 @@ def test_a_cache_policy_keeps_the_invariants_the_budget_and_only_appends_between
         assert tokens == result.report.tokens_after
         if tokens >= limit:  # never over budget where the plain pipeline fits
             assert plain.apply(received, budget=budget).report.tokens_after >= limit
-        if sent_before is not None and not _events(result):
-            # Between compaction events a request only appends.
-            assert result.messages[: len(sent_before)] == sent_before
-        if previous is not None and sent_before is not None and _events(result):
-            # ... and compacts only when appending would reach the trigger
-            # (the budget, or the cold trigger once the cache has expired),
-            # or when what appending gives could not stand (the interpreter's
-            # invariants refuse it: e.g. the previous request rewrote what is
-            # still the most recent user message).
+        refused = False
+        if previous is not None and sent_before is not None:
+            # What appending to the previous request gives, and whether the
+            # interpreter's invariants refuse it (e.g. a new message answers
+            # a call that request had dropped, or the previous request
+            # rewrote what is still the most recent user message).
             head = tuple(
                 received[i] if i is not None else m
                 for m, i in zip(sent_before, previous.origin, strict=True)
             )
             appended = (*head, *received[len(previous.received) :])
-            expired = cold is not None and gap > OPENAI_LIFETIME
-            trigger = int(cold * limit) if expired else limit
             refused = enforce(received, appended).violation is not None
-            assert pipeline.count(appended) >= trigger or refused
+            if _events(result):
+                # A compaction only when appending would reach the trigger
+                # (the budget, or the cold trigger once the cache has
+                # expired), or when what appending gives could not stand.
+                expired = cold is not None and gap > OPENAI_LIFETIME
+                trigger = int(cold * limit) if expired else limit
+                assert pipeline.count(appended) >= trigger or refused
+        if sent_before is not None and not _events(result) and not refused:
+            # Between compaction events a request only appends.
+            assert result.messages[: len(sent_before)] == sent_before
         assert result.sent is not None
         previous, sent_before = result.sent, result.messages
 
