@@ -20,7 +20,7 @@ def test_the_sections_are_the_documented_list() -> None:
         "embedder",
         "summarizer",
         "memory",  # a route's retrieval memory (tests/memory/test_memory_config.py)
-        "provider_editing",  # provider-side context editing (tests/adapters/test_context_editing.py)
+        "provider_editing",  # provider-side editing (tests/adapters/test_context_editing.py)
         "cache",  # keeping the prompt cache (tests/runtime/test_cache_policies.py)
         "counting",  # what images, documents and reasoning cost (tests/counting/test_content.py)
     }
