@@ -149,6 +149,7 @@ def _sections(text: str) -> None:
     assert "machine load" in text
 
 
+@pytest.mark.slow  # a whole benchmark run: 40-60 s each on 2 cores
 def test_quick_run_prints_the_tables(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out
@@ -160,6 +161,7 @@ def test_quick_run_prints_the_tables(capsys: pytest.CaptureFixture[str]) -> None
         assert "LC approx" in out
 
 
+@pytest.mark.slow  # a whole benchmark run: 40-60 s each on 2 cores
 def test_quick_run_without_langchain(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -185,6 +187,7 @@ def test_quick_run_without_langchain(
     assert set(figures["targets"]) >= {"loop_list_40", "memory", "no_compaction", "hook_vs_json"}
 
 
+@pytest.mark.slow  # a whole benchmark run: 40-60 s each on 2 cores
 def test_skip_langchain_and_sampled_turns(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--quick", "--skip-langchain", "--sizes", "30", "--turns", "20", "30"]) == 0
     out = capsys.readouterr().out
@@ -193,6 +196,7 @@ def test_skip_langchain_and_sampled_turns(capsys: pytest.CaptureFixture[str]) ->
     assert "loop 30 turns" in out
 
 
+@pytest.mark.slow  # a whole benchmark run: 40-60 s each on 2 cores
 def test_lc_turns_are_extrapolated_and_labelled(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("langchain_core")
     assert main(["--quick", "--sizes", "30", "--turns", "40", "--lc-turns", "5"]) == 0

@@ -10,6 +10,7 @@ import pytest
 TYPED = Path(__file__).parent / "typed"
 
 
+@pytest.mark.slow  # mypy over the framework's package: about 40 s
 @pytest.mark.parametrize(
     ("script", "framework"),
     [("agents_session.py", "agents")],
