@@ -159,7 +159,10 @@ def _image_back(part: Opaque, core: Any, index: int) -> Any:
     url = image.get("url") if isinstance(image, Mapping) else image
     if isinstance(url, str) and url.startswith(_DATA_URI) and _BASE64 in url:
         return core.Image.from_base64(url.partition(_BASE64)[2])
-    msg = "an AutoGen Image holds pixels: this image is no base64 data URI"
+    msg = (
+        f"an AutoGen UserMessage holds text and images (pixels, as a base64 data URI): "
+        f"the {part.kind!r} part is neither"
+    )
     raise MessageFormatError(msg, index=index, field="parts")
 
 
@@ -213,7 +216,12 @@ def to_autogen(messages: Sequence[Message]) -> list[Any]:
     """memrules messages as AutoGen ``LLMMessage`` objects: what
     :func:`from_autogen` kept, else the message's own role (a ``tool``
     message's results as one ``FunctionExecutionResultMessage``; the
-    ``source`` of a message without a name is its role)."""
+    ``source`` of a message without a name is its role; an assistant's text
+    beside tool calls as its ``thought``). A user message's
+    :class:`~memrules.Opaque` part must be an image with its pixels (a
+    base64 data URI): anything else raises
+    :class:`~memrules.MessageFormatError` naming the index, since AutoGen has
+    no place for it."""
     core = require("autogen_core", "autogen")
     models = require("autogen_core.models", "autogen")
     out: list[Any] = []

@@ -202,3 +202,14 @@ def test_what_is_no_autogen_message_is_named_by_its_index() -> None:
     with pytest.raises(MessageFormatError, match="LLMMessage") as raised:
         from_autogen([SystemMessage(content="s"), {"role": "user", "content": "hi"}])
     assert raised.value.index == 1
+
+
+def test_a_part_autogen_has_no_place_for_is_named_by_its_index() -> None:
+    linked = Opaque(
+        kind="openai:image_url",
+        payload={"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+    )
+    made = from_autogen([UserMessage(content="hi", source="u")])[0]
+    with pytest.raises(MessageFormatError, match="'openai:image_url' part") as raised:
+        to_autogen([made, made.evolve(parts=(Text(text="see"), linked))])
+    assert raised.value.index == 1
