@@ -32,8 +32,9 @@ from autogen_core.models import (
 )
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from memrules import MemoryConfig, Pipeline
+from memrules import MemoryConfig, Pipeline, Seams, load_pipeline
 from memrules.integrations.autogen import CompactingChatContext, compact_autogen, from_autogen
+from memrules.seams import extractive_summarizer
 from memrules.strategies import clear_tool_results, trim_to_budget
 
 BUDGET = 1500
@@ -264,3 +265,38 @@ def test_import_memrules_does_not_import_autogen() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_summary_the_pipeline_writes_reaches_the_model_as_an_autogen_message() -> None:
+    pipeline = load_pipeline(
+        "{max_messages: 8, strategies: [{type: summarize, turns: 2}, {type: trim_to_budget}]}",
+        seams=Seams(summarizer=extractive_summarizer()),
+    )
+    context = CompactingChatContext(pipeline)
+    model = _model()
+    agent = _agent(context, model)
+
+    async def run() -> None:
+        for turn in range(4):
+            await agent.run(task=f"Read three files, turn {turn}.")
+
+    asyncio.run(run())
+    stored = context.history()
+    made = [
+        m
+        for call in model.create_calls
+        for m in call["messages"][1:]
+        if all(m is not s for s in stored)
+    ]
+    summaries = [
+        m
+        for m in made
+        if isinstance(m, UserMessage) and str(m.content).startswith("[memrules summary]")
+    ]
+    assert summaries  # the model read the summary the pipeline wrote...
+    assert all(isinstance(m, (SystemMessage, UserMessage, AssistantMessage)) for m in made)
+    for k, call in enumerate(model.create_calls):
+        seen = list(call["messages"])
+        _check_pairing(seen[1:], f"model call {k}")
+        assert len(seen) - 1 <= 8, f"model call {k}"
+    assert len(stored) == 4 * 6  # ...and the context kept the history whole
