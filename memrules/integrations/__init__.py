@@ -9,6 +9,8 @@ Each module imports its framework only when used, and needs its extra:
   ``session_input_callback`` for the OpenAI Agents SDK (``memrules[agents]``);
 - :mod:`memrules.integrations.pydantic_ai`: a ``history_processors`` entry
   (``memrules[pydantic-ai]``);
+- :mod:`memrules.integrations.autogen`: a compacting ``ChatCompletionContext``
+  for AutoGen's agents (``memrules[autogen]``);
 - :mod:`memrules.integrations.otel`: OpenTelemetry spans (``memrules[otel]``);
 - :mod:`memrules.integrations.prometheus`: Prometheus metrics
   (``memrules[prometheus]``).

@@ -41,6 +41,7 @@ NOT_ON_IMPORT = (
     "agents",
     "pydantic_ai",
     "llama_index",
+    "autogen_core",
     "mcp",
     "opentelemetry",
     "prometheus_client",

@@ -27,6 +27,7 @@ PACKAGES = [
     "memrules.integrations.openai_agents",
     "memrules.integrations.pydantic_ai",
     "memrules.integrations.llama_index",
+    "memrules.integrations.autogen",
     "memrules.integrations.otel",
     "memrules.integrations.prometheus",
 ]
