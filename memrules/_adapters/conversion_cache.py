@@ -61,6 +61,12 @@ Reader = Callable[[Any, int, S], tuple[Message, S]]
 """Converts message ``index`` given the state the messages before it left
 (a reader's own: OpenAI's pending legacy call), and returns the new state."""
 
+_UNSEEN = object()
+
+Stepper = Callable[[Any, int, S], tuple[tuple[Message, ...], S]]
+"""Reads item ``index`` given the state the items before it left, and
+returns the messages it closes and the new state."""
+
 
 def fingerprint(value: Any) -> Any:
     """An exact, hashable stand-in for a parsed JSON value: objects keep
@@ -123,6 +129,8 @@ class _Last(Generic[S]):
     raws: list[Any]
     messages: tuple[Message, ...]
     states: list[S]
+    ends: list[int] = attrs.Factory(list)  # grouped: messages closed by each prefix
+    tail: tuple[Any, tuple[Message, ...]] = (_UNSEEN, ())  # grouped: a state and its finish
 
 
 class ConversionCache:
@@ -172,11 +180,7 @@ class ConversionCache:
         converts the same wherever it stands (only those are looked up by
         fingerprint); a message known in place converted at that very index,
         after the same messages, so it is taken whatever it is."""
-        if self._provider is None:
-            self._provider = provider
-        elif self._provider != provider:
-            msg = f"this memo holds {self._provider} messages; use another for {provider}"
-            raise ValueError(msg)
+        self._check(provider)
         last: _Last[S] = self._last
         known = _in_place(items, last.raws, last.length)
         if known == len(items) == last.length:
@@ -202,6 +206,63 @@ class ConversionCache:
         out = kept + tuple(messages)
         self._remember(last, known, out, raws, states)
         return out
+
+    def convert_grouped(
+        self,
+        provider: str,
+        items: Sequence[Any],
+        step: Stepper[S],
+        start: S,
+        finish: Callable[[S], tuple[Message, ...]],
+    ) -> tuple[Message, ...]:
+        """``items`` converted by ``step``, from ``start`` state, where an
+        item makes zero or more messages (the messages it closes) and the
+        state after the last item is closed by ``finish``: a format that
+        gathers several items into one message (the Responses API's). Only
+        the items after the prefix this request shares with the last one are
+        stepped; there is no lookup by fingerprint, since what an item makes
+        depends on the items before it."""
+        self._check(provider)
+        last: _Last[S] = self._last
+        known = _in_place(items, last.raws, last.length)
+        keep = _copy if self.edits_in_place else _itself
+        raws: list[Any] = []
+        closed: list[Message] = []
+        states: list[S] = []
+        ends: list[int] = []
+        state = last.states[known - 1] if known else start
+        prefix = last.ends[known - 1] if known else 0
+        for index in range(known, len(items)):
+            raw = items[index]
+            made, state = step(raw, index, state)
+            closed.extend(made)
+            raws.append(keep(raw))
+            states.append(state)
+            ends.append(prefix + len(closed))
+        kept = last.messages if prefix == len(last.messages) else last.messages[:prefix]
+        messages = kept + tuple(closed) if closed else kept
+        tail_state, tail = last.tail
+        if tail_state is not state:
+            tail = finish(state)
+        with self._lock:
+            if known == len(last.raws):
+                last.raws.extend(raws)
+                last.states.extend(states)
+                last.ends.extend(ends)
+                raws, states, ends = last.raws, last.states, last.ends
+            else:
+                raws = last.raws[:known] + raws
+                states = last.states[:known] + states
+                ends = last.ends[:known] + ends
+            self._last = _Last(len(items), raws, messages, states, ends, (state, tail))
+        return messages + tail if tail else messages
+
+    def _check(self, provider: str) -> None:
+        if self._provider is None:
+            self._provider = provider
+        elif self._provider != provider:
+            msg = f"this memo holds {self._provider} messages; use another for {provider}"
+            raise ValueError(msg)
 
     def _remember(
         self,

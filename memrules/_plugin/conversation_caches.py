@@ -31,7 +31,8 @@ __all__ = ["ConversationCache", "ConversationCaches"]
 
 class ConversationCache:
     """The :class:`~memrules._counting.measure.Measure` (``measure``) and the
-    :class:`~memrules._adapters.conversion_cache.ConversionCache` (``conversion``) of one
+    :class:`~memrules._adapters.conversion_cache.ConversionCache` of each body
+    format (``conversion`` for OpenAI chat bodies, :meth:`conversion_for`) of one
     conversation served by ``pipeline``. Both are bounded by that
     conversation and safe to share between threads.
 
@@ -40,12 +41,25 @@ class ConversationCache:
     measure and the append path compare the next one with; written under
     the conversation's lock."""
 
-    __slots__ = ("conversion", "measure", "previous")
+    __slots__ = ("_others", "conversion", "measure", "previous")
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.measure: Measure = pipeline.memo()
         self.conversion = ConversionCache()
         self.previous: SentRequest | None = None
+        self._others: dict[str, ConversionCache] = {}
+
+    def conversion_for(self, provider: str) -> ConversionCache:
+        """The conversation's conversion cache for bodies of ``provider``
+        (``"openai"``: :attr:`conversion`; ``"anthropic"``, ``"responses"``:
+        their own, made on first use), so that a conversation whose bodies
+        come in two formats keeps both."""
+        if provider == "openai":
+            return self.conversion
+        found = self._others.get(provider)
+        if found is None:
+            found = self._others.setdefault(provider, ConversionCache())
+        return found
 
 
 class ConversationCaches:

@@ -110,6 +110,7 @@ import attrs
 
 from memrules._adapters import from_openai
 from memrules._adapters.context_editing import EditPlan
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.openai import write_back
 from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
 from memrules._core.checks import check_whole
@@ -124,6 +125,7 @@ from memrules._plugin.provider_bodies import (
     anthropic_body,
     request_from_anthropic,
     run_edited,
+    run_edited_async,
     with_provider_edits,
 )
 from memrules._plugin.request import (
@@ -493,14 +495,10 @@ class MemoryPlugin:
         ``instructions``, ``model``): returns a new body with the compacted
         ``input`` and every other key as it was (see
         :mod:`memrules._plugin.responses_hook`). The conversation, user and
-        tenant are found as :meth:`on_openai_request` finds them."""
-        request = request_from_responses(
-            body,
-            conversation_id=conversation_id,
-            conversation_id_of=self._conversation_id_of,
-            user=user,
-            tenant=tenant,
-        )
+        tenant are found as :meth:`on_openai_request` finds them, and
+        converting costs what the conversation added since its last
+        request, as there."""
+        request = self._from_responses_body(body, conversation_id, user, tenant)
         editing = self.config.provider_editing
         request, result, self._last_edits = run_edited(
             self.handle, self._pipeline.count, editing, request, "openai"
@@ -520,19 +518,61 @@ class MemoryPlugin:
         ``system`` and ``messages``, every other key as it was, and the
         config's ``provider_editing`` written in as ``context_management``
         (send the ``anthropic-beta: context-management-2025-06-27`` header
-        with it); see :mod:`memrules._plugin.provider_bodies`."""
-        request = request_from_anthropic(
-            body,
-            conversation_id=conversation_id,
-            conversation_id_of=self._conversation_id_of,
-            user=user,
-            tenant=tenant,
-        )
+        with it); see :mod:`memrules._plugin.provider_bodies`. Converting
+        costs what the conversation added since its last request, as in
+        :meth:`on_openai_request`."""
+        request = self._from_anthropic_body(body, conversation_id, user, tenant)
         editing = self.config.provider_editing
         _, result, self._last_edits = run_edited(
             self.handle, self._pipeline.count, editing, request, "anthropic"
         )
         return with_provider_edits(anthropic_body(body, result), editing, "anthropic")
+
+    def _body_memo(
+        self, body: Mapping[str, Any], conversation_id: str | None, provider: str
+    ) -> tuple[str | None, ConversionCache | None]:
+        """The body's conversation and that conversation's conversion cache
+        for ``provider`` (none for a body that is not a mapping: reading it
+        says what is wrong)."""
+        if not isinstance(body, Mapping):
+            return conversation_id, None
+        if conversation_id is None:
+            conversation_id = self._conversation_id_of(body)
+        return conversation_id, self._memos.get(conversation_id).conversion_for(provider)
+
+    def _from_responses_body(
+        self,
+        body: Mapping[str, Any],
+        conversation_id: str | None,
+        user: str | None,
+        tenant: str | None,
+    ) -> Request:
+        conversation_id, memo = self._body_memo(body, conversation_id, "responses")
+        return request_from_responses(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=_no_id,
+            user=user,
+            tenant=tenant,
+            memo=memo,
+        )
+
+    def _from_anthropic_body(
+        self,
+        body: Mapping[str, Any],
+        conversation_id: str | None,
+        user: str | None,
+        tenant: str | None,
+    ) -> Request:
+        conversation_id, memo = self._body_memo(body, conversation_id, "anthropic")
+        return request_from_anthropic(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=_no_id,
+            user=user,
+            tenant=tenant,
+            memo=memo,
+        )
 
     @property
     def last_edits(self) -> tuple[EditPlan, ...]:
@@ -559,6 +599,40 @@ class MemoryPlugin:
         :meth:`handle_async`)."""
         request = self._from_openai_body(body, conversation_id, user, tenant)
         return _openai_body(body, request, await self.handle_async(request))
+
+    async def on_responses_request_async(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_responses_request` without blocking the event loop (see
+        :meth:`handle_async`)."""
+        request = self._from_responses_body(body, conversation_id, user, tenant)
+        editing = self.config.provider_editing
+        request, result, self._last_edits = await run_edited_async(
+            self.handle_async, self._pipeline.count, editing, request, "openai"
+        )
+        return with_provider_edits(responses_body(body, request, result), editing, "openai")
+
+    async def on_anthropic_request_async(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_anthropic_request` without blocking the event loop (see
+        :meth:`handle_async`)."""
+        request = self._from_anthropic_body(body, conversation_id, user, tenant)
+        editing = self.config.provider_editing
+        _, result, self._last_edits = await run_edited_async(
+            self.handle_async, self._pipeline.count, editing, request, "anthropic"
+        )
+        return with_provider_edits(anthropic_body(body, result), editing, "anthropic")
 
     async def handle_async(self, request: Request, *, now: float | None = None) -> StepResult:
         """:meth:`handle`, awaiting the seams instead of blocking on them:
