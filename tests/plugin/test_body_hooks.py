@@ -27,7 +27,9 @@ from tests.support.strategies import COUNTER
 def _responses_turns(count: int) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the parser."}]
     for i in range(count):
-        items.append({"type": "function_call", "call_id": f"c{i}", "name": "read", "arguments": "{}"})
+        items.append(
+            {"type": "function_call", "call_id": f"c{i}", "name": "read", "arguments": "{}"}
+        )
         items.append({"type": "function_call_output", "call_id": f"c{i}", "output": f"line {i}"})
     return items
 
@@ -188,9 +190,7 @@ def test_the_async_responses_and_anthropic_hooks_await_the_summarizer() -> None:
         asked = len(server.chat_requests)
         assert asked >= 2  # both bodies were over budget and summarized
 
-        awaited = MemoryPlugin(
-            config, summarizer=openai_summarizer(base_url=server.url, model="m")
-        )
+        awaited = MemoryPlugin(config, summarizer=openai_summarizer(base_url=server.url, model="m"))
 
         async def main() -> tuple[Any, ...]:
             got_r, ticks_r = await _while_ticking(
