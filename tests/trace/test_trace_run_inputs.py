@@ -72,14 +72,17 @@ def test_apply_with_the_cache_inputs_replays_byte_for_byte(tmp_path: Path) -> No
         )
     assert [r.report.cache for r in results] == [r.report.cache for r in expected]
     warm, cold = results[1].report.cache, results[2].report.cache
-    assert warm is not None and cold is not None
-    assert warm.cached > 0 and cold.cached == 0  # the time read made the difference
+    assert warm is not None
+    assert cold is not None
+    assert warm.cached > 0
+    assert cold.cached == 0
 
     lines = _lines(trace)[1:]
     assert [line.get("previous") for line in lines[:3]] == [None, {"request": 0}, {"request": 1}]
     assert lines[1]["cache"]["provider"] == "openai"
     assert [c["seam"] for c in lines[1]["calls"]] == ["clock"]
-    assert lines[3]["now"] == 50.0 and "received" in lines[3]["previous"]
+    assert lines[3]["now"] == 50.0
+    assert "received" in lines[3]["previous"]
     assert lines[3]["calls"] == []  # given the time: no clock read
     assert replay_trace(trace).requests == 4
 
@@ -143,9 +146,11 @@ def test_remember_with_a_session_time_and_a_context_replays(tmp_path: Path) -> N
     lines = _lines(trace)[1:]
     assert lines[0]["session_time"] == {"date": "2023-05-08"}
     assert "context" not in lines[0]
-    assert lines[1]["context"]["before"] == 0 and lines[1]["context"]["dates"] is False
+    assert lines[1]["context"]["before"] == 0
+    assert lines[1]["context"]["dates"] is False
     assert lines[2]["context"] is None
     adds = [json.dumps(line["calls"]) for line in lines]
-    assert "8 May 2023" in adds[0] and "7 May 2023" in adds[0]  # the date and "yesterday"
+    assert "8 May 2023" in adds[0]
+    assert "7 May 2023" in adds[0]
     assert "8 May 2023" not in adds[1]
     assert replay_trace(trace).requests == 3
