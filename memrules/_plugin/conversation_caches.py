@@ -33,7 +33,8 @@ class ConversationCache:
     """The :class:`~memrules._counting.measure.Measure` (``measure``) and the
     :class:`~memrules._adapters.conversion_cache.ConversionCache` of each body
     format (``conversion`` for OpenAI chat bodies, :meth:`conversion_for`) of one
-    conversation served by ``pipeline``. Both are bounded by that
+    conversation served by ``pipeline`` (``edits_in_place`` as the
+    conversion caches take it). Both are bounded by that
     conversation and safe to share between threads.
 
     ``previous`` is the conversation's last request as the pipeline sent
@@ -43,9 +44,9 @@ class ConversationCache:
 
     __slots__ = ("_others", "conversion", "measure", "previous")
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: Pipeline, *, edits_in_place: bool = True) -> None:
         self.measure: Measure = pipeline.memo()
-        self.conversion = ConversionCache()
+        self.conversion = ConversionCache(edits_in_place=edits_in_place)
         self.previous: SentRequest | None = None
         self._others: dict[str, ConversionCache] = {}
 
@@ -58,7 +59,8 @@ class ConversationCache:
             return self.conversion
         found = self._others.get(provider)
         if found is None:
-            found = self._others.setdefault(provider, ConversionCache())
+            made = ConversionCache(edits_in_place=self.conversion.edits_in_place)
+            found = self._others.setdefault(provider, made)
         return found
 
 

@@ -227,6 +227,13 @@ class MemoryPlugin:
     checked here: one its embedder cannot use raises
     :class:`~memrules._core.errors.ConfigError`; a store that is down is logged,
     and requests go on without memory until it is back.
+
+    ``edits_in_place=False`` is for a caller that hands the body hooks its
+    own message dicts again each request and never edits one it has handed
+    over (it replaces the dict instead): each conversation's
+    :class:`~memrules._adapters.conversion_cache.ConversionCache` then takes
+    the very same objects unread, so a request pays for its new dicts only
+    (see there). Bodies parsed afresh cost the same either way.
     """
 
     def __init__(
@@ -245,8 +252,12 @@ class MemoryPlugin:
         memory_store: VectorStore | None = None,
         memory_observers: Iterable[RetrievalObserver] = (),
         clock: Callable[[], float] = time.time,
+        edits_in_place: bool = True,
     ) -> None:
         check_whole("max_conversations", max_conversations, 1)
+        if not isinstance(edits_in_place, bool):
+            msg = f"edits_in_place={edits_in_place!r} must be True or False"
+            raise ValueError(msg)
         self._pipeline = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
@@ -274,7 +285,9 @@ class MemoryPlugin:
             self._tracer = PluginTracer(trace, self._pipeline, self._states)
             self._pipeline, self._states = self._tracer.pipeline, self._tracer.states
         pipeline = self._pipeline
-        self._memos = ConversationCaches(lambda: ConversationCache(pipeline), max_conversations)
+        self._memos = ConversationCaches(
+            lambda: ConversationCache(pipeline, edits_in_place=edits_in_place), max_conversations
+        )
         self._clock = clock
         self._memory: RetrievalService | None = None
         self._shared: RetrievalStoreConfig | None = None

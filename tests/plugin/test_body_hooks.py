@@ -210,3 +210,31 @@ def test_the_async_responses_and_anthropic_hooks_await_the_summarizer() -> None:
     # The summarizer's 0.2 s at the server was awaited: the loop ran meanwhile.
     assert ticks_r >= 10
     assert ticks_a >= 10
+
+
+class Watched(dict[str, Any]):
+    """A message dict that counts how often it is compared by value."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        Watched.compared += 1
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("edits_in_place", [True, False])
+def test_the_plugin_takes_the_callers_own_dicts_unread_when_told(edits_in_place: bool) -> None:
+    config = MemoryConfig(context_window_tokens=100_000, strategies=[trim_to_budget()])
+    plugin = MemoryPlugin(config, counter=COUNTER, edits_in_place=edits_in_place)
+    log: list[Any] = []
+    Watched.compared = 0
+    for i in range(60):
+        log.append(Watched(role="user" if i % 2 else "assistant", content=f"message {i}"))
+        sent = plugin.on_openai_request({"model": "m", "messages": log}, conversation_id="c")
+        assert sent["messages"] == log
+    if edits_in_place:
+        assert Watched.compared >= 60 * 59 // 2  # every earlier dict, every request
+    else:
+        assert Watched.compared == 0  # none read again
