@@ -20,6 +20,11 @@ completes::
      "user": null, "tenant": null, "budget": null, "messages": [...],
      "calls": [...], "output": [...], "report": {...}}
 
+An ``apply`` line given the prompt-cache inputs also says them
+(``previous``, ``cache``, ``now``; the time a traced pipeline's clock read
+is its ``clock.now`` call), and a ``remember`` line its ``session_time``
+and ``context`` (see :mod:`~memrules._trace.run_inputs`).
+
 ``kind`` is ``apply`` or ``compress`` (a pipeline run), ``remember`` or
 ``recall`` (the pipeline's store), ``request`` (one request through
 :class:`~memrules.MemoryPlugin`) or ``response`` (a plugin's
@@ -65,7 +70,8 @@ This module records a pipeline's runs (:func:`record_trace`,
 names; each job has its module: :mod:`~memrules._trace.lines` (messages and
 lines as JSON), :mod:`~memrules._trace.deltas` (inputs as ``prefix`` deltas),
 :mod:`~memrules._trace.header` (the first line), :mod:`~memrules._trace.writer`
-(the file), :mod:`~memrules._trace.plugin_tracer` (a plugin's requests) and
+(the file), :mod:`~memrules._trace.run_inputs` (a run's optional inputs),
+:mod:`~memrules._trace.plugin_tracer` (a plugin's requests) and
 :mod:`~memrules._trace.reader` (reading a trace back).
 """
 
