@@ -21,7 +21,14 @@ one at its index only in its keys' order or in writing a number as ``1``,
 ``1.0`` or ``true`` is taken as that one. The fingerprints tell those
 apart. The memo keeps its own copy of each message's lists and objects
 (the strings are shared), so a client that edits a message object in place
-between requests is seen to have changed it.
+between requests is seen to have changed it. That costs a comparison of
+every earlier message with its copy on every request (about a microsecond
+a message on a long agent history, most of it reading memory), which a
+caller that hands the same dicts each turn can skip with
+``ConversionCache(edits_in_place=False)``: it promises not to edit a
+message it has handed over (it replaces the dict instead), and the memo
+keeps the objects themselves, so an unchanged message costs a pointer
+comparison.
 
 A memo belongs to one conversation and one provider (using it with the
 other raises ``ValueError``). It is safe to share between threads: the
@@ -35,7 +42,7 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -53,6 +60,12 @@ S = TypeVar("S")
 Reader = Callable[[Any, int, S], tuple[Message, S]]
 """Converts message ``index`` given the state the messages before it left
 (a reader's own: OpenAI's pending legacy call), and returns the new state."""
+
+_UNSEEN = object()
+
+Stepper = Callable[[Any, int, S], tuple[tuple[Message, ...], S]]
+"""Reads item ``index`` given the state the items before it left, and
+returns the messages it closes and the new state."""
 
 
 def fingerprint(value: Any) -> Any:
@@ -82,39 +95,74 @@ def fingerprint(value: Any) -> Any:
 
 
 def _copy(value: Any) -> Any:
-    """``value`` with fresh lists and dicts all the way down, sharing the
-    rest (strings and numbers are immutable)."""
+    """``value`` with fresh containers all the way down, sharing the rest
+    (strings and numbers are immutable). Any mapping or list is copied, not
+    only ``dict`` and ``list`` themselves, so that an edit in place of a
+    subclass (or of a mapping inside a tuple) is seen too."""
     kind = type(value)
+    if kind is str or value is None:
+        return value
     if kind is dict:
         return {key: _copy(item) for key, item in value.items()}
     if kind is list:
+        return [_copy(item) for item in value]
+    if kind is tuple:
+        return tuple(map(_copy, value))
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
         return [_copy(item) for item in value]
     return value
 
 
 @attrs.frozen(slots=True)
 class _Last(Generic[S]):
-    """The last request: each message as it came (copied), what it became,
-    and the reader's state after it."""
+    """The last request, of ``length`` messages: each message as the memo
+    keeps it (``raws``: a copy, or the object itself when the caller does
+    not edit in place), what it became, and the reader's state after it.
+    The lists are never changed below ``length``; a request that extends
+    this one appends to them (under the memo's lock, and only while nothing
+    else has), so a conversation that grows by a turn pays for its new
+    messages, not for copying the old ones."""
 
-    raws: list[Any]  # never changed once made
+    length: int
+    raws: list[Any]
     messages: tuple[Message, ...]
-    states: tuple[S, ...]
+    states: list[S]
+    ends: list[int] = attrs.Factory(list)  # grouped: messages closed by each prefix
+    tail: tuple[Any, tuple[Message, ...]] = (_UNSEEN, ())  # grouped: a state and its finish
 
 
 class ConversionCache:
     """One conversation's provider messages and what they became (see the
-    module docs); ``size`` bounds the fingerprint table."""
+    module docs); ``size`` bounds the fingerprint table.
 
-    __slots__ = ("_last", "_lock", "_provider", "_table", "size")
+    ``edits_in_place`` says whether the caller may edit in place a message
+    object it has handed over before. True (the default): the memo keeps a
+    copy of each message and compares every earlier message with it on
+    every request, so such an edit is seen; on a long agent history that is
+    about a microsecond a message a request. False: the caller promises not
+    to, and the memo keeps the objects themselves, so a message that is the
+    very object at its index (or equal to it) is taken at the cost of a
+    pointer comparison, and a caller that hands its own list of dicts each
+    turn pays for the turn's new dicts only. To change a message it then
+    replaces the dict; replacing, inserting, removing and truncating are
+    all seen, as with the frameworks' message objects.
+    """
 
-    def __init__(self, size: int = DEFAULT_MEMO_SIZE) -> None:
+    __slots__ = ("_last", "_lock", "_provider", "_table", "edits_in_place", "size")
+
+    def __init__(self, size: int = DEFAULT_MEMO_SIZE, *, edits_in_place: bool = True) -> None:
         if not is_whole(size, 0):
             msg = f"size={size!r} must be a whole number of at least 0"
             raise ValueError(msg)
+        if not isinstance(edits_in_place, bool):
+            msg = f"edits_in_place={edits_in_place!r} must be True or False"
+            raise ValueError(msg)
         self.size = size
+        self.edits_in_place = edits_in_place
         self._provider: str | None = None
-        self._last: _Last[Any] = _Last([], (), ())
+        self._last: _Last[Any] = _Last(0, [], (), [])
         self._table: BoundedTable[Any, Message] = BoundedTable(size)  # first in, first out
         self._lock = threading.Lock()
 
@@ -132,15 +180,12 @@ class ConversionCache:
         converts the same wherever it stands (only those are looked up by
         fingerprint); a message known in place converted at that very index,
         after the same messages, so it is taken whatever it is."""
-        if self._provider is None:
-            self._provider = provider
-        elif self._provider != provider:
-            msg = f"this memo holds {self._provider} messages; use another for {provider}"
-            raise ValueError(msg)
+        self._check(provider)
         last: _Last[S] = self._last
-        known = _in_place(items, last.raws)
-        if known == len(items) == len(last.raws):
+        known = _in_place(items, last.raws, last.length)
+        if known == len(items) == last.length:
             return last.messages  # the same messages again
+        keep = _copy if self.edits_in_place else _itself
         raws: list[Any] = []
         messages: list[Message] = []
         states: list[S] = []
@@ -154,12 +199,91 @@ class ConversionCache:
                 message, state = read(raw, index, state)
                 if key is not None and self.size:
                     self._keep(key, message)
-            raws.append(_copy(raw))
+            raws.append(keep(raw))
             messages.append(message)
             states.append(state)
-        out = last.messages[:known] + tuple(messages)
-        self._last = _Last(last.raws[:known] + raws, out, last.states[:known] + tuple(states))
+        kept = last.messages if known == last.length else last.messages[:known]
+        out = kept + tuple(messages)
+        self._remember(last, known, out, raws, states)
         return out
+
+    def convert_grouped(
+        self,
+        provider: str,
+        items: Sequence[Any],
+        step: Stepper[S],
+        start: S,
+        finish: Callable[[S], tuple[Message, ...]],
+    ) -> tuple[Message, ...]:
+        """``items`` converted by ``step``, from ``start`` state, where an
+        item makes zero or more messages (the messages it closes) and the
+        state after the last item is closed by ``finish``: a format that
+        gathers several items into one message (the Responses API's). Only
+        the items after the prefix this request shares with the last one are
+        stepped; there is no lookup by fingerprint, since what an item makes
+        depends on the items before it."""
+        self._check(provider)
+        last: _Last[S] = self._last
+        known = _in_place(items, last.raws, last.length)
+        keep = _copy if self.edits_in_place else _itself
+        raws: list[Any] = []
+        closed: list[Message] = []
+        states: list[S] = []
+        ends: list[int] = []
+        state = last.states[known - 1] if known else start
+        prefix = last.ends[known - 1] if known else 0
+        for index in range(known, len(items)):
+            raw = items[index]
+            made, state = step(raw, index, state)
+            closed.extend(made)
+            raws.append(keep(raw))
+            states.append(state)
+            ends.append(prefix + len(closed))
+        kept = last.messages if prefix == len(last.messages) else last.messages[:prefix]
+        messages = kept + tuple(closed) if closed else kept
+        tail_state, tail = last.tail
+        if tail_state is not state:
+            tail = finish(state)
+        with self._lock:
+            if known == len(last.raws):
+                last.raws.extend(raws)
+                last.states.extend(states)
+                last.ends.extend(ends)
+                raws, states, ends = last.raws, last.states, last.ends
+            else:
+                raws = last.raws[:known] + raws
+                states = last.states[:known] + states
+                ends = last.ends[:known] + ends
+            self._last = _Last(len(items), raws, messages, states, ends, (state, tail))
+        return messages + tail if tail else messages
+
+    def _check(self, provider: str) -> None:
+        if self._provider is None:
+            self._provider = provider
+        elif self._provider != provider:
+            msg = f"this memo holds {self._provider} messages; use another for {provider}"
+            raise ValueError(msg)
+
+    def _remember(
+        self,
+        last: _Last[S],
+        known: int,
+        out: tuple[Message, ...],
+        raws: list[Any],
+        states: list[S],
+    ) -> None:
+        """Make ``out`` the last request: ``last``'s first ``known``
+        messages and the new ones, appended in place when nothing has been
+        appended past ``known`` since."""
+        with self._lock:
+            if known == len(last.raws):
+                last.raws.extend(raws)
+                last.states.extend(states)
+                self._last = _Last(len(out), last.raws, out, last.states)
+            else:
+                self._last = _Last(
+                    len(out), last.raws[:known] + raws, out, last.states[:known] + states
+                )
 
     def _keep(self, key: Any, message: Message) -> None:
         with self._lock:
@@ -169,14 +293,26 @@ class ConversionCache:
         """How many messages the fingerprint table holds."""
         return len(self._table)
 
+    def __repr__(self) -> str:
+        return f"ConversionCache(size={self.size!r}, edits_in_place={self.edits_in_place!r})"
 
-def _in_place(items: Sequence[Any], raws: list[Any]) -> int:
-    """How many leading ``items`` equal the remembered ``raws``."""
-    size = min(len(items), len(raws))
+
+def _itself(value: Any) -> Any:
+    return value
+
+
+def _in_place(items: Sequence[Any], raws: list[Any], length: int) -> int:
+    """How many leading ``items`` equal the first ``length`` remembered
+    ``raws`` (the same object is equal at the cost of a pointer
+    comparison)."""
+    size = min(len(items), length)
     if not size:
         return 0
-    head = items[:size] if type(items) is list else list(items[:size])
-    if head == (raws if size == len(raws) else raws[:size]):
+    if type(items) is not list:
+        head = list(items[:size])
+    else:
+        head = items if len(items) == size else items[:size]
+    if head == (raws if len(raws) == size else raws[:size]):
         return size
     differs = map(operator.ne, head, raws)
     return next(itertools.compress(itertools.count(), differs), size)

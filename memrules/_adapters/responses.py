@@ -93,6 +93,7 @@ from memrules._adapters._common import (
     verbatim,
     write_opaque,
 )
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.frozen import FrozenDict, thaw
 from memrules._core.messages import (
     ContentPart,
@@ -134,71 +135,90 @@ _OUTPUT_KEYS = frozenset({"type", "call_id", "output"})
 # --------------------------------------------------------------------------- reading
 
 
-def from_responses(items: Sequence[Mapping[str, Any]]) -> tuple[Message, ...]:
+def from_responses(
+    items: Sequence[Mapping[str, Any]], *, memo: ConversionCache | None = None
+) -> tuple[Message, ...]:
     """Read a Responses API ``input`` item list into a conversation.
 
     The input is not modified. Raises
     :class:`~memrules._core.errors.MessageFormatError` naming the item index
     and field for malformed input (``items[2].call_id: missing``), and for
     values no JSON writer can write back (``NaN``, lone surrogates).
+
+    ``memo``, one conversation's :class:`~memrules._adapters.conversion_cache.ConversionCache`,
+    makes a request pay only for the items after those it shares with the
+    conversation's last request (the messages they made come back as the
+    very same objects).
     """
     items = array(items, None, "input", "input items")
+    if memo is not None:
+        return memo.convert_grouped(PROVIDER, items, _read_item, _NO_GROUP, _close)
     out: list[Message] = []
-    group: list[Part] = []  # the assistant message being gathered
-    group_meta: dict[str, Any] = {}
-    has_message = False
-
-    def close() -> None:
-        nonlocal group, group_meta, has_message
-        if group:
-            out.append(Message(role="assistant", parts=tuple(group), metadata=group_meta))
-        group, group_meta, has_message = [], {}, False
-
+    group = _NO_GROUP
     for index, raw in enumerate(items):
-        raw = mapping(raw, index, "")
-        kind = raw.get("type", MISSING)
-        if kind is not MISSING and not isinstance(kind, str):
-            fail(f"expected a string, got {type_name(kind)}", index, "type")
-        if kind is MISSING or kind == "message":
-            role = raw.get("role", MISSING)
-            if role is MISSING:
-                fail("missing", index, "role")
-            if not isinstance(role, str) or role not in _ROLES:
-                fail(f"unknown role {role!r}, expected one of {', '.join(_ROLES)}", index, "role")
-            if role != "assistant":
-                close()
-                out.append(_read_message(raw, role, index))
-                continue
-            if has_message:
-                close()
-            has_message = True
-            parts, record = _read_message_item(raw, "assistant", index)
-            if parts is None:  # no content: kept whole, as its own item
-                group.append(Opaque(kind=f"{ITEM_KIND}:message", payload=verbatim(raw, index, "")))
-            else:
-                group.extend(parts)
-                if record:
-                    group_meta["responses_message"] = record
-            continue
-        if kind in _OUTPUTS:
-            close()
-            out.append(Message(role="tool", parts=(_read_output(raw, kind, index),)))
-            continue
-        call_id = raw.get("call_id")
-        if kind.endswith("_call_output") and isinstance(call_id, str):
-            close()
-            out.append(Message(role="tool", parts=(_read_other_output(raw, index),)))
-            continue
-        if kind == "reasoning" and group and not _only_reasoning(group):
-            close()
-        if kind in _CALLS:
-            group.append(_read_call(raw, kind, index))
-        elif kind.endswith("_call") and isinstance(call_id, str):
-            group.append(_read_other_call(raw, kind, index))
-        else:
-            group.append(Opaque(kind=f"{ITEM_KIND}:{kind}", payload=verbatim(raw, index, "")))
-    close()
+        closed, group = _read_item(raw, index, group)
+        out.extend(closed)
+    out.extend(_close(group))
     return tuple(out)
+
+
+_Group = tuple[tuple[Part, ...], Any, bool]
+"""The assistant message being gathered: its parts, the message item's
+record (None when there is none), and whether it holds a message item."""
+_NO_GROUP: _Group = ((), None, False)
+
+
+def _close(group: _Group) -> tuple[Message, ...]:
+    """The gathered assistant message, if it has parts."""
+    parts, record, _ = group
+    if not parts:
+        return ()
+    metadata = {} if record is None else {"responses_message": record}
+    return (Message(role="assistant", parts=parts, metadata=metadata),)
+
+
+def _read_item(raw: Any, index: int, group: _Group) -> tuple[tuple[Message, ...], _Group]:
+    """Item ``index`` read after ``group``: the messages it closes (the
+    gathered assistant message, its own message) and the group it leaves."""
+    raw = mapping(raw, index, "")
+    kind = raw.get("type", MISSING)
+    if kind is not MISSING and not isinstance(kind, str):
+        fail(f"expected a string, got {type_name(kind)}", index, "type")
+    if kind is MISSING or kind == "message":
+        role = raw.get("role", MISSING)
+        if role is MISSING:
+            fail("missing", index, "role")
+        if not isinstance(role, str) or role not in _ROLES:
+            fail(f"unknown role {role!r}, expected one of {', '.join(_ROLES)}", index, "role")
+        if role != "assistant":
+            return (*_close(group), _read_message(raw, role, index)), _NO_GROUP
+        closed: tuple[Message, ...] = ()
+        if group[2]:
+            closed, group = _close(group), _NO_GROUP
+        gathered, record, _ = group
+        parts, found = _read_message_item(raw, "assistant", index)
+        if parts is None:  # no content: kept whole, as its own item
+            opaque = Opaque(kind=f"{ITEM_KIND}:message", payload=verbatim(raw, index, ""))
+            return closed, ((*gathered, opaque), record, True)
+        return closed, ((*gathered, *parts), found if found else record, True)
+    if kind in _OUTPUTS:
+        tool = Message(role="tool", parts=(_read_output(raw, kind, index),))
+        return (*_close(group), tool), _NO_GROUP
+    call_id = raw.get("call_id")
+    if kind.endswith("_call_output") and isinstance(call_id, str):
+        tool = Message(role="tool", parts=(_read_other_output(raw, index),))
+        return (*_close(group), tool), _NO_GROUP
+    closed = ()
+    if kind == "reasoning" and group[0] and not _only_reasoning(group[0]):
+        closed, group = _close(group), _NO_GROUP
+    part: Part
+    if kind in _CALLS:
+        part = _read_call(raw, kind, index)
+    elif kind.endswith("_call") and isinstance(call_id, str):
+        part = _read_other_call(raw, kind, index)
+    else:
+        part = Opaque(kind=f"{ITEM_KIND}:{kind}", payload=verbatim(raw, index, ""))
+    return closed, ((*group[0], part), group[1], group[2])
 
 
 def _only_reasoning(parts: Sequence[Part]) -> bool:

@@ -31,8 +31,10 @@ __all__ = ["ConversationCache", "ConversationCaches"]
 
 class ConversationCache:
     """The :class:`~memrules._counting.measure.Measure` (``measure``) and the
-    :class:`~memrules._adapters.conversion_cache.ConversionCache` (``conversion``) of one
-    conversation served by ``pipeline``. Both are bounded by that
+    :class:`~memrules._adapters.conversion_cache.ConversionCache` of each body
+    format (``conversion`` for OpenAI chat bodies, :meth:`conversion_for`) of one
+    conversation served by ``pipeline`` (``edits_in_place`` as the
+    conversion caches take it). Both are bounded by that
     conversation and safe to share between threads.
 
     ``previous`` is the conversation's last request as the pipeline sent
@@ -40,12 +42,26 @@ class ConversationCache:
     measure and the append path compare the next one with; written under
     the conversation's lock."""
 
-    __slots__ = ("conversion", "measure", "previous")
+    __slots__ = ("_others", "conversion", "measure", "previous")
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: Pipeline, *, edits_in_place: bool = True) -> None:
         self.measure: Measure = pipeline.memo()
-        self.conversion = ConversionCache()
+        self.conversion = ConversionCache(edits_in_place=edits_in_place)
         self.previous: SentRequest | None = None
+        self._others: dict[str, ConversionCache] = {}
+
+    def conversion_for(self, provider: str) -> ConversionCache:
+        """The conversation's conversion cache for bodies of ``provider``
+        (``"openai"``: :attr:`conversion`; ``"anthropic"``, ``"responses"``:
+        their own, made on first use), so that a conversation whose bodies
+        come in two formats keeps both."""
+        if provider == "openai":
+            return self.conversion
+        found = self._others.get(provider)
+        if found is None:
+            made = ConversionCache(edits_in_place=self.conversion.edits_in_place)
+            found = self._others.setdefault(provider, made)
+        return found
 
 
 class ConversationCaches:

@@ -110,6 +110,7 @@ import attrs
 
 from memrules._adapters import from_openai
 from memrules._adapters.context_editing import EditPlan
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.openai import write_back
 from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
 from memrules._core.checks import check_whole
@@ -124,6 +125,7 @@ from memrules._plugin.provider_bodies import (
     anthropic_body,
     request_from_anthropic,
     run_edited,
+    run_edited_async,
     with_provider_edits,
 )
 from memrules._plugin.request import (
@@ -225,6 +227,13 @@ class MemoryPlugin:
     checked here: one its embedder cannot use raises
     :class:`~memrules._core.errors.ConfigError`; a store that is down is logged,
     and requests go on without memory until it is back.
+
+    ``edits_in_place=False`` is for a caller that hands the body hooks its
+    own message dicts again each request and never edits one it has handed
+    over (it replaces the dict instead): each conversation's
+    :class:`~memrules._adapters.conversion_cache.ConversionCache` then takes
+    the very same objects unread, so a request pays for its new dicts only
+    (see there). Bodies parsed afresh cost the same either way.
     """
 
     def __init__(
@@ -243,8 +252,12 @@ class MemoryPlugin:
         memory_store: VectorStore | None = None,
         memory_observers: Iterable[RetrievalObserver] = (),
         clock: Callable[[], float] = time.time,
+        edits_in_place: bool = True,
     ) -> None:
         check_whole("max_conversations", max_conversations, 1)
+        if not isinstance(edits_in_place, bool):
+            msg = f"edits_in_place={edits_in_place!r} must be True or False"
+            raise ValueError(msg)
         self._pipeline = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
@@ -272,7 +285,9 @@ class MemoryPlugin:
             self._tracer = PluginTracer(trace, self._pipeline, self._states)
             self._pipeline, self._states = self._tracer.pipeline, self._tracer.states
         pipeline = self._pipeline
-        self._memos = ConversationCaches(lambda: ConversationCache(pipeline), max_conversations)
+        self._memos = ConversationCaches(
+            lambda: ConversationCache(pipeline, edits_in_place=edits_in_place), max_conversations
+        )
         self._clock = clock
         self._memory: RetrievalService | None = None
         self._shared: RetrievalStoreConfig | None = None
@@ -493,14 +508,10 @@ class MemoryPlugin:
         ``instructions``, ``model``): returns a new body with the compacted
         ``input`` and every other key as it was (see
         :mod:`memrules._plugin.responses_hook`). The conversation, user and
-        tenant are found as :meth:`on_openai_request` finds them."""
-        request = request_from_responses(
-            body,
-            conversation_id=conversation_id,
-            conversation_id_of=self._conversation_id_of,
-            user=user,
-            tenant=tenant,
-        )
+        tenant are found as :meth:`on_openai_request` finds them, and
+        converting costs what the conversation added since its last
+        request, as there."""
+        request = self._from_responses_body(body, conversation_id, user, tenant)
         editing = self.config.provider_editing
         request, result, self._last_edits = run_edited(
             self.handle, self._pipeline.count, editing, request, "openai"
@@ -520,19 +531,61 @@ class MemoryPlugin:
         ``system`` and ``messages``, every other key as it was, and the
         config's ``provider_editing`` written in as ``context_management``
         (send the ``anthropic-beta: context-management-2025-06-27`` header
-        with it); see :mod:`memrules._plugin.provider_bodies`."""
-        request = request_from_anthropic(
-            body,
-            conversation_id=conversation_id,
-            conversation_id_of=self._conversation_id_of,
-            user=user,
-            tenant=tenant,
-        )
+        with it); see :mod:`memrules._plugin.provider_bodies`. Converting
+        costs what the conversation added since its last request, as in
+        :meth:`on_openai_request`."""
+        request = self._from_anthropic_body(body, conversation_id, user, tenant)
         editing = self.config.provider_editing
         _, result, self._last_edits = run_edited(
             self.handle, self._pipeline.count, editing, request, "anthropic"
         )
         return with_provider_edits(anthropic_body(body, result), editing, "anthropic")
+
+    def _body_memo(
+        self, body: Mapping[str, Any], conversation_id: str | None, provider: str
+    ) -> tuple[str | None, ConversionCache | None]:
+        """The body's conversation and that conversation's conversion cache
+        for ``provider`` (none for a body that is not a mapping: reading it
+        says what is wrong)."""
+        if not isinstance(body, Mapping):
+            return conversation_id, None
+        if conversation_id is None:
+            conversation_id = self._conversation_id_of(body)
+        return conversation_id, self._memos.get(conversation_id).conversion_for(provider)
+
+    def _from_responses_body(
+        self,
+        body: Mapping[str, Any],
+        conversation_id: str | None,
+        user: str | None,
+        tenant: str | None,
+    ) -> Request:
+        conversation_id, memo = self._body_memo(body, conversation_id, "responses")
+        return request_from_responses(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=_no_id,
+            user=user,
+            tenant=tenant,
+            memo=memo,
+        )
+
+    def _from_anthropic_body(
+        self,
+        body: Mapping[str, Any],
+        conversation_id: str | None,
+        user: str | None,
+        tenant: str | None,
+    ) -> Request:
+        conversation_id, memo = self._body_memo(body, conversation_id, "anthropic")
+        return request_from_anthropic(
+            body,
+            conversation_id=conversation_id,
+            conversation_id_of=_no_id,
+            user=user,
+            tenant=tenant,
+            memo=memo,
+        )
 
     @property
     def last_edits(self) -> tuple[EditPlan, ...]:
@@ -559,6 +612,40 @@ class MemoryPlugin:
         :meth:`handle_async`)."""
         request = self._from_openai_body(body, conversation_id, user, tenant)
         return _openai_body(body, request, await self.handle_async(request))
+
+    async def on_responses_request_async(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_responses_request` without blocking the event loop (see
+        :meth:`handle_async`)."""
+        request = self._from_responses_body(body, conversation_id, user, tenant)
+        editing = self.config.provider_editing
+        request, result, self._last_edits = await run_edited_async(
+            self.handle_async, self._pipeline.count, editing, request, "openai"
+        )
+        return with_provider_edits(responses_body(body, request, result), editing, "openai")
+
+    async def on_anthropic_request_async(
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`on_anthropic_request` without blocking the event loop (see
+        :meth:`handle_async`)."""
+        request = self._from_anthropic_body(body, conversation_id, user, tenant)
+        editing = self.config.provider_editing
+        _, result, self._last_edits = await run_edited_async(
+            self.handle_async, self._pipeline.count, editing, request, "anthropic"
+        )
+        return with_provider_edits(anthropic_body(body, result), editing, "anthropic")
 
     async def handle_async(self, request: Request, *, now: float | None = None) -> StepResult:
         """:meth:`handle`, awaiting the seams instead of blocking on them:

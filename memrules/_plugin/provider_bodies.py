@@ -12,7 +12,7 @@ the provider will clear is counted on the messages sent."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -26,11 +26,18 @@ from memrules._adapters.context_editing import (
     plan_edits,
     write_context_management,
 )
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.errors import MessageFormatError
 from memrules._core.messages import Conversation
 from memrules._plugin.request import Request, StepResult, scope_from_metadata
 
-__all__ = ["anthropic_body", "request_from_anthropic", "run_edited", "with_provider_edits"]
+__all__ = [
+    "anthropic_body",
+    "request_from_anthropic",
+    "run_edited",
+    "run_edited_async",
+    "with_provider_edits",
+]
 
 
 def request_from_anthropic(
@@ -40,10 +47,12 @@ def request_from_anthropic(
     conversation_id_of: Callable[[Mapping[str, Any]], str | None],
     user: str | None,
     tenant: str | None,
+    memo: ConversionCache | None = None,
 ) -> Request:
     """The :class:`Request` of an Anthropic Messages body: its ``system`` and
-    ``messages`` (see :func:`~memrules.from_anthropic`) and ``model``, whose
-    it is found as for an OpenAI body."""
+    ``messages`` (see :func:`~memrules.from_anthropic`, converted with the
+    conversation's ``memo``) and ``model``, whose it is found as for an
+    OpenAI body."""
     if not isinstance(body, Mapping):
         msg = f"expected a request object, got {type(body).__name__}"
         raise MessageFormatError(msg)
@@ -55,7 +64,7 @@ def request_from_anthropic(
         conversation_id = conversation_id_of(body)
     found_user, found_tenant = scope_from_metadata(body)
     return Request(
-        messages=from_anthropic(body),
+        messages=from_anthropic(body, memo=memo),
         model=model,
         conversation_id=conversation_id,
         user=found_user if user is None else user,
@@ -82,20 +91,57 @@ def run_edited(
     (where it cleared anything) and what the provider will clear."""
     if editing is None:
         return request, handle(request), ()
+    request, plans = _edit_locally(count, editing, request, provider)
+    result = handle(request)
+    return request, result, _plan_provider(count, editing, result, provider, plans)
+
+
+async def run_edited_async(
+    handle: Callable[[Request], Awaitable[StepResult]],
+    count: Callable[[Conversation], int],
+    editing: ProviderEditing | None,
+    request: Request,
+    provider: Provider,
+) -> tuple[Request, StepResult, tuple[EditPlan, ...]]:
+    """:func:`run_edited` with ``handle`` awaited."""
+    if editing is None:
+        return request, await handle(request), ()
+    request, plans = _edit_locally(count, editing, request, provider)
+    result = await handle(request)
+    return request, result, _plan_provider(count, editing, result, provider, plans)
+
+
+def _edit_locally(
+    count: Callable[[Conversation], int],
+    editing: ProviderEditing,
+    request: Request,
+    provider: Provider,
+) -> tuple[Request, list[EditPlan]]:
+    """``request`` with the edits memrules makes itself, and their plan."""
     plans: list[EditPlan] = []
     if any(edit is not None for edit in editing.local_for(provider)):
         edited, local = apply_edits(request.messages, editing, count, provider=provider)
         plans.append(local)
         if edited is not request.messages:
             request = attrs.evolve(request, messages=edited)
-    result = handle(request)
+    return request, plans
+
+
+def _plan_provider(
+    count: Callable[[Conversation], int],
+    editing: ProviderEditing,
+    result: StepResult,
+    provider: Provider,
+    plans: list[EditPlan],
+) -> tuple[EditPlan, ...]:
+    """``plans`` and the plan of what the provider will clear of what ``result`` sends."""
     asked = editing if provider == "anthropic" else None
     if provider == "openai" and editing.compaction is not None:
         asked = ProviderEditing(compaction=editing.compaction)
     if asked is not None and not editing.local:
         _, planned = plan_edits(result.request.messages, asked, count, provider=provider)
         plans.append(planned)
-    return request, result, tuple(plans)
+    return tuple(plans)
 
 
 def with_provider_edits(

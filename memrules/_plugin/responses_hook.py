@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.responses import from_responses, to_responses
 from memrules._core.errors import MessageFormatError
 from memrules._core.messages import Message, Text
@@ -35,13 +36,17 @@ def request_from_responses(
     conversation_id_of: Callable[[Mapping[str, Any]], str | None],
     user: str | None,
     tenant: str | None,
+    memo: ConversionCache | None = None,
 ) -> Request:
     """The :class:`Request` of a Responses body: its ``input`` and
     ``instructions`` as messages, its ``model``, the conversation
     ``conversation_id`` names (else ``conversation_id_of(body)``), and the
     ``user`` and ``tenant`` given (else the body's ``metadata.user_id`` and
-    ``metadata.tenant_id``). Raises
-    :class:`~memrules._core.errors.MessageFormatError` for a malformed body."""
+    ``metadata.tenant_id``). ``memo`` is the conversation's
+    :class:`~memrules._adapters.conversion_cache.ConversionCache`: the input
+    items it converted for the conversation's last request are not read
+    again. Raises :class:`~memrules._core.errors.MessageFormatError` for a
+    malformed body."""
     if not isinstance(body, Mapping):
         msg = f"expected a request object, got {type(body).__name__}"
         raise MessageFormatError(msg)
@@ -53,7 +58,8 @@ def request_from_responses(
     if raw is None:
         msg = "missing: a Responses body needs an input (an item list or a string)"
         raise MessageFormatError(msg, field="input")
-    messages = from_responses([{"role": "user", "content": raw}] if isinstance(raw, str) else raw)
+    items = [{"role": "user", "content": raw}] if isinstance(raw, str) else raw
+    messages = from_responses(items, memo=memo)
     instructions = body.get("instructions")
     if instructions is not None:
         if not isinstance(instructions, str):

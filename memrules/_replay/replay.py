@@ -48,6 +48,7 @@ from memrules._io.version import memrules_version
 from memrules._plugin.plugin import MemoryPlugin, Request
 from memrules._replay.answers import replay_answer
 from memrules._runtime.logged import (
+    LoggedClock,
     LoggedExtractor,
     LoggedResolver,
     LoggedStateStore,
@@ -67,8 +68,10 @@ from memrules._trace.canonical import (
 )
 from memrules._trace.record import (
     INPUTS,
+    OPTIONAL_INPUTS,
     TRACE_VERSION,
     InputDeltas,
+    SentRequests,
     TraceHeader,
     TraceLine,
     budget_from,
@@ -80,6 +83,7 @@ from memrules._trace.record import (
     response_line,
     run_line,
 )
+from memrules._trace.run_inputs import context_from, rule_from, time_from
 from memrules.seams._log import ReplayingLog
 
 __all__ = ["ReplaySummary", "replay_trace"]
@@ -158,6 +162,7 @@ class _Replayer:
         self.entry = entry
         self.index = index
         self.problems: list[str] = []
+        self._sent = SentRequests()  # each conversation's last apply replayed
         recorded = entry.get("config")
         if not isinstance(recorded, Mapping):
             msg = f"{where}: pipelines[{index}] has no config"
@@ -287,16 +292,51 @@ class _Replayer:
             messages = messages_from(data.get("messages"), f"{where}: messages")
             inputs["messages"] = messages_json(messages)
             scope: dict[str, Any] = {k: inputs[k] for k in ("conversation_id", "user", "tenant")}
+            given = {k: data[k] for k in OPTIONAL_INPUTS.get(kind, ()) if k in data}
+            inputs.update(given)
+            options = self._options(kind, data, given, where)
 
             def run() -> Any:
                 if kind == "apply":
-                    return pipeline.apply(messages, budget=budget_from(inputs["budget"]), **scope)
+                    budget = budget_from(inputs["budget"])
+                    if "clock" in options:  # the time the recorded run read
+                        options["now"] = LoggedClock(options.pop("clock"))()
+                    return pipeline.apply(messages, budget=budget, **scope, **options)
                 if kind == "compress":
                     return pipeline.compress(messages, **scope)
-                return pipeline.remember(messages, **scope)
+                return pipeline.remember(messages, **scope, **options)
 
-        _, line = run_line(str(kind), self.index, inputs, run, log)
+        result, line = run_line(str(kind), self.index, inputs, run, log)
+        number = data.get("request")
+        if kind == "apply" and isinstance(number, int):
+            self._sent.keep(inputs["conversation_id"], number, result.sent)
         return line
+
+    def _options(
+        self, kind: str, data: Mapping[str, Any], given: Mapping[str, Any], where: str
+    ) -> dict[str, Any]:
+        """The keyword arguments of a recorded ``apply`` or ``remember``
+        beyond its scope and budget (see :mod:`memrules._trace.run_inputs`)."""
+        options: dict[str, Any] = {}
+        if kind == "apply":
+            if "previous" in given:
+                options["previous"] = self._sent.find(
+                    data.get("conversation_id"), given["previous"], where
+                )
+            if "cache" in given:
+                options["cache"] = rule_from(given["cache"], where)
+            if "now" in given:
+                options["now"] = given["now"]
+            elif any(
+                isinstance(c, Mapping) and c.get("seam") == "clock" for c in data.get("calls") or []
+            ):
+                options["clock"] = StandIn("clock", "the recorded clock")
+        elif kind == "remember":
+            if "session_time" in given:
+                options["session_time"] = time_from(given["session_time"], f"{where}: session_time")
+            if "context" in given:
+                options["context"] = context_from(given["context"], where)
+        return options
 
     def _request(self, data: Mapping[str, Any], log: ReplayingLog, where: str) -> dict[str, Any]:
         plugin = self.plugin()

@@ -20,6 +20,11 @@ completes::
      "user": null, "tenant": null, "budget": null, "messages": [...],
      "calls": [...], "output": [...], "report": {...}}
 
+An ``apply`` line given the prompt-cache inputs also says them
+(``previous``, ``cache``, ``now``; the time a traced pipeline's clock read
+is its ``clock.now`` call), and a ``remember`` line its ``session_time``
+and ``context`` (see :mod:`~memrules._trace.run_inputs`).
+
 ``kind`` is ``apply`` or ``compress`` (a pipeline run), ``remember`` or
 ``recall`` (the pipeline's store), ``request`` (one request through
 :class:`~memrules.MemoryPlugin`) or ``response`` (a plugin's
@@ -65,25 +70,31 @@ This module records a pipeline's runs (:func:`record_trace`,
 names; each job has its module: :mod:`~memrules._trace.lines` (messages and
 lines as JSON), :mod:`~memrules._trace.deltas` (inputs as ``prefix`` deltas),
 :mod:`~memrules._trace.header` (the first line), :mod:`~memrules._trace.writer`
-(the file), :mod:`~memrules._trace.plugin_tracer` (a plugin's requests) and
+(the file), :mod:`~memrules._trace.run_inputs` (a run's optional inputs),
+:mod:`~memrules._trace.plugin_tracer` (a plugin's requests) and
 :mod:`~memrules._trace.reader` (reading a trace back).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
+from datetime import date, datetime
 from types import TracebackType
 from typing import Any
 
 import attrs
 
+from memrules._core.bounded import BoundedTable
 from memrules._core.budget import Budget
 from memrules._core.errors import TraceError
 from memrules._core.messages import Conversation, Message
+from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionResult
-from memrules._core.seam_records import RecallHit, StoreWrite
-from memrules._runtime.logged import hit_json, logged_seams
+from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext, RecallHit, StoreWrite
+from memrules._counting.cache import CacheRule
+from memrules._runtime.logged import LoggedClock, hit_json, logged_seams
 from memrules._runtime.pipeline import Pipeline
 from memrules._trace.deltas import KEPT_CONVERSATIONS, InputDeltas, InputRebuilder
 from memrules._trace.header import (
@@ -98,18 +109,27 @@ from memrules._trace.header import (
 from memrules._trace.lines import budget_from, dump_line, messages_from, messages_json
 from memrules._trace.plugin_tracer import PluginTracer, request_line, response_line
 from memrules._trace.reader import TraceLine, read_trace
+from memrules._trace.run_inputs import (
+    context_json,
+    rule_json,
+    sent_request_from,
+    sent_request_json,
+    time_json,
+)
 from memrules._trace.writer import TraceWriter
 from memrules.seams._log import RecordingLog, ReplayingLog
 
 __all__ = [
     "INPUTS",
     "KEPT_CONVERSATIONS",
+    "OPTIONAL_INPUTS",
     "READS_VERSIONS",
     "TRACE_FORMAT",
     "TRACE_VERSION",
     "InputDeltas",
     "InputRebuilder",
     "PluginTracer",
+    "SentRequests",
     "TraceHeader",
     "TraceLine",
     "TraceWriter",
@@ -144,6 +164,13 @@ INPUTS: dict[str, tuple[str, ...]] = {
 }
 """What a line of each kind of pipeline run says went in, in this order."""
 
+OPTIONAL_INPUTS: dict[str, tuple[str, ...]] = {
+    "apply": ("previous", "cache", "now"),
+    "remember": ("session_time", "context"),
+}
+"""What a line says went in besides, after :data:`INPUTS` and in this order,
+when the run was given it (see :mod:`memrules._trace.run_inputs`)."""
+
 
 def run_line(
     kind: str,
@@ -160,6 +187,7 @@ def run_line(
         result = run()
     line: dict[str, Any] = {"kind": kind, "pipeline": index}
     line.update((key, inputs[key]) for key in INPUTS[kind])
+    line.update((key, inputs[key]) for key in OPTIONAL_INPUTS.get(kind, ()) if key in inputs)
     line["calls"] = log.calls
     line.update(outputs(kind, result))
     return result, line
@@ -178,20 +206,82 @@ def outputs(kind: str, result: Any) -> dict[str, Any]:
     raise TraceError(msg)
 
 
+class SentRequests:
+    """The ``sent`` of each conversation's last ``apply`` line and that
+    line's number, for the :data:`KEPT_CONVERSATIONS` conversations that
+    ran last, so that a ``previous`` that is one of them is written as a
+    reference to its line (and a replay finds it again) rather than in full.
+    Writer and reader each keep one. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._table: BoundedTable[str | None, tuple[int, SentRequest]] = BoundedTable(
+            KEPT_CONVERSATIONS
+        )
+        self._lock = threading.Lock()
+
+    def keep(self, conversation_id: str | None, number: int, sent: SentRequest | None) -> None:
+        with self._lock:
+            if sent is None:
+                self._table.pop(conversation_id, None)
+            else:
+                self._table.put(conversation_id, (number, sent))
+
+    def reference(self, conversation_id: str | None, previous: SentRequest) -> dict[str, Any]:
+        """How a line says ``previous``: by its line when it is the
+        conversation's last ``sent``, else in full."""
+        with self._lock:
+            found = self._table.get(conversation_id)
+        if found is not None and found[1] is previous:
+            return {"request": found[0]}
+        return sent_request_json(previous)
+
+    def find(self, conversation_id: str | None, data: Any, where: str) -> SentRequest:
+        """The ``previous`` a line says (see :meth:`reference`)."""
+        if isinstance(data, dict) and set(data) == {"request"}:
+            with self._lock:
+                found = self._table.get(conversation_id)
+            if found is None or found[0] != data["request"]:
+                msg = (
+                    f"{where}: previous names request {data['request']!r}, which is not the "
+                    "last apply of this conversation replayed"
+                )
+                raise TraceError(msg)
+            return found[1]
+        return sent_request_from(data, where)
+
+
 class TracedPipeline:
     """A pipeline whose runs are written to a trace, one line each: its
     ``apply``, ``compress``, ``remember`` and ``recall`` are the pipeline's
-    (same arguments, same results), each run under a recording log."""
+    (same arguments, same results), each run under a recording log.
 
-    def __init__(self, writer: TraceWriter, pipeline: Pipeline, index: int = 0) -> None:
+    ``clock`` (seconds since the epoch) is read, through the seam log
+    (``clock.now``), by an ``apply`` that is not given ``now`` and measures
+    the prompt cache (given ``previous`` or ``cache``, or its config has a
+    ``cache:`` section): a replay answers it with the time read, so the
+    cache figures replay byte for byte. Without a clock such a run has no
+    time, as :meth:`Pipeline.apply <memrules.Pipeline.apply>` has none."""
+
+    def __init__(
+        self,
+        writer: TraceWriter,
+        pipeline: Pipeline,
+        index: int = 0,
+        *,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.writer = writer
         self.index = index
+        self.clock = clock
         seams = logged_seams(pipeline.seams)
         self.pipeline = pipeline if seams is pipeline.seams else attrs.evolve(pipeline, seams=seams)
+        self._sent = SentRequests()
 
     def _run(self, kind: str, run: Callable[[], Any], inputs: dict[str, Any]) -> Any:
         result, line = run_line(kind, self.index, inputs, run)
-        self.writer.write(line)
+        number = self.writer.write(line)
+        if kind == "apply":
+            self._sent.keep(inputs["conversation_id"], number, result.sent)
         return result
 
     def _run_on(
@@ -215,15 +305,41 @@ class TracedPipeline:
         conversation_id: str | None = None,
         user: str | None = None,
         tenant: str | None = None,
+        previous: SentRequest | None = None,
+        cache: CacheRule | None = None,
+        now: float | None = None,
     ) -> CompressionResult:
         conversation = tuple(messages)
         scope = _scope_fields(conversation_id, user, tenant)
+        optional: dict[str, Any] = {}
+        if previous is not None:
+            optional["previous"] = self._sent.reference(conversation_id, previous)
+        if cache is not None:
+            optional["cache"] = rule_json(cache)
+        if now is not None:
+            optional["now"] = now
+        clock = self.clock
+        if (
+            now is None
+            and previous is None
+            and cache is None
+            and self.pipeline.config.cache is None
+        ):
+            clock = None  # the run has no use for the time
+
+        def run() -> CompressionResult:
+            when = now if now is not None or clock is None else LoggedClock(clock)()
+            return self.pipeline.apply(
+                conversation, budget=budget, previous=previous, cache=cache, now=when, **scope
+            )
+
         result: CompressionResult = self._run_on(
             "apply",
             conversation,
             scope,
-            lambda: self.pipeline.apply(conversation, budget=budget, **scope),
+            run,
             budget=None if budget is None else budget.to_dict(),
+            **optional,
         )
         return result
 
@@ -249,11 +365,24 @@ class TracedPipeline:
         conversation_id: str,
         user: str | None = None,
         tenant: str | None = None,
+        session_time: date | datetime | None = None,
+        context: IndexContext | None = DEFAULT_CONTEXT,
     ) -> StoreWrite:
         conversation = tuple(messages)
         scope = _scope_fields(conversation_id, user, tenant)
+        optional: dict[str, Any] = {}
+        if session_time is not None:
+            optional["session_time"] = time_json(session_time)
+        if context != DEFAULT_CONTEXT:
+            optional["context"] = context_json(context)
         write: StoreWrite = self._run_on(
-            "remember", conversation, scope, lambda: self.pipeline.remember(conversation, **scope)
+            "remember",
+            conversation,
+            scope,
+            lambda: self.pipeline.remember(
+                conversation, session_time=session_time, context=context, **scope
+            ),
+            **optional,
         )
         return write
 
@@ -294,7 +423,11 @@ class TracedPipeline:
 
 
 def record_trace(
-    path: str | os.PathLike[str], pipeline: Pipeline, *, name: str = "pipeline"
+    path: str | os.PathLike[str],
+    pipeline: Pipeline,
+    *,
+    name: str = "pipeline",
+    clock: Callable[[], float] | None = None,
 ) -> TracedPipeline:
     """Record ``pipeline``'s runs to a trace at ``path``::
 
@@ -305,6 +438,8 @@ def record_trace(
     ``recall``; each call writes one line as it returns. ``memrules replay
     run.jsonl`` (or :func:`~memrules.replay_trace`) runs them again with the
     recorded answers and no seam. Raises :class:`~memrules.TraceError` when
-    the file cannot be written."""
+    the file cannot be written. ``clock`` is the time an ``apply`` that
+    measures the prompt cache reads when not given ``now`` (see
+    :class:`TracedPipeline`)."""
     writer = TraceWriter.for_pipelines(path, [(name, pipeline)])
-    return TracedPipeline(writer, pipeline)
+    return TracedPipeline(writer, pipeline, clock=clock)

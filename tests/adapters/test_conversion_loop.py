@@ -1,0 +1,142 @@
+"""A caller that keeps its own list of message dicts and converts it every
+turn (memrules._adapters.conversion_cache): exact whatever it does to the
+list or, by default, to the dicts in it, and reading only the new dicts
+when it promises not to edit them in place."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memrules import ConversionCache, from_anthropic, from_openai
+from memrules._adapters import openai as openai_adapter
+from tests.support.adapter_json import openai_messages
+
+
+class Watched(dict[str, Any]):
+    """A message dict that counts how often it is compared by value."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        Watched.compared += 1
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _turns(count: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+    for i in range(count):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        out.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"result {i}"})
+    return out
+
+
+def test_the_same_dicts_each_turn_read_only_the_new_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    real = openai_adapter._read_one
+
+    def counting(raw: Any, index: int, state: Any) -> Any:
+        reads.append(index)
+        return real(raw, index, state)
+
+    monkeypatch.setattr(openai_adapter, "_read_one", counting)
+    history = [Watched(m) for m in _turns(150)]
+    cache = ConversionCache(edits_in_place=False)
+    log: list[Any] = []
+    Watched.compared = 0
+    for raw in history:
+        log.append(raw)
+        out = from_openai(log, memo=cache)
+    assert Watched.compared == 0  # no earlier dict read again
+    assert reads == list(range(len(history)))  # each converted once
+    assert out == from_openai(copy.deepcopy(history))
+
+
+def test_an_earlier_dict_edited_in_place_is_seen_by_default() -> None:
+    log = _turns(20)
+    cache = ConversionCache()
+    from_openai(log, memo=cache)
+    log[6]["content"] = "edited"  # a tool result, top level
+    log[5]["tool_calls"][0]["function"]["arguments"] = '{"x": 1}'  # nested
+    log.append({"role": "user", "content": "next"})
+    assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+
+
+def test_a_mapping_subclass_edited_in_place_is_seen_by_default() -> None:
+    log: list[Any] = [Watched(m) for m in _turns(5)]
+    cache = ConversionCache()
+    from_openai(log, memo=cache)
+    log[2]["content"] = "edited"
+    assert from_openai(log, memo=cache) == from_openai([dict(m) for m in log])
+    log[0]["content"] = "edited too"
+    assert from_openai(log, memo=cache) == from_openai([dict(m) for m in log])
+
+
+def test_replacing_inserting_and_truncating_are_seen_without_in_place_edits() -> None:
+    log = _turns(10)
+    cache = ConversionCache(edits_in_place=False)
+    from_openai(log, memo=cache)
+    log[3] = {**log[3], "content": "replaced"}
+    assert from_openai(log, memo=cache)[3].text == "replaced"
+    log.insert(1, {"role": "user", "content": "inserted"})
+    assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+    del log[8:]
+    assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+    log.append({"role": "user", "content": "grown again"})
+    assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+    reparsed = json.loads(json.dumps(log))  # new objects, equal
+    assert from_openai(reparsed, memo=cache) == from_openai(copy.deepcopy(log))
+
+
+OPS = ("grow", "grow", "replace", "insert", "truncate", "rotate", "reparse", "same")
+
+
+@given(
+    st.data(),
+    openai_messages(max_size=10),
+    openai_messages(max_size=12),
+    st.booleans(),
+)
+def test_a_list_handed_again_converts_as_afresh(
+    data: st.DataObject, first: list[Any], extra: list[Any], edits_in_place: bool
+) -> None:
+    cache = ConversionCache(edits_in_place=edits_in_place)
+    log = first
+    for _ in range(6):
+        assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+        op = data.draw(st.sampled_from(OPS), label="op")
+        if op == "grow" and extra:
+            log.append(extra.pop())
+        elif op == "replace" and log and extra:
+            log[data.draw(st.integers(0, len(log) - 1), label="at")] = extra.pop()
+        elif op == "insert" and extra:
+            log.insert(data.draw(st.integers(0, len(log)), label="at"), extra.pop())
+        elif op == "truncate":
+            del log[data.draw(st.integers(0, len(log)), label="keep") :]
+        elif op == "rotate" and log:
+            del log[: data.draw(st.integers(1, len(log)), label="drop")]
+        elif op == "reparse":
+            log = json.loads(json.dumps(log))
+        if edits_in_place and log and data.draw(st.booleans(), label="edit"):
+            at = data.draw(st.integers(0, len(log) - 1), label="edited")
+            if log[at].get("role") != "function" and isinstance(log[at].get("content"), str):
+                log[at]["content"] += " (edited)"
+
+
+def test_the_option_is_checked_and_shown() -> None:
+    with pytest.raises(ValueError, match="edits_in_place=1"):
+        ConversionCache(edits_in_place=1)  # type: ignore[arg-type]
+    assert repr(ConversionCache(8, edits_in_place=False)) == (
+        "ConversionCache(size=8, edits_in_place=False)"
+    )
+    cache = ConversionCache(edits_in_place=False)
+    log = [{"role": "user", "content": "hi"}]
+    assert from_anthropic(log, memo=cache) == from_anthropic(copy.deepcopy(log))

@@ -1,0 +1,156 @@
+"""A traced pipeline takes what the pipeline takes: ``apply``'s prompt-cache
+inputs (``previous``, ``cache``, ``now``, the time read from the traced
+pipeline's clock through the seam log) and ``remember``'s ``session_time``
+and ``context``, and a replay reproduces the runs byte for byte."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memrules import IndexContext, ReplayMismatch, load_pipeline, record_trace, replay_trace
+from memrules._core.messages import message
+from memrules._counting.cache import AnthropicRule, OpenAIRule
+from tests.support.chat_server import ChatServer
+from tests.support.seams import HAS_QDRANT
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _clock(readings: list[float]) -> Any:
+    times: Iterator[float] = iter(readings)
+    return lambda: next(times)
+
+
+def _history(turns: int) -> list[Any]:
+    out = [message("system", "rules " * 1200)]
+    for i in range(turns):
+        out.append(message("user", f"question {i} " * 20))
+        out.append(message("assistant", f"answer {i} " * 20))
+    return out
+
+
+CACHED = "{max_tokens: 100000, strategies: []}"
+CACHE_SECTION = """
+max_tokens: 3000
+cache: {provider: openai, compact_to: 0.5}
+strategies: [{type: sliding_window, keep_messages: 6}]
+"""
+
+
+def test_apply_with_the_cache_inputs_replays_byte_for_byte(tmp_path: Path) -> None:
+    trace = tmp_path / "cache.jsonl"
+    pipeline = load_pipeline(CACHED)
+    # 0 s, 100 s (the cache is warm), 500 s (it has expired: OpenAI's 300 s)
+    with record_trace(trace, pipeline, clock=_clock([0.0, 100.0, 500.0])) as traced:
+        history = _history(1)
+        results = [traced.apply(history, cache=OpenAIRule(), conversation_id="c")]
+        for turn in (2, 3):
+            history = _history(turn)
+            results.append(
+                traced.apply(
+                    history, cache=OpenAIRule(), previous=results[-1].sent, conversation_id="c"
+                )
+            )
+        # Given outright: a time, an Anthropic rule, a previous request from elsewhere.
+        elsewhere = pipeline.apply(_history(1), cache=AnthropicRule(), now=5.0).sent
+        traced.apply(
+            _history(2), cache=AnthropicRule(), previous=elsewhere, now=50.0, conversation_id="d"
+        )
+    direct = load_pipeline(CACHED)
+    expected = [direct.apply(_history(1), cache=OpenAIRule(), now=0.0)]
+    for turn, when in ((2, 100.0), (3, 500.0)):
+        expected.append(
+            direct.apply(_history(turn), cache=OpenAIRule(), previous=expected[-1].sent, now=when)
+        )
+    assert [r.report.cache for r in results] == [r.report.cache for r in expected]
+    warm, cold = results[1].report.cache, results[2].report.cache
+    assert warm is not None
+    assert cold is not None
+    assert warm.cached > 0
+    assert cold.cached == 0
+
+    lines = _lines(trace)[1:]
+    assert [line.get("previous") for line in lines[:3]] == [None, {"request": 0}, {"request": 1}]
+    assert lines[1]["cache"]["provider"] == "openai"
+    assert [c["seam"] for c in lines[1]["calls"]] == ["clock"]
+    assert lines[3]["now"] == 50.0
+    assert "received" in lines[3]["previous"]
+    assert lines[3]["calls"] == []  # given the time: no clock read
+    assert replay_trace(trace).requests == 4
+
+
+def test_a_replay_answers_the_clock_from_the_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "clock.jsonl"
+    with record_trace(trace, load_pipeline(CACHED), clock=_clock([0.0, 100.0])) as traced:
+        first = traced.apply(_history(1), cache=OpenAIRule(), conversation_id="c")
+        traced.apply(_history(2), cache=OpenAIRule(), previous=first.sent, conversation_id="c")
+    text = trace.read_text(encoding="utf-8")
+    assert '{"now":100.0}' in text
+    trace.write_text(text.replace('{"now":100.0}', '{"now":900.0}'), encoding="utf-8")
+    with pytest.raises(ReplayMismatch, match="request 1"):
+        replay_trace(trace)  # the cache had expired by then: other figures
+
+
+def test_a_cache_section_reads_the_clock_without_cache_arguments(tmp_path: Path) -> None:
+    trace = tmp_path / "section.jsonl"
+    pipeline = load_pipeline(CACHE_SECTION)
+    with record_trace(trace, pipeline, clock=_clock([10.0, 20.0, 30.0])) as traced:
+        previous = None
+        for turn in (2, 3, 4):
+            result = traced.apply(_history(turn), previous=previous, conversation_id="c")
+            previous = result.sent
+    lines = _lines(trace)[1:]
+    assert all(line["calls"] and line["calls"][0]["seam"] == "clock" for line in lines)
+    assert all(line["report"].get("cache") for line in lines)
+    assert replay_trace(trace).requests == 3
+
+
+def test_a_trace_without_the_new_inputs_reads_as_before(tmp_path: Path) -> None:
+    trace = tmp_path / "plain.jsonl"
+    with record_trace(trace, load_pipeline(CACHED), clock=_clock([])) as traced:
+        traced.apply(_history(1), conversation_id="c")  # nothing to measure: no clock read
+    (line,) = _lines(trace)[1:]
+    assert not {"previous", "cache", "now"} & set(line)
+    assert line["calls"] == []
+    assert replay_trace(trace).requests == 1
+
+
+STORE = """
+store: {{backend: qdrant, path: {path}, collection: remembered}}
+embedder: {{type: openai, base_url: "{url}", model: loopback-embed, dimensions: 16}}
+strategies: []
+"""
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="needs the qdrant extra")
+def test_remember_with_a_session_time_and_a_context_replays(tmp_path: Path) -> None:
+    trace = tmp_path / "remember.jsonl"
+    said = [message("user", "I moved to Porto yesterday."), message("assistant", "Noted.")]
+    with ChatServer() as server:
+        pipeline = load_pipeline(STORE.format(path=tmp_path / "store", url=server.url))
+        with record_trace(trace, pipeline) as traced:
+            first = traced.remember(said, conversation_id="c1", session_time=date(2023, 5, 8))
+            second = traced.remember(
+                said, conversation_id="c2", context=IndexContext(before=0, dates=False)
+            )
+            third = traced.remember(said, conversation_id="c3", context=None)
+    assert len(first.added) == len(second.added) == len(third.added) == 2
+    lines = _lines(trace)[1:]
+    assert lines[0]["session_time"] == {"date": "2023-05-08"}
+    assert "context" not in lines[0]
+    assert lines[1]["context"]["before"] == 0
+    assert lines[1]["context"]["dates"] is False
+    assert lines[2]["context"] is None
+    adds = [json.dumps(line["calls"]) for line in lines]
+    assert "8 May 2023" in adds[0]
+    assert "7 May 2023" in adds[0]
+    assert "8 May 2023" not in adds[1]
+    assert replay_trace(trace).requests == 3
