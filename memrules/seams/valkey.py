@@ -50,6 +50,7 @@ import json
 import logging
 import os
 import struct
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,6 +84,7 @@ MAX_QUERY_TERMS = 128
 _SCHEMES = ("valkey://", "valkeys://", "redis://", "rediss://", "unix://")
 _FIELDS = ("text", "message", "conversation_id", "user", "tenant", "turn", "exchange")
 _PAGE = 500
+_SCAN_WAIT_SECONDS = 60
 
 
 def _digest(value: object) -> str:
@@ -222,6 +224,35 @@ class _Valkey:
             )
             raise CollectionError(msg)
         self._lexical[index] = lexical
+        self._await_scan(index)
+
+    def _await_scan(self, index: str) -> None:
+        """Wait for the scan of the keyspace that creating ``index`` starts.
+        A record written while it runs is indexed twice (by the write and
+        again by the scan), and the stale copy skews BM25 and drops records
+        from tag-filtered queries until the module's collector runs; on a
+        server holding other data the scan takes a while. RediSearch says
+        ``indexing``, valkey-search ``backfill_in_progress``. Past a minute
+        the writes go on, with a warning: ranking is off until it ends."""
+        deadline = time.monotonic() + _SCAN_WAIT_SECONDS
+        pause = 0.005
+        while True:
+            info = _pairs(self._open().execute_command("FT.INFO", index))
+            running = info.get("indexing", info.get("backfill_in_progress", 0))
+            if not int(_text(running) if isinstance(running, bytes) else running):
+                return
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "valkey store %s: index %r is still scanning the server's keys after "
+                    "%d s; records written before it ends rank off until the module's "
+                    "collector runs",
+                    redact_url(self.url),
+                    index,
+                    _SCAN_WAIT_SECONDS,
+                )
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
 
     def _has_text(self, index: str) -> bool:
         """Whether ``index`` has the ``terms`` full-text field."""

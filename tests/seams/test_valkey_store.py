@@ -383,3 +383,39 @@ def test_dense_search_is_the_exact_scan_within_the_scope(server: SearchServer) -
             assert [h.id for h in hits] == exact
             assert np.allclose([h.score for h in hits], np.sort(scores)[::-1][:10], atol=1e-5)
     store.close()
+
+
+def test_a_new_collection_on_a_full_server_indexes_each_record_once(server: SearchServer) -> None:
+    """Creating an index starts the module's scan of the whole keyspace; a
+    record written while that scan runs is indexed twice, and the stale
+    copy skews BM25 until the module's collector runs (a tag-filtered
+    query then misses records that hold every term). A new collection on a
+    server with other data waits for its scan, so every record is indexed
+    once and lexical search ranks as on an empty server."""
+    from memrules._core.messages import message
+
+    client = server.client()
+    pipe = client.pipeline(transaction=False)
+    for i in range(200_000):
+        pipe.hset(f"other:{i}", mapping={"field": "value"})
+        if i % 10_000 == 9_999:
+            pipe.execute()
+    pipe.execute()
+    texts = [f"reading src/module_{i}.py line {i}" for i in range(12)] + [
+        "reading src/sched.py",
+        "def schedule(job): return queue.put(job)  # src/sched.py",
+    ]
+    scope = Scope(user="u", tenant="t")
+    store = valkey_store(url=server.url, embedder=Seeded(), collection="busy", search="lexical")
+    records = [r for t in texts for r in build_records((message("user", t),), scope=scope)]
+    store.add(records)
+    info = client.execute_command("FT.INFO", store._backend._index("busy"))
+    fields = {
+        (k.decode() if isinstance(k, bytes) else k): v
+        for k, v in zip(info[::2], info[1::2], strict=True)
+    }
+    hits = store.search("src/sched.py", k=2, scope=scope)
+    assert sorted(h.text for h in hits) == sorted(f"user: {t}" for t in texts[-2:])
+    assert int(fields["num_docs"]) == len(texts)
+    assert int(fields["indexing"]) == 0
+    store.close()
