@@ -235,6 +235,10 @@ def enforce(
         first_system, last_user = first_system_index(before), last_user_index(before)
     else:
         first_system, last_user = track.first_system, track.last_user
+    if len(after) == len(before):
+        rewritten = _in_place(before, after, (first_system, last_user))
+        if rewritten is not None:
+            return rewritten
     window = None if track is None else _window(before, after, track)
     removed: Indices | None = None
     origin: list[int | None]
@@ -311,6 +315,41 @@ def enforce(
         else {}
     )
     return diff(before, tuple(messages), origin, tuple(sorted(dead)), mended, removed=removed)
+
+
+def _in_place(
+    before: Conversation, after: Conversation, survivors: Container[int | None]
+) -> Enforced | None:
+    """The result for ``after`` when it rewrote messages of ``before`` in
+    place and nothing else: as many messages, every other one the very
+    object it was, every new one where the one it replaces was, with its
+    role, tool calls and tool results (so pairing closure has nothing to
+    mend), not a survivor, not a user message (which could stand in for
+    the most recent one) and not an empty assistant message. None for any
+    other output (the general reading then decides); costs C-level passes
+    over the messages and Python work for the replaced ones only."""
+    changed = list(itertools.compress(itertools.count(), map(operator.is_not, before, after)))
+    if not changed:
+        return unchanged(before)
+    objects = set(map(id, before))
+    if len(objects) != len(before):
+        return None  # a repeated object: the general matching places it
+    for j in changed:
+        was, now = before[j], after[j]
+        if (
+            j in survivors
+            or id(now) in objects
+            or now.role != was.role
+            or now.role == "user"
+            or now.call_ids != was.call_ids
+            or now.result_ids != was.result_ids
+            or (now.role == "assistant" and not now.parts)
+        ):
+            return None
+    origin: list[int | None] = list(range(len(before)))
+    for j in changed:
+        origin[j] = None
+    return Enforced(messages=after, replaced=tuple(zip(changed, changed)), origin=tuple(origin))
 
 
 def _misplaced(

@@ -77,13 +77,16 @@ class _Line:
     and only under the owning measure's lock; entries below a track's size
     never change."""
 
-    __slots__ = ("messages", "shape", "sizes", "sums")
+    __slots__ = ("borrowed", "messages", "shape", "sizes", "sums")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self.messages: list[Message] = list(messages)
         self.sizes: list[int] = []
         self.sums: list[int] = [0]
         self.shape: _Shape | None = None
+        # A rewrite's line: the line whose shape is this one's for the
+        # first ``size`` messages (the same roles and tool ids there).
+        self.borrowed: tuple[_Line, int] | None = None
 
     def count_to(self, size: int, counter: TokenCounter, lock: threading.Lock) -> None:
         """Extend the counts to the first ``size`` messages. Counting runs
@@ -329,6 +332,9 @@ class Track:
 
     def _structure(self) -> _Shape:
         line = self.line
+        borrowed = line.borrowed
+        if borrowed is not None and self.size <= borrowed[1]:
+            line = borrowed[0]  # a rewrite that kept every role and tool id
         shape = line.shape
         if shape is None or shape.done < self.size:
             with self._lock:
@@ -625,6 +631,34 @@ class Measure:
         track = Track(conversation, line, self._lock, self.per_request)
         self._tracks = (track, *self._tracks[: TRACKS - 1])
 
+    def rewrite(self, output: Conversation, source: Conversation, changed: Sequence[int]) -> None:
+        """Remember ``output``, which is ``source`` (as long) with the
+        messages at ``changed`` (ascending) replaced: the counts ``source``
+        has, the replaced messages counted; and, when every replaced message
+        keeps its role, tool calls and tool results, ``source``'s structure
+        (tool links, held messages, problems) for its own, not worked out
+        again. Costs a copy of the counts and what the replaced messages
+        cost to count."""
+        for t in self._tracks:
+            if t.conversation is output:
+                return
+        n = len(output)
+        found = self.track(source)
+        line = _Line(output)
+        sizes = found.counted().sizes[:n]
+        fresh = self.counter.counts([output[j] for j in changed])
+        for j, size in zip(changed, fresh, strict=True):
+            sizes[j] = size
+        line.sizes = sizes
+        line.sums = list(itertools.accumulate(sizes, initial=0))
+        was, now = map(source.__getitem__, changed), map(output.__getitem__, changed)
+        if all(map(_same_structure, was, now)):
+            root = found.line
+            borrowed = root.borrowed
+            line.borrowed = borrowed if borrowed is not None and n <= borrowed[1] else (root, n)
+        track = Track(output, line, self._lock, self.per_request, counter=self.counter)
+        self._tracks = (track, *self._tracks[: TRACKS - 1])
+
     def derive(self, output: Conversation, source: Conversation, origin: Sequence[int]) -> None:
         """Remember ``output``, whose message ``j`` is message ``origin[j]`` of
         ``source`` (a window of it), with the counts ``source`` has: its
@@ -639,6 +673,12 @@ class Measure:
             output, None, self._lock, self.per_request, source=(counts, origin), total=total
         )
         self._tracks = (track, *self._tracks[: TRACKS - 1])
+
+
+def _same_structure(a: Message, b: Message) -> bool:
+    """Whether ``b`` stands where ``a`` did in every question a shape
+    answers: the role, the tool calls and the tool results."""
+    return a.role == b.role and a.call_ids == b.call_ids and a.result_ids == b.result_ids
 
 
 def _found_size(line: _Line, n: int) -> int:

@@ -113,6 +113,10 @@ def _step(
         if None not in enforced.origin:
             origin: tuple[int, ...] = enforced.origin  # type: ignore[assignment]
             context.measure.derive(enforced.messages, conversation, origin)
+        else:
+            changed = _in_place(conversation, enforced)
+            if changed is not None:
+                context.measure.rewrite(enforced.messages, conversation, changed)
         after = _total(enforced.messages, context)
     action = _action(
         named.name,
@@ -126,6 +130,21 @@ def _step(
         seam_calls=seam_calls,
     )
     return _Step(action=action, enforced=enforced, tokens=after)
+
+
+def _in_place(conversation: Conversation, enforced: Enforced) -> list[int] | None:
+    """The positions an output that replaced messages in place (as many,
+    each where the one it replaced was) replaced; None for any other."""
+    if len(enforced.messages) != len(conversation) or enforced.removed or enforced.inserted:
+        return None
+    replaced = enforced.replaced
+    if not all(map(operator.eq, map(_FIRST, replaced), map(_SECOND, replaced))):
+        return None
+    return list(map(_FIRST, replaced))
+
+
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 
 
 def _action(
