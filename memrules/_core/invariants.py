@@ -318,7 +318,7 @@ def enforce(
 
 
 def _in_place(
-    before: Conversation, after: Conversation, survivors: Container[int | None]
+    before: Conversation, after: Conversation, survivors: Sequence[int | None]
 ) -> Enforced | None:
     """The result for ``after`` when it rewrote messages of ``before`` in
     place and nothing else: as many messages, every other one the very
@@ -326,30 +326,38 @@ def _in_place(
     role, tool calls and tool results (so pairing closure has nothing to
     mend), not a survivor, not a user message (which could stand in for
     the most recent one) and not an empty assistant message. None for any
-    other output (the general reading then decides); costs C-level passes
-    over the messages and Python work for the replaced ones only."""
+    other output (the general reading then decides). Costs C-level passes
+    over the messages and the replaced ones."""
     changed = list(itertools.compress(itertools.count(), map(operator.is_not, before, after)))
     if not changed:
         return unchanged(before)
+    if any(s is not None and after[s] is not before[s] for s in survivors):
+        return None
+    was = list(map(before.__getitem__, changed))
+    now = list(map(after.__getitem__, changed))
+    roles = list(map(_ROLE, now))
+    if (
+        roles != list(map(_ROLE, was))
+        or "user" in roles
+        or list(map(_CALLS, now)) != list(map(_CALLS, was))
+        or list(map(_RESULTS, now)) != list(map(_RESULTS, was))
+    ):
+        return None
+    if "assistant" in roles and not all(
+        m.parts for m in itertools.compress(now, map("assistant".__eq__, roles))
+    ):
+        return None
     objects = set(map(id, before))
-    if len(objects) != len(before):
-        return None  # a repeated object: the general matching places it
-    for j in changed:
-        was, now = before[j], after[j]
-        if (
-            j in survivors
-            or id(now) in objects
-            or now.role != was.role
-            or now.role == "user"
-            or now.call_ids != was.call_ids
-            or now.result_ids != was.result_ids
-            or (now.role == "assistant" and not now.parts)
-        ):
-            return None
+    if len(objects) != len(before) or not objects.isdisjoint(map(id, now)):
+        return None  # a repeated or moved object: the general matching places it
     origin: list[int | None] = list(range(len(before)))
     for j in changed:
         origin[j] = None
-    return Enforced(messages=after, replaced=tuple(zip(changed, changed)), origin=tuple(origin))
+    replaced = tuple(zip(changed, changed, strict=True))
+    return Enforced(messages=after, replaced=replaced, origin=tuple(origin))
+
+
+_ROLE = operator.attrgetter("role")
 
 
 def _misplaced(
