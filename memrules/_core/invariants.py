@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+import threading
 from collections.abc import Container, Sequence
 
 import attrs
@@ -350,11 +351,31 @@ def _in_place(
     objects = set(map(id, before))
     if len(objects) != len(before) or not objects.isdisjoint(map(id, now)):
         return None  # a repeated or moved object: the general matching places it
-    origin: list[int | None] = list(range(len(before)))
-    for j in changed:
-        origin[j] = None
-    replaced = tuple(zip(changed, changed, strict=True))
-    return Enforced(messages=after, replaced=replaced, origin=tuple(origin))
+    new = dict.fromkeys(changed)  # None at each replaced position
+    every = range(len(before))
+    origin: tuple[int | None, ...] = tuple(map(new.get, every, every))
+    return Enforced(messages=after, replaced=_diagonal(changed), origin=origin)
+
+
+DIAGONAL = 1 << 17
+"""How many ``(j, j)`` pairs :func:`_diagonal` keeps made (the module owns
+them): an in-place rewrite of a long conversation replaces thousands of
+messages on every request, and making a pair for each anew costs the
+garbage collector more than the rest of the check."""
+
+_PAIRS: list[tuple[int, int]] = []
+_PAIRS_LOCK = threading.Lock()
+
+
+def _diagonal(changed: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """``(j, j)`` for each of ``changed`` (ascending)."""
+    top = min(changed[-1] + 1, DIAGONAL)
+    if len(_PAIRS) < top:
+        with _PAIRS_LOCK:
+            _PAIRS.extend((j, j) for j in range(len(_PAIRS), top))
+    if changed[-1] < len(_PAIRS):
+        return tuple(map(_PAIRS.__getitem__, changed))
+    return tuple(_PAIRS[j] if j < len(_PAIRS) else (j, j) for j in changed)
 
 
 _ROLE = operator.attrgetter("role")

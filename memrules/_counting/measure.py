@@ -659,11 +659,9 @@ class Measure:
         n = len(output)
         found = self.track(source)
         line = _Line(output)
-        sizes = found.counted().sizes[:n]
         news = list(map(output.__getitem__, changed))
-        fresh = self.counter.counts(news)
-        for j, size in zip(changed, fresh, strict=True):
-            sizes[j] = size
+        fresh = dict(zip(changed, self.counter.counts(news), strict=True))
+        sizes = list(map(fresh.get, range(n), found.counted().sizes[:n]))
         line.sizes = sizes
         line.sums = list(itertools.accumulate(sizes, initial=0))
         was = list(map(source.__getitem__, changed))

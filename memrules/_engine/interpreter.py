@@ -170,7 +170,7 @@ def _action(
         replaced=enforced.replaced,
         inserted=enforced.inserted,
         removed_ids=IdsOf(conversation, enforced.removed),
-        replaced_ids=_ids(conversation, [i for i, _ in enforced.replaced]),
+        replaced_ids=_ids(conversation, list(map(_FIRST, enforced.replaced))),
         closed_calls=enforced.closed_calls,
         note=note,
         error=error,
@@ -191,7 +191,8 @@ def _compose(origin: Sequence[int | None], step: Enforced) -> Sequence[int | Non
         return step.origin  # the input's own indices: nothing to map
     if None not in step.origin:
         return tuple(map(origin.__getitem__, step.origin))  # type: ignore[arg-type]
-    return tuple(None if i is None else origin[i] for i in step.origin)
+    where = dict(enumerate(origin))  # a new message (None) stays new
+    return tuple(map(where.get, step.origin))  # type: ignore[arg-type]
 
 
 @attrs.define

@@ -15,7 +15,6 @@ from memrules._core.bounded import BoundedTable
 from memrules._core.errors import ConfigError
 from memrules._core.messages import Conversation, Message, Part
 from memrules._counting.measure import Measure
-from memrules._engine.contract import StrategyContext
 
 
 def check_positive(name: str, value: int, *, minimum: int = 1) -> None:
@@ -67,13 +66,14 @@ class RewriteCache:
     most ``size`` of them stay alive for the cache.
     """
 
-    __slots__ = ("_lock", "_table")
+    __slots__ = ("_generation", "_lock", "_table")
 
     def __init__(self, size: int = REWRITE_CACHE_SIZE) -> None:
         self._table: BoundedTable[tuple[Message, Hashable], tuple[object, Message | None, int]] = (
             BoundedTable(size)
         )
         self._lock = threading.Lock()
+        self._generation = 0  # what :meth:`clear` forgot: notes made before it are not used
 
     def rewrite_parts(
         self,
@@ -147,7 +147,12 @@ class RewriteCache:
         must depend on nothing else. ``indices`` ascend."""
         chosen = list(indices)
         noted = measure.noted(self)
-        if not (isinstance(noted, _Rewritten) and noted.counter is counter):
+        generation = self._generation
+        if not (
+            isinstance(noted, _Rewritten)
+            and noted.counter is counter
+            and noted.generation == generation
+        ):
             gains: dict[int, int] = {}
             out = list(conversation)
             for i in chosen:
@@ -189,16 +194,20 @@ class RewriteCache:
         rewritten = tuple(out)
         measure.note(
             self,
-            _Rewritten(conversation, rewritten, frozenset(chosen), gains, dict(decisions), counter),
+            _Rewritten(
+                conversation, rewritten, frozenset(chosen), gains, decisions, counter, generation
+            ),
         )
         if not gains:
             return conversation, 0
         return rewritten, sum(gains.values())
 
     def clear(self) -> None:
-        """Forget every entry (the next request computes them again)."""
+        """Forget every entry, and what each conversation's note says (the
+        next request computes them again)."""
         with self._lock:
             self._table.clear()
+            self._generation += 1
 
     def __len__(self) -> int:
         """How many messages' rewrites the cache holds."""
@@ -232,12 +241,13 @@ class Scan(Generic[T]):
     __slots__ = ()
 
     def facts(
-        self, conversation: Conversation, context: StrategyContext, fact: Callable[[Message], T]
+        self, conversation: Conversation, measure: Measure, fact: Callable[[Message], T]
     ) -> list[T]:
         """``fact`` of every message of ``conversation``, in order: what the
-        note has for the messages that are the same objects as last time,
-        ``fact`` called on the rest."""
-        measure = context.measure
+        note in ``measure`` (the conversation's) has for the messages that
+        are the same objects as last time, ``fact`` called on the rest.
+        ``fact`` must depend on the message only; a note made with another
+        (unequal) ``fact`` is not used."""
         noted = measure.noted(self)
         if isinstance(noted, _Noted) and noted.fact == fact:
             known, old = noted.facts, noted.conversation
@@ -267,6 +277,7 @@ class _Rewritten:
     gains: dict[int, int]
     decisions: dict[str, Hashable]
     counter: object
+    generation: int
 
 
 _RESULT_IDS = operator.attrgetter("result_ids")

@@ -66,14 +66,15 @@ _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 
 
-def _results(conversation: Conversation) -> list[tuple[int, str]]:
-    """(message index, call id) of every tool result, in order (C-level
-    passes when each message holds at most one)."""
+def _results(conversation: Conversation) -> tuple[list[int], list[str]]:
+    """The message index and the call id of every tool result, in order, as
+    two lists (C-level passes when each message holds at most one)."""
     at = list(itertools.compress(itertools.count(), map(_RESULT_IDS, conversation)))
     ids = list(map(_RESULT_IDS, map(conversation.__getitem__, at)))
     if max(map(len, ids), default=0) <= 1:
-        return list(zip(at, map(_FIRST, ids), strict=True))
-    return [(i, cid) for i, held in zip(at, ids, strict=True) for cid in held]
+        return at, list(map(_FIRST, ids))
+    pairs = [(i, cid) for i, held in zip(at, ids, strict=True) for cid in held]
+    return list(map(_FIRST, pairs)), list(map(_SECOND, pairs))
 
 
 def _call_names(message: Message) -> tuple[tuple[str, str], ...]:
@@ -100,7 +101,7 @@ class _DeduplicateFileReads:
         if track.unique_calls:
             # Each message's reads, parsed once per conversation (the scan
             # keeps them); in message order, as ``_calls`` would give them.
-            reads = self._scan.facts(conversation, context, self._reads)
+            reads = self._scan.facts(conversation, context.measure, self._reads)
             path_of = {
                 cid: path for cid, path in itertools.chain.from_iterable(reads) if cid in answered
             }
@@ -137,13 +138,13 @@ class _DeduplicateFileReads:
 
         # Only a message that holds a stale result can change.
         survivors = {track.first_system, track.last_user}
-        results = _results(conversation)
-        is_stale = map(stale.__contains__, map(_SECOND, results))
-        candidates = sorted(set(itertools.compress(map(_FIRST, results), is_stale)) - survivors)
-        later = map(newest.__getitem__, stale.values())
-        decisions: dict[str, Hashable] = dict(
-            zip(stale.keys(), zip(stale.values(), later, strict=True), strict=True)
-        )
+        at, ids = _results(conversation)
+        is_stale = map(stale.__contains__, ids)
+        candidates = sorted(set(itertools.compress(at, is_stale)) - survivors)
+        # What a stub says: the path and the later read (as one string).
+        paths = list(stale.values())
+        later = map("{}:{}{}".format, map(len, paths), paths, map(newest.__getitem__, paths))
+        decisions: dict[str, Hashable] = dict(zip(stale.keys(), later, strict=True))
         rewritten, _ = self._rewrites.rewrite_known(
             conversation,
             candidates,
@@ -210,20 +211,22 @@ class _ClearToolResults:
         if self.clear_tool_inputs:
             calls = _calls(conversation)
         excluded = set(self.exclude_tools)
-        results = _results(conversation)
+        at, ids = _results(conversation)
         if excluded:
             # Each message's calls by name, kept per conversation: the last
             # call of an id names it, as in ``_calls``.
-            names = self._scan.facts(conversation, context, _call_names)
+            names = self._scan.facts(conversation, context.measure, _call_names)
             name_of = dict(itertools.chain.from_iterable(names))
-            results = [(i, cid) for i, cid in results if name_of.get(cid) not in excluded]
-        older = results[: max(0, len(results) - self.keep_pairs)]
+            kept = list(map(operator.not_, map(excluded.__contains__, map(name_of.get, ids))))
+            at, ids = list(itertools.compress(at, kept)), list(itertools.compress(ids, kept))
+        older = max(0, len(at) - self.keep_pairs)
         if not older:
             return conversation
         track = context.measure.track(conversation)
         survivors = {track.first_system, track.last_user}
-        at_survivor = map(survivors.__contains__, map(_FIRST, older))
-        targets = set(itertools.compress(map(_SECOND, older), map(operator.not_, at_survivor)))
+        older_at, older_ids = at[:older], ids[:older]
+        at_survivor = map(survivors.__contains__, older_at)
+        targets = set(itertools.compress(older_ids, map(operator.not_, at_survivor)))
 
         def clear(part: Part) -> Part:
             if isinstance(part, ToolResult) and part.call_id in targets:
@@ -239,8 +242,8 @@ class _ClearToolResults:
                 return attrs.evolve(part, arguments=CLEARED_INPUT)
             return part
 
-        targeted = map(targets.__contains__, map(_SECOND, older))
-        touched = sorted(set(itertools.compress(map(_FIRST, older), targeted)))
+        targeted = map(targets.__contains__, older_ids)
+        touched = sorted(set(itertools.compress(older_at, targeted)))
         if self.clear_tool_inputs:
             touched = sorted({*touched, *(calls[c][0] for c in targets if c in calls)} - survivors)
 
