@@ -146,13 +146,14 @@ class RewriteCache:
         (whether it is cleared, the stub it gets): the rewrite of a message
         must depend on nothing else. ``indices`` ascend."""
         chosen = list(indices)
-        noted = measure.noted(self)
         generation = self._generation
-        if not (
-            isinstance(noted, _Rewritten)
-            and noted.counter is counter
-            and noted.generation == generation
-        ):
+        notes = tuple(
+            n
+            for n in _notes(measure, self)
+            if isinstance(n, _Rewritten) and n.counter is counter and n.generation == generation
+        )
+        noted = _closest(notes, conversation)
+        if noted is None:
             gains: dict[int, int] = {}
             out = list(conversation)
             for i in chosen:
@@ -192,8 +193,10 @@ class RewriteCache:
                 else:
                     out[i], gains[i] = after, gain
         rewritten = tuple(out)
-        measure.note(
+        _keep(
+            measure,
             self,
+            notes,
             _Rewritten(
                 conversation, rewritten, frozenset(chosen), gains, decisions, counter, generation
             ),
@@ -248,8 +251,9 @@ class Scan(Generic[T]):
         are the same objects as last time, ``fact`` called on the rest.
         ``fact`` must depend on the message only; a note made with another
         (unequal) ``fact`` is not used."""
-        noted = measure.noted(self)
-        if isinstance(noted, _Noted) and noted.fact == fact:
+        notes = tuple(n for n in _notes(measure, self) if isinstance(n, _Noted) and n.fact == fact)
+        noted = _closest(notes, conversation)
+        if noted is not None:
             known, old = noted.facts, noted.conversation
             common = min(len(old), len(conversation))
             found = known[:common]
@@ -258,7 +262,7 @@ class Scan(Generic[T]):
             found.extend(map(fact, itertools.islice(conversation, common, None)))
         else:
             found = list(map(fact, conversation))
-        measure.note(self, _Noted(conversation, fact, found))
+        _keep(measure, self, notes, _Noted(conversation, fact, found))
         return found
 
     def __reduce__(self) -> tuple[type[Scan[T]], tuple[()]]:
@@ -291,3 +295,41 @@ class _Noted(Generic[T]):
     conversation: Conversation
     fact: Callable[[Message], Any]
     facts: list[T]
+
+
+KEPT = 3
+"""How many inputs a :class:`Scan` or a :class:`RewriteCache` keeps a note
+of per conversation: a request's input, and the shorter conversations later
+passes of the same run hand it, so that those never displace the input the
+next request continues."""
+
+
+def _notes(measure: Measure, owner: object) -> tuple[object, ...]:
+    found = measure.noted(owner)
+    return found if isinstance(found, tuple) else ()
+
+
+_N = TypeVar("_N", "_Noted[Any]", "_Rewritten")
+
+
+def _closest(notes: tuple[_N, ...], conversation: Conversation) -> _N | None:
+    """The note whose input differs from ``conversation`` in the fewest
+    positions (C-level passes), or None without one."""
+    best, cost = None, len(conversation) + 1
+    for note in notes:
+        old = _source(note)
+        differs = sum(map(operator.is_not, conversation, old)) + max(
+            0, len(conversation) - len(old)
+        )
+        if differs < cost:
+            best, cost = note, differs
+    return best
+
+
+def _source(note: _Noted[Any] | _Rewritten) -> Conversation:
+    return note.conversation if isinstance(note, _Noted) else note.source
+
+
+def _keep(measure: Measure, owner: object, notes: tuple[object, ...], note: object) -> None:
+    """Keep ``note`` first, then the newest others, :data:`KEPT` in all."""
+    measure.note(owner, (note, *notes[: KEPT - 1]))

@@ -8,11 +8,13 @@ the very message objects of the last request, sometimes as equal copies
 compared with a cold run: a pipeline loaded afresh from the same file,
 that has seen nothing. The budget is a drawn fraction of the request's
 tokens (or messages), so that every strategy of the config gets to act.
-The same holds through the request hook, with the config's own budget.
+The same holds through the request hook, with the config's own budget and
+the conversation's state (the one-shot warning, the graph) given to both.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 from pathlib import Path
@@ -26,6 +28,7 @@ from memrules._adapters.openai import from_openai, to_openai
 from memrules._core.budget import Budget
 from memrules._core.messages import Conversation
 from memrules._runtime.pipeline import Pipeline
+from memrules.graph.state import ConversationState, InMemoryStateStore
 from tests.support.strategies import agent_histories, agent_loops
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -88,6 +91,10 @@ def test_a_warm_pipeline_gives_what_a_cold_one_gives(
         assert found.report == cold.report
 
 
+def _replaced(state: ConversationState, _: ConversationState) -> ConversationState:
+    return state
+
+
 def _sendable(conversation: Conversation) -> bool:
     """Whether ``conversation`` reads back from its OpenAI form as it is
     (the hook takes OpenAI bodies; some drawn parts have no OpenAI form)."""
@@ -119,8 +126,12 @@ def test_a_warm_hook_sends_what_a_cold_one_sends(
     warm = _plugin(name, route)
     for size, _ in requests:
         body = {"model": "gpt-4o", "messages": to_openai(conversation[:size])}
+        # The cold hook has the conversation's state (the one-shot warning
+        # given, the graph) and none of what the warm one remembers.
+        states = InMemoryStateStore()
+        states.update("c", functools.partial(_replaced, warm.state("c")))
+        cold = MemoryPlugin.from_config(
+            load_config(CONFIGS / name), route=route, state_store=states
+        ).on_openai_request(json.loads(json.dumps(body)), conversation_id="c")
         sent = warm.on_openai_request(json.loads(json.dumps(body)), conversation_id="c")
-        cold = _plugin(name, route).on_openai_request(
-            json.loads(json.dumps(body)), conversation_id="c"
-        )
         assert sent == cold
