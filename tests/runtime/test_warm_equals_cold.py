@@ -95,13 +95,13 @@ def _replaced(state: ConversationState, _: ConversationState) -> ConversationSta
     return state
 
 
-def _sendable(conversation: Conversation) -> bool:
-    """Whether ``conversation`` reads back from its OpenAI form as it is
-    (the hook takes OpenAI bodies; some drawn parts have no OpenAI form)."""
+def _sent_form(conversation: Conversation) -> Conversation | None:
+    """``conversation`` as the hook reads it back from its OpenAI form (some
+    drawn parts have none: None then)."""
     try:
-        return from_openai(to_openai(conversation)) == conversation
+        return from_openai(to_openai(conversation))
     except MemrulesError:
-        return False
+        return None
 
 
 # A ``cache:`` section sends what the previous request sent plus the new
@@ -121,10 +121,12 @@ HOOK_TARGETS = [
 def test_a_warm_hook_sends_what_a_cold_one_sends(
     name: str, route: str, case: tuple[Conversation, list[tuple[int, bool]]]
 ) -> None:
-    conversation, requests = case
-    assume(_sendable(conversation))
+    drawn, requests = case
+    conversation = _sent_form(drawn)
+    assume(conversation is not None)
+    assert conversation is not None
     warm = _plugin(name, route)
-    for size, _ in requests:
+    for size in sorted({min(size, len(conversation)) for size, _ in requests}):
         body = {"model": "gpt-4o", "messages": to_openai(conversation[:size])}
         # The cold hook has the conversation's state (the one-shot warning
         # given, the graph) and none of what the warm one remembers.
