@@ -19,6 +19,7 @@ from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionResult
 from memrules._counting.measure import Measure
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
+from memrules._engine.marked import any_marked
 from memrules._plugin.request import Request, StepResult
 from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.prompt_cache import policy_rule
@@ -43,7 +44,6 @@ from memrules.memory.retrieve import (
     is_memory_message,
     strip_memory_messages,
 )
-from memrules.strategies._util import Scan
 
 __all__ = ["commit", "has_warning", "measure", "step", "warning_message"]
 
@@ -95,18 +95,7 @@ def has_warning(messages: Conversation, marker: str, memo: Measure | None = None
     since its last request."""
     if memo is None:
         return any(m.text.startswith(marker) for m in messages)
-    return any(_WARNINGS.facts(messages, memo, _StartsWith(marker)))
-
-
-_WARNINGS: Scan[bool] = Scan()
-
-
-@attrs.frozen
-class _StartsWith:
-    marker: str
-
-    def __call__(self, message: Message) -> bool:
-        return message.text.startswith(self.marker)
+    return any_marked(messages, marker, memo)
 
 
 def warning_message(usage: ContextUsage, marker: str) -> Message:
