@@ -338,10 +338,10 @@ def _in_place(
     now = list(map(after.__getitem__, changed))
     roles = list(map(_ROLE, now))
     if (
-        roles != list(map(_ROLE, was))
-        or "user" in roles
-        or list(map(_CALLS, now)) != list(map(_CALLS, was))
-        or list(map(_RESULTS, now)) != list(map(_RESULTS, was))
+        "user" in roles
+        or any(map(operator.ne, roles, map(_ROLE, was)))
+        or any(map(operator.ne, map(_CALLS, now), map(_CALLS, was)))
+        or any(map(operator.ne, map(_RESULTS, now), map(_RESULTS, was)))
     ):
         return None
     if "assistant" in roles and not all(

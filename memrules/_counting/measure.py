@@ -712,8 +712,9 @@ def _same_structure(was: Sequence[Message], now: Sequence[Message]) -> bool:
     """Whether each of ``now`` stands where the one of ``was`` did in every
     question a shape answers: the role, the tool calls and the tool results
     (C-level passes)."""
-    return all(
-        list(map(get, was)) == list(map(get, now)) for get in (_ROLE, _CALL_IDS, _RESULT_IDS)
+    return not any(
+        any(map(operator.ne, map(get, was), map(get, now)))
+        for get in (_ROLE, _CALL_IDS, _RESULT_IDS)
     )
 
 

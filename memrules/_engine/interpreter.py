@@ -12,6 +12,7 @@ the run and each strategy run; without any, the interpreter pays nothing.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Sequence
 
@@ -183,7 +184,10 @@ _ID = operator.attrgetter("id")
 
 def _ids(conversation: Conversation, indices: Sequence[int]) -> tuple[str, ...]:
     ids = map(_ID, map(conversation.__getitem__, indices))
-    return tuple(i for i in ids if i is not None)
+    return tuple(filter(_GIVEN, ids))
+
+
+_GIVEN = functools.partial(operator.is_not, None)
 
 
 def _compose(origin: Sequence[int | None], step: Enforced) -> Sequence[int | None]:

@@ -313,16 +313,21 @@ _N = TypeVar("_N", "_Noted[Any]", "_Rewritten")
 
 
 def _closest(notes: tuple[_N, ...], conversation: Conversation) -> _N | None:
-    """The note whose input differs from ``conversation`` in the fewest
-    positions (C-level passes), or None without one."""
-    best, cost = None, len(conversation) + 1
-    for note in notes:
-        old = _source(note)
-        differs = sum(map(operator.is_not, conversation, old)) + max(
-            0, len(conversation) - len(old)
-        )
-        if differs < cost:
-            best, cost = note, differs
+    """The note to start from: the newest of those whose input is the
+    longest not longer than ``conversation`` (the last request of a growing
+    conversation, or the same pass of the last run), else the one with the
+    shortest input; None without a note. Which note it is changes what a
+    request costs, never what it gives."""
+    n = len(conversation)
+    best: _N | None = None
+    for note in notes:  # newest first
+        size = len(_source(note))
+        if best is None:
+            best = note
+            continue
+        known = len(_source(best))
+        if (size <= n and (known > n or size > known)) or (size > n and known > n and size < known):
+            best = note
     return best
 
 
