@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+import threading
 from collections.abc import Container, Sequence
 
 import attrs
@@ -235,6 +236,10 @@ def enforce(
         first_system, last_user = first_system_index(before), last_user_index(before)
     else:
         first_system, last_user = track.first_system, track.last_user
+    if len(after) == len(before):
+        rewritten = _in_place(before, after, (first_system, last_user))
+        if rewritten is not None:
+            return rewritten
     window = None if track is None else _window(before, after, track)
     removed: Indices | None = None
     origin: list[int | None]
@@ -311,6 +316,69 @@ def enforce(
         else {}
     )
     return diff(before, tuple(messages), origin, tuple(sorted(dead)), mended, removed=removed)
+
+
+def _in_place(
+    before: Conversation, after: Conversation, survivors: Sequence[int | None]
+) -> Enforced | None:
+    """The result for ``after`` when it rewrote messages of ``before`` in
+    place and nothing else: as many messages, every other one the very
+    object it was, every new one where the one it replaces was, with its
+    role, tool calls and tool results (so pairing closure has nothing to
+    mend), not a survivor, not a user message (which could stand in for
+    the most recent one) and not an empty assistant message. None for any
+    other output (the general reading then decides). Costs C-level passes
+    over the messages and the replaced ones."""
+    changed = list(itertools.compress(itertools.count(), map(operator.is_not, before, after)))
+    if not changed:
+        return unchanged(before)
+    if any(s is not None and after[s] is not before[s] for s in survivors):
+        return None
+    was = list(map(before.__getitem__, changed))
+    now = list(map(after.__getitem__, changed))
+    roles = list(map(_ROLE, now))
+    if (
+        "user" in roles
+        or any(map(operator.ne, roles, map(_ROLE, was)))
+        or any(map(operator.ne, map(_CALLS, now), map(_CALLS, was)))
+        or any(map(operator.ne, map(_RESULTS, now), map(_RESULTS, was)))
+    ):
+        return None
+    if "assistant" in roles and not all(
+        m.parts for m in itertools.compress(now, map("assistant".__eq__, roles))
+    ):
+        return None
+    objects = set(map(id, before))
+    if len(objects) != len(before) or not objects.isdisjoint(map(id, now)):
+        return None  # a repeated or moved object: the general matching places it
+    new = dict.fromkeys(changed)  # None at each replaced position
+    every = range(len(before))
+    origin: tuple[int | None, ...] = tuple(map(new.get, every, every))
+    return Enforced(messages=after, replaced=_diagonal(changed), origin=origin)
+
+
+DIAGONAL = 1 << 17
+"""How many ``(j, j)`` pairs :func:`_diagonal` keeps made (the module owns
+them): an in-place rewrite of a long conversation replaces thousands of
+messages on every request, and making a pair for each anew costs the
+garbage collector more than the rest of the check."""
+
+_PAIRS: list[tuple[int, int]] = []
+_PAIRS_LOCK = threading.Lock()
+
+
+def _diagonal(changed: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """``(j, j)`` for each of ``changed`` (ascending)."""
+    top = min(changed[-1] + 1, DIAGONAL)
+    if len(_PAIRS) < top:
+        with _PAIRS_LOCK:
+            _PAIRS.extend((j, j) for j in range(len(_PAIRS), top))
+    if changed[-1] < len(_PAIRS):
+        return tuple(map(_PAIRS.__getitem__, changed))
+    return tuple(_PAIRS[j] if j < len(_PAIRS) else (j, j) for j in changed)
+
+
+_ROLE = operator.attrgetter("role")
 
 
 def _misplaced(

@@ -76,6 +76,7 @@ from memrules._counting.content import (
     content_costs,
     image_rule_for,
     message_content_tokens,
+    opaque_parts,
 )
 from memrules._counting.images import ANTHROPIC_RULE, GPT_4O, ImageRule
 from memrules._counting.named import counter_for
@@ -279,6 +280,8 @@ class ContentFrame:
     def estimates(self, message: Message, count: TextCount) -> tuple[str, ...]:
         """``"parts[i]: ..."`` for each opaque part of ``message`` whose
         figure is an estimate, saying which."""
+        if not opaque_parts(message):
+            return ()  # only opaque parts are ever estimated
         costs = content_costs(message, self.images, self.counting, count, sent=_SENT[self.style])
         return tuple(f"{where}: {cost.note}" for where, cost in costs if not cost.measured)
 

@@ -33,7 +33,10 @@ The cost of a turn: C-level passes over the prefix (identity or equality of
 the remembered part; a tuple made of a list), plus Python-level work for
 the new messages only, plus what the window keeps. The arrays grow with the
 conversation they describe and nothing else; a measure keeps the last
-:data:`TRACKS` tracks (a request's input and output, twice over), so one
+:data:`TRACKS` conversations asked about and the last :data:`TRACKS` that a
+pipeline made of them (strategies' outputs, which take their counts and,
+for a rewrite in place that keeps every role and tool id, their structure
+from their input), so one
 per conversation (the plugin keeps one per conversation, a
 :class:`~memrules.Pipeline` one for its direct callers) is bounded by that
 conversation.
@@ -54,18 +57,23 @@ import operator
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 
+from memrules._core.bounded import BoundedTable
 from memrules._core.conversation import ToolLinks
 from memrules._core.messages import Conversation, Message, as_messages, check_messages
 from memrules._core.repair import InputProblem, input_problems
 from memrules._counting.framing import per_request_tokens
 from memrules._counting.tokens import TokenCounter
 
-__all__ = ["TRACKS", "Measure", "Track"]
+__all__ = ["NOTES", "TRACKS", "Measure", "Track"]
 
 TRACKS = 4
-"""How many conversations a :class:`Measure` remembers, the most recently
-asked about first: a request's input and output, and the previous
-request's."""
+"""How many conversations a :class:`Measure` remembers of each kind, the
+most recently asked about first: those asked about (a request's input, the
+previous request's), and the outputs a pipeline made of them."""
+
+NOTES = 64
+"""How many strategies a :class:`Measure` keeps notes for (see
+:meth:`Measure.note`): a pipeline's, several times over."""
 
 _CARRIES = operator.attrgetter("is_tool_carrier")
 
@@ -77,13 +85,16 @@ class _Line:
     and only under the owning measure's lock; entries below a track's size
     never change."""
 
-    __slots__ = ("messages", "shape", "sizes", "sums")
+    __slots__ = ("borrowed", "messages", "shape", "sizes", "sums")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self.messages: list[Message] = list(messages)
         self.sizes: list[int] = []
         self.sums: list[int] = [0]
         self.shape: _Shape | None = None
+        # A rewrite's line: the line whose shape is this one's for the
+        # first ``size`` messages (the same roles and tool ids there).
+        self.borrowed: tuple[_Line, int] | None = None
 
     def count_to(self, size: int, counter: TokenCounter, lock: threading.Lock) -> None:
         """Extend the counts to the first ``size`` messages. Counting runs
@@ -329,6 +340,9 @@ class Track:
 
     def _structure(self) -> _Shape:
         line = self.line
+        borrowed = line.borrowed
+        if borrowed is not None and self.size <= borrowed[1]:
+            line = borrowed[0]  # a rewrite that kept every role and tool id
         shape = line.shape
         if shape is None or shape.done < self.size:
             with self._lock:
@@ -496,12 +510,17 @@ class Measure:
     docs). ``counter`` counts the messages; its ``per_request`` tokens are
     added to every total."""
 
-    __slots__ = ("_lock", "_tracks", "counter", "per_request")
+    __slots__ = ("_lock", "_notes", "_outputs", "_tracks", "counter", "per_request")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.per_request = per_request_tokens(counter)
         self._tracks: tuple[Track, ...] = ()
+        # What the pipeline made of them (a strategy's output, whose counts
+        # and structure come from its input), kept apart so that a run's
+        # outputs never push its input out before the next request extends it.
+        self._outputs: tuple[Track, ...] = ()
+        self._notes: BoundedTable[object, object] = BoundedTable(NOTES)
         self._lock = threading.Lock()
 
     # --- finding the track of a conversation
@@ -527,7 +546,11 @@ class Measure:
                 if t is not tracks[0]:  # the most recently asked about stays longest
                     self._tracks = (t, *(x for x in tracks if x is not t))
                 return t
-        line, shared, donor = self._continued(conversation, tracks)
+        outputs = self._outputs
+        for t in outputs:
+            if t.conversation is conversation:
+                return t
+        line, shared, donor = self._continued(conversation, (*tracks, *outputs))
         check_messages(conversation, shared)
         if line is None:
             line = _Line(conversation)
@@ -616,29 +639,88 @@ class Measure:
         """Take ``sizes`` as the counts of ``conversation``: for a tuple made
         from a measured one by deleting messages, whose counts the caller
         already has (the pipeline's output)."""
-        for t in self._tracks:
-            if t.conversation is conversation:
-                return
+        if self._known(conversation):
+            return
         line = _Line(conversation)
         line.sizes = list(sizes)
         line.sums = list(itertools.accumulate(line.sizes, initial=0))
-        track = Track(conversation, line, self._lock, self.per_request)
-        self._tracks = (track, *self._tracks[: TRACKS - 1])
+        self._output(Track(conversation, line, self._lock, self.per_request))
+
+    def rewrite(self, output: Conversation, source: Conversation, changed: Sequence[int]) -> None:
+        """Remember ``output``, which is ``source`` (as long) with the
+        messages at ``changed`` (ascending) replaced: the counts ``source``
+        has, the replaced messages counted; and, when every replaced message
+        keeps its role, tool calls and tool results, ``source``'s structure
+        (tool links, held messages, problems) for its own, not worked out
+        again. Costs a copy of the counts and what the replaced messages
+        cost to count."""
+        if self._known(output):
+            return
+        n = len(output)
+        found = self.track(source)
+        line = _Line(output)
+        news = list(map(output.__getitem__, changed))
+        fresh = dict(zip(changed, self.counter.counts(news), strict=True))
+        sizes = list(map(fresh.get, range(n), found.counted().sizes[:n]))
+        line.sizes = sizes
+        line.sums = list(itertools.accumulate(sizes, initial=0))
+        was = list(map(source.__getitem__, changed))
+        if _same_structure(was, news):
+            root = found.line
+            borrowed = root.borrowed
+            line.borrowed = borrowed if borrowed is not None and n <= borrowed[1] else (root, n)
+        self._output(Track(output, line, self._lock, self.per_request, counter=self.counter))
 
     def derive(self, output: Conversation, source: Conversation, origin: Sequence[int]) -> None:
         """Remember ``output``, whose message ``j`` is message ``origin[j]`` of
         ``source`` (a window of it), with the counts ``source`` has: its
         total now, the rest when first asked (most outputs are only ever
         totalled)."""
-        for t in self._tracks:
-            if t.conversation is output:
-                return
+        if self._known(output):
+            return
         counts = self.track(source).counted().sizes
         total = sum(map(counts.__getitem__, origin)) + self.per_request
-        track = Track(
-            output, None, self._lock, self.per_request, source=(counts, origin), total=total
+        self._output(
+            Track(output, None, self._lock, self.per_request, source=(counts, origin), total=total)
         )
-        self._tracks = (track, *self._tracks[: TRACKS - 1])
+
+    # --- what strategies keep about the conversation
+
+    def noted(self, owner: object) -> object | None:
+        """What ``owner`` (a strategy's own key) kept with :meth:`note`, or
+        None."""
+        return self._notes.get(owner)
+
+    def note(self, owner: object, value: object) -> None:
+        """Keep ``value`` for ``owner``: what a strategy worked out for this
+        conversation's last input, so that its next request works out only
+        what changed. At most :data:`NOTES` owners, the oldest out first; a
+        value is only ever read back by its owner, which checks it against
+        the input it is handed."""
+        with self._lock:
+            self._notes.put(owner, value)
+
+    def _known(self, conversation: Conversation) -> bool:
+        """Whether ``conversation`` has a track already (the very tuple)."""
+        return any(t.conversation is conversation for t in (*self._tracks, *self._outputs))
+
+    def _output(self, track: Track) -> None:
+        self._outputs = (track, *self._outputs[: TRACKS - 1])
+
+
+def _same_structure(was: Sequence[Message], now: Sequence[Message]) -> bool:
+    """Whether each of ``now`` stands where the one of ``was`` did in every
+    question a shape answers: the role, the tool calls and the tool results
+    (C-level passes)."""
+    return not any(
+        any(map(operator.ne, map(get, was), map(get, now)))
+        for get in (_ROLE, _CALL_IDS, _RESULT_IDS)
+    )
+
+
+_ROLE = operator.attrgetter("role")
+_CALL_IDS = operator.attrgetter("call_ids")
+_RESULT_IDS = operator.attrgetter("result_ids")
 
 
 def _found_size(line: _Line, n: int) -> int:

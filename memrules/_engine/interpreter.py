@@ -12,6 +12,7 @@ the run and each strategy run; without any, the interpreter pays nothing.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Sequence
 
@@ -113,6 +114,10 @@ def _step(
         if None not in enforced.origin:
             origin: tuple[int, ...] = enforced.origin  # type: ignore[assignment]
             context.measure.derive(enforced.messages, conversation, origin)
+        else:
+            changed = _in_place(conversation, enforced)
+            if changed is not None:
+                context.measure.rewrite(enforced.messages, conversation, changed)
         after = _total(enforced.messages, context)
     action = _action(
         named.name,
@@ -126,6 +131,21 @@ def _step(
         seam_calls=seam_calls,
     )
     return _Step(action=action, enforced=enforced, tokens=after)
+
+
+def _in_place(conversation: Conversation, enforced: Enforced) -> list[int] | None:
+    """The positions an output that replaced messages in place (as many,
+    each where the one it replaced was) replaced; None for any other."""
+    if len(enforced.messages) != len(conversation) or enforced.removed or enforced.inserted:
+        return None
+    replaced = enforced.replaced
+    if not all(map(operator.eq, map(_FIRST, replaced), map(_SECOND, replaced))):
+        return None
+    return list(map(_FIRST, replaced))
+
+
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 
 
 def _action(
@@ -151,7 +171,7 @@ def _action(
         replaced=enforced.replaced,
         inserted=enforced.inserted,
         removed_ids=IdsOf(conversation, enforced.removed),
-        replaced_ids=_ids(conversation, [i for i, _ in enforced.replaced]),
+        replaced_ids=_ids(conversation, list(map(_FIRST, enforced.replaced))),
         closed_calls=enforced.closed_calls,
         note=note,
         error=error,
@@ -164,7 +184,10 @@ _ID = operator.attrgetter("id")
 
 def _ids(conversation: Conversation, indices: Sequence[int]) -> tuple[str, ...]:
     ids = map(_ID, map(conversation.__getitem__, indices))
-    return tuple(i for i in ids if i is not None)
+    return tuple(filter(_GIVEN, ids))
+
+
+_GIVEN = functools.partial(operator.is_not, None)
 
 
 def _compose(origin: Sequence[int | None], step: Enforced) -> Sequence[int | None]:
@@ -172,7 +195,8 @@ def _compose(origin: Sequence[int | None], step: Enforced) -> Sequence[int | Non
         return step.origin  # the input's own indices: nothing to map
     if None not in step.origin:
         return tuple(map(origin.__getitem__, step.origin))  # type: ignore[arg-type]
-    return tuple(None if i is None else origin[i] for i in step.origin)
+    where = dict(enumerate(origin))  # a new message (None) stays new
+    return tuple(map(where.get, step.origin))  # type: ignore[arg-type]
 
 
 @attrs.define

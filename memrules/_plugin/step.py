@@ -19,6 +19,7 @@ from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionResult
 from memrules._counting.measure import Measure
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
+from memrules._engine.marked import any_marked
 from memrules._plugin.request import Request, StepResult
 from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.prompt_cache import policy_rule
@@ -88,9 +89,13 @@ def _notify(observers: Iterable[ContextUsageObserver], usage: ContextUsage) -> N
             raise ObserverError(msg) from exc
 
 
-def has_warning(messages: Conversation, marker: str) -> bool:
-    """Whether any message's text starts with the warning ``marker``."""
-    return any(m.text.startswith(marker) for m in messages)
+def has_warning(messages: Conversation, marker: str, memo: Measure | None = None) -> bool:
+    """Whether any message's text starts with the warning ``marker``; with
+    ``memo`` (the conversation's), reading only the messages that are new
+    since its last request."""
+    if memo is None:
+        return any(m.text.startswith(marker) for m in messages)
+    return any_marked(messages, marker, memo)
 
 
 def warning_message(usage: ContextUsage, marker: str) -> Message:
@@ -205,7 +210,7 @@ def step(
         memo=memo,
     )
     _notify(observers, usage)
-    state, warned_messages, warn = _warn(state, messages, usage, config)
+    state, warned_messages, warn = _warn(state, messages, usage, config, memo)
     policy = config.cache
     compaction = pipeline.apply(
         warned_messages,
@@ -283,12 +288,16 @@ def _received(
 
 
 def _warn(
-    state: ConversationState, messages: Conversation, usage: ContextUsage, config: MemoryConfig
+    state: ConversationState,
+    messages: Conversation,
+    usage: ContextUsage,
+    config: MemoryConfig,
+    memo: Measure | None = None,
 ) -> tuple[ConversationState, Conversation, bool]:
     """Stage 2: the state, the messages with the one-shot warning appended
     when the usage reaches ``warn_fraction`` and neither the state nor the
     messages say it was given, and whether it was appended now."""
-    seen = has_warning(messages, config.warning_marker)
+    seen = has_warning(messages, config.warning_marker, memo)
     warn = (
         config.warn_fraction is not None
         and not (state.warned or seen)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import operator
 import threading
 from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Generic, TypeVar
+
+import attrs
 
 from memrules._core.bounded import BoundedTable
 from memrules._core.errors import ConfigError
 from memrules._core.messages import Conversation, Message, Part
+from memrules._counting.measure import Measure
 
 
 def check_positive(name: str, value: int, *, minimum: int = 1) -> None:
@@ -59,13 +66,14 @@ class RewriteCache:
     most ``size`` of them stay alive for the cache.
     """
 
-    __slots__ = ("_lock", "_table")
+    __slots__ = ("_generation", "_lock", "_table")
 
     def __init__(self, size: int = REWRITE_CACHE_SIZE) -> None:
         self._table: BoundedTable[tuple[Message, Hashable], tuple[object, Message | None, int]] = (
             BoundedTable(size)
         )
         self._lock = threading.Lock()
+        self._generation = 0  # what :meth:`clear` forgot: notes made before it are not used
 
     def rewrite_parts(
         self,
@@ -81,21 +89,11 @@ class RewriteCache:
         the changed messages save by ``saving(before, after)`` (0 without it).
         ``rewrite`` and ``saving`` must depend only on the message, its
         ``key`` and ``counter``."""
-        table = self._table
         out: list[Message] | None = None
         saved = 0
         for i in indices:
             m = conversation[i]
-            entry_key = (m, key(m))
-            entry = table.get(entry_key)
-            if entry is None or entry[0] is not counter:
-                made = rewrite_parts((m,), (0,), rewrite)[0]
-                after = None if made is m else made  # None: the message stays as it is
-                gain = 0 if after is None or saving is None else saving(m, after)
-                with self._lock:
-                    table.put(entry_key, (counter, after, gain))
-            else:
-                _, after, gain = entry
+            after, gain = self._one(m, rewrite, key, counter, saving)
             if after is None:
                 continue
             saved += gain
@@ -104,10 +102,115 @@ class RewriteCache:
             out[i] = after
         return (conversation if out is None else tuple(out)), saved
 
+    def _one(
+        self,
+        m: Message,
+        rewrite: Callable[[Part], Part],
+        key: Callable[[Message], Hashable],
+        counter: object,
+        saving: Callable[[Message, Message], int] | None,
+    ) -> tuple[Message | None, int]:
+        """What ``m`` becomes (None: it stays as it is) and what that saves."""
+        entry_key = (m, key(m))
+        entry = self._table.get(entry_key)
+        if entry is not None and entry[0] is counter:
+            return entry[1], entry[2]
+        made = rewrite_parts((m,), (0,), rewrite)[0]
+        after = None if made is m else made
+        gain = 0 if after is None or saving is None else saving(m, after)
+        with self._lock:
+            self._table.put(entry_key, (counter, after, gain))
+        return after, gain
+
+    def rewrite_known(
+        self,
+        conversation: Conversation,
+        indices: Iterable[int],
+        rewrite: Callable[[Part], Part],
+        *,
+        decisions: dict[str, Hashable],
+        key: Callable[[Message], Hashable],
+        counter: object,
+        measure: Measure,
+        saving: Callable[[Message, Message], int] | None = None,
+    ) -> tuple[Conversation, int]:
+        """:meth:`rewrite_parts`, starting from what it gave for the
+        conversation's last input (a note in ``measure``, the
+        conversation's): only the messages at ``indices`` that are new,
+        changed (not the very object at that position last time), or hold
+        an id whose decision changed are looked up or rewritten; the rest
+        are what they became last time.
+
+        ``decisions`` maps each tool id to everything the rewrite of a
+        message holding it depends on besides the message and ``counter``
+        (whether it is cleared, the stub it gets): the rewrite of a message
+        must depend on nothing else. ``indices`` ascend."""
+        chosen = list(indices)
+        generation = self._generation
+        notes = tuple(
+            n
+            for n in _notes(measure, self)
+            if isinstance(n, _Rewritten) and n.counter is counter and n.generation == generation
+        )
+        noted = _closest(notes, conversation)
+        if noted is None:
+            gains: dict[int, int] = {}
+            out = list(conversation)
+            for i in chosen:
+                after, gain = self._one(conversation[i], rewrite, key, counter, saving)
+                if after is not None:
+                    out[i], gains[i] = after, gain
+        else:
+            n = len(conversation)
+            common = min(n, len(noted.source))
+            moved = set(
+                itertools.compress(
+                    itertools.count(), map(operator.is_not, conversation, noted.source)
+                )
+            )
+            now = set(chosen)
+            was = noted.chosen
+            flipped = {k for k, _ in decisions.items() ^ noted.decisions.items()}
+            again = (now - was) | (now & moved)
+            again.update(chosen[bisect.bisect_left(chosen, common) :])
+            if flipped:  # the messages holding an id whose decision changed
+                held = list(map(conversation.__getitem__, chosen))
+                for ids in (_RESULT_IDS, _CALL_IDS):
+                    clear = map(flipped.isdisjoint, map(ids, held))
+                    again.update(itertools.compress(chosen, map(operator.not_, clear)))
+            out = list(noted.output[:common])
+            out.extend(itertools.islice(conversation, common, None))
+            for i in (was | moved) - now:
+                if i < n:
+                    out[i] = conversation[i]  # no longer rewritten, or another message
+            gains = dict(noted.gains)
+            for i in gains.keys() - (now - again):
+                del gains[i]
+            for i in again:
+                after, gain = self._one(conversation[i], rewrite, key, counter, saving)
+                if after is None:
+                    out[i] = conversation[i]
+                else:
+                    out[i], gains[i] = after, gain
+        rewritten = tuple(out)
+        _keep(
+            measure,
+            self,
+            notes,
+            _Rewritten(
+                conversation, rewritten, frozenset(chosen), gains, decisions, counter, generation
+            ),
+        )
+        if not gains:
+            return conversation, 0
+        return rewritten, sum(gains.values())
+
     def clear(self) -> None:
-        """Forget every entry (the next request computes them again)."""
+        """Forget every entry, and what each conversation's note says (the
+        next request computes them again)."""
         with self._lock:
             self._table.clear()
+            self._generation += 1
 
     def __len__(self) -> int:
         """How many messages' rewrites the cache holds."""
@@ -116,3 +219,122 @@ class RewriteCache:
     def __reduce__(self) -> tuple[type[RewriteCache], tuple[()]]:
         """A copy or an unpickled cache starts empty (the lock does not copy)."""
         return (RewriteCache, ())
+
+
+T = TypeVar("T")
+
+
+class Scan(Generic[T]):
+    """What a strategy worked out about each message of a conversation's
+    last input, kept so that its next request (the same conversation grown
+    by a turn, or rewritten in a few places by the strategies before it)
+    works it out only for the messages that are new or changed.
+
+    Owner: one strategy instance; it is the strategy's key into each
+    conversation's :class:`~memrules._counting.measure.Measure` (the
+    plugin's per conversation, a pipeline's own for its direct callers),
+    which holds the note: the last input and one fact per message. Bound:
+    one note per measure, that measure's one input (see
+    :meth:`~memrules._counting.measure.Measure.note`). A message counts as
+    unchanged when it is the very object at the same position; anything
+    else is worked out again, so the facts are those a cold scan gives. A
+    copied or unpickled scan starts with nothing kept.
+    """
+
+    __slots__ = ()
+
+    def facts(
+        self, conversation: Conversation, measure: Measure, fact: Callable[[Message], T]
+    ) -> list[T]:
+        """``fact`` of every message of ``conversation``, in order: what the
+        note in ``measure`` (the conversation's) has for the messages that
+        are the same objects as last time, ``fact`` called on the rest.
+        ``fact`` must depend on the message only; a note made with another
+        (unequal) ``fact`` is not used."""
+        notes = tuple(n for n in _notes(measure, self) if isinstance(n, _Noted) and n.fact == fact)
+        noted = _closest(notes, conversation)
+        if noted is not None:
+            known, old = noted.facts, noted.conversation
+            common = min(len(old), len(conversation))
+            found = known[:common]
+            for i in itertools.compress(itertools.count(), map(operator.is_not, conversation, old)):
+                found[i] = fact(conversation[i])
+            found.extend(map(fact, itertools.islice(conversation, common, None)))
+        else:
+            found = list(map(fact, conversation))
+        _keep(measure, self, notes, _Noted(conversation, fact, found))
+        return found
+
+    def __reduce__(self) -> tuple[type[Scan[T]], tuple[()]]:
+        return (Scan, ())
+
+
+@attrs.frozen(slots=True, eq=False)
+class _Rewritten:
+    """A :class:`RewriteCache`'s note for one conversation: its last input,
+    what it became, the positions asked about, what each rewritten one
+    saved, the decisions it was made under and the counter."""
+
+    source: Conversation
+    output: Conversation
+    chosen: frozenset[int]
+    gains: dict[int, int]
+    decisions: dict[str, Hashable]
+    counter: object
+    generation: int
+
+
+_RESULT_IDS = operator.attrgetter("result_ids")
+_CALL_IDS = operator.attrgetter("call_ids")
+
+
+@attrs.frozen(slots=True, eq=False)
+class _Noted(Generic[T]):
+    """A :class:`Scan`'s note: the input it last saw and its facts."""
+
+    conversation: Conversation
+    fact: Callable[[Message], Any]
+    facts: list[T]
+
+
+KEPT = 3
+"""How many inputs a :class:`Scan` or a :class:`RewriteCache` keeps a note
+of per conversation: a request's input, and the shorter conversations later
+passes of the same run hand it, so that those never displace the input the
+next request continues."""
+
+
+def _notes(measure: Measure, owner: object) -> tuple[object, ...]:
+    found = measure.noted(owner)
+    return found if isinstance(found, tuple) else ()
+
+
+_N = TypeVar("_N", "_Noted[Any]", "_Rewritten")
+
+
+def _closest(notes: tuple[_N, ...], conversation: Conversation) -> _N | None:
+    """The note to start from: the newest of those whose input is the
+    longest not longer than ``conversation`` (the last request of a growing
+    conversation, or the same pass of the last run), else the one with the
+    shortest input; None without a note. Which note it is changes what a
+    request costs, never what it gives."""
+    n = len(conversation)
+    best: _N | None = None
+    for note in notes:  # newest first
+        size = len(_source(note))
+        if best is None:
+            best = note
+            continue
+        known = len(_source(best))
+        if (size <= n and (known > n or size > known)) or (size > n and known > n and size < known):
+            best = note
+    return best
+
+
+def _source(note: _Noted[Any] | _Rewritten) -> Conversation:
+    return note.conversation if isinstance(note, _Noted) else note.source
+
+
+def _keep(measure: Measure, owner: object, notes: tuple[object, ...], note: object) -> None:
+    """Keep ``note`` first, then the newest others, :data:`KEPT` in all."""
+    measure.note(owner, (note, *notes[: KEPT - 1]))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+
 import attrs
 
-from memrules._core.conversation import survivor_indices
 from memrules._core.messages import Conversation, Opaque, Part, Text, ToolResult, part_text
 from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import Strategy, StrategyContext
@@ -82,16 +83,17 @@ class _Clamp:
                 return _clamp_blocks(part, part.content, limit, counter)
             return part  # call arguments are JSON: cutting them would break them
 
-        survivors = survivor_indices(conversation)
+        track = context.measure.track(conversation)
+        survivors = {track.first_system, track.last_user}
         # A part alone counts at most a few tokens more than inside its message
         # (only the pre-tokens at its edges differ), so messages well under the
-        # limit are skipped on their cached count.
+        # limit are skipped on their count, which the measure has (the
+        # pipeline's counter counted them).
         threshold = limit - _EDGE_SLACK
-        candidates = (
-            i
-            for i, m in enumerate(conversation)
-            if i not in survivors and counter.count(m) > threshold
-        )
+        mine = context.measure.counter is counter
+        sizes = track.sizes() if mine else counter.counts(conversation)
+        over = itertools.compress(itertools.count(), map(threshold.__lt__, sizes))
+        candidates = (i for i in over if i not in survivors)
         return rewrite_parts(conversation, candidates, clamp_part)
 
     def __repr__(self) -> str:

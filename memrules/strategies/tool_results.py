@@ -7,14 +7,16 @@ reported as replaced.
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
+from collections.abc import Hashable
 
 import attrs
 
-from memrules._core.conversation import survivor_indices
 from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
-from memrules.strategies._util import RewriteCache, check_positive
+from memrules.strategies._util import RewriteCache, Scan, check_positive
 from memrules.strategies.registry import describe, register
 
 __all__ = ["CLEARED", "clear_tool_results", "deduplicate_file_reads"]
@@ -59,9 +61,27 @@ def _not_longer(result: ToolResult, replacement: str, context: StrategyContext) 
 _SURELY_LONGER = 16
 
 
-def _result_messages(conversation: Conversation) -> list[int]:
-    survivors = survivor_indices(conversation)
-    return [i for i, m in enumerate(conversation) if m.result_ids and i not in survivors]
+_RESULT_IDS = operator.attrgetter("result_ids")
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+
+
+def _results(conversation: Conversation) -> tuple[list[int], list[str]]:
+    """The message index and the call id of every tool result, in order, as
+    two lists (C-level passes when each message holds at most one)."""
+    at = list(itertools.compress(itertools.count(), map(_RESULT_IDS, conversation)))
+    ids = list(map(_RESULT_IDS, map(conversation.__getitem__, at)))
+    if max(map(len, ids), default=0) <= 1:
+        return at, list(map(_FIRST, ids))
+    pairs = [(i, cid) for i, held in zip(at, ids, strict=True) for cid in held]
+    return list(map(_FIRST, pairs)), list(map(_SECOND, pairs))
+
+
+def _call_names(message: Message) -> tuple[tuple[str, str], ...]:
+    """(call id, tool name) of each of the message's calls, in order."""
+    if not message.call_ids:
+        return ()
+    return tuple((p.id, p.name) for p in message.parts if isinstance(p, ToolCall))
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -70,20 +90,31 @@ class _DeduplicateFileReads:
     path_key: str
     # What each stale read became: a warm request stubs only new ones.
     _rewrites: RewriteCache = attrs.field(factory=RewriteCache, init=False, eq=False)
+    # Each message's reads, per conversation: a warm request parses only new ones.
+    _scan: Scan[tuple[tuple[str, str], ...]] = attrs.field(factory=Scan, init=False, eq=False)
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
         # Only reads that have their result count: a newer read still waiting
         # for its result has no content to stand in for the older one.
-        answered = {r for m in conversation if m.result_ids for r in m.result_ids}
-        newest: dict[str, str] = {}
-        path_of: dict[str, str] = {}
-        for call_id, (_, call) in _calls(conversation).items():
-            if call.name != self.tool_name or call_id not in answered:
-                continue
-            path = _argument(call.arguments, self.path_key)
-            if path is not None:
-                path_of[call_id] = path
-                newest[path] = call_id  # dict order is message order: the last wins
+        answered = set(itertools.chain.from_iterable(map(_RESULT_IDS, conversation)))
+        track = context.measure.track(conversation)
+        if track.unique_calls:
+            # Each message's reads, parsed once per conversation (the scan
+            # keeps them); in message order, as ``_calls`` would give them.
+            reads = self._scan.facts(conversation, context.measure, self._reads)
+            path_of = {
+                cid: path for cid, path in itertools.chain.from_iterable(reads) if cid in answered
+            }
+            newest = dict(zip(path_of.values(), path_of.keys(), strict=True))  # the last wins
+        else:
+            newest, path_of = {}, {}
+            for call_id, (_, call) in _calls(conversation).items():
+                if call.name != self.tool_name or call_id not in answered:
+                    continue
+                path = _argument(call.arguments, self.path_key)
+                if path is not None:
+                    path_of[call_id] = path
+                    newest[path] = call_id  # dict order is message order: the last wins
         stale = {cid: path for cid, path in path_of.items() if newest[path] != cid}
         if not stale:
             return conversation
@@ -105,14 +136,38 @@ class _DeduplicateFileReads:
                 if isinstance(p, ToolResult) and p.call_id in stale
             )
 
-        rewritten, _ = self._rewrites.rewrite_parts(
+        # Only a message that holds a stale result can change.
+        survivors = {track.first_system, track.last_user}
+        at, ids = _results(conversation)
+        is_stale = map(stale.__contains__, ids)
+        candidates = sorted(set(itertools.compress(at, is_stale)) - survivors)
+        # What a stub says: the path and the later read (as one string).
+        paths = list(stale.values())
+        later = map("{}:{}{}".format, map(len, paths), paths, map(newest.__getitem__, paths))
+        decisions: dict[str, Hashable] = dict(zip(stale.keys(), later, strict=True))
+        rewritten, _ = self._rewrites.rewrite_known(
             conversation,
-            _result_messages(conversation),
+            candidates,
             stub,
+            decisions=decisions,
             key=key,
             counter=context.counter,
+            measure=context.measure,
         )
         return rewritten
+
+    def _reads(self, message: Message) -> tuple[tuple[str, str], ...]:
+        """The message's calls of ``tool_name`` whose ``path_key`` argument
+        is a string: (call id, path), in order."""
+        if not message.call_ids:
+            return ()
+        found = []
+        for p in message.parts:
+            if isinstance(p, ToolCall) and p.name == self.tool_name:
+                path = _argument(p.arguments, self.path_key)
+                if path is not None:
+                    found.append((p.id, path))
+        return tuple(found)
 
     def __repr__(self) -> str:
         return describe("deduplicate_file_reads", self)
@@ -148,23 +203,30 @@ class _ClearToolResults:
     # What each cleared message became and saved: a warm request clears,
     # encodes and counts only new ones.
     _rewrites: RewriteCache = attrs.field(factory=RewriteCache, init=False, eq=False)
+    # Each message's calls by name, per conversation: a warm request reads
+    # only new ones.
+    _scan: Scan[tuple[tuple[str, str], ...]] = attrs.field(factory=Scan, init=False, eq=False)
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
-        calls = _calls(conversation)
+        if self.clear_tool_inputs:
+            calls = _calls(conversation)
         excluded = set(self.exclude_tools)
-        results = [
-            (i, p.call_id)
-            for i, m in enumerate(conversation)
-            if m.result_ids
-            for p in m.parts
-            if isinstance(p, ToolResult)
-            and (p.call_id not in calls or calls[p.call_id][1].name not in excluded)
-        ]
-        older = results[: max(0, len(results) - self.keep_pairs)]
+        at, ids = _results(conversation)
+        if excluded:
+            # Each message's calls by name, kept per conversation: the last
+            # call of an id names it, as in ``_calls``.
+            names = self._scan.facts(conversation, context.measure, _call_names)
+            name_of = dict(itertools.chain.from_iterable(names))
+            kept = list(map(operator.not_, map(excluded.__contains__, map(name_of.get, ids))))
+            at, ids = list(itertools.compress(at, kept)), list(itertools.compress(ids, kept))
+        older = max(0, len(at) - self.keep_pairs)
         if not older:
             return conversation
-        survivors = survivor_indices(conversation)
-        targets = {cid for i, cid in older if i not in survivors}
+        track = context.measure.track(conversation)
+        survivors = {track.first_system, track.last_user}
+        older_at, older_ids = at[:older], ids[:older]
+        at_survivor = map(survivors.__contains__, older_at)
+        targets = set(itertools.compress(older_ids, map(operator.not_, at_survivor)))
 
         def clear(part: Part) -> Part:
             if isinstance(part, ToolResult) and part.call_id in targets:
@@ -180,7 +242,8 @@ class _ClearToolResults:
                 return attrs.evolve(part, arguments=CLEARED_INPUT)
             return part
 
-        touched = sorted({i for i, cid in older if cid in targets})
+        targeted = map(targets.__contains__, older_ids)
+        touched = sorted(set(itertools.compress(older_at, targeted)))
         if self.clear_tool_inputs:
             touched = sorted({*touched, *(calls[c][0] for c in targets if c in calls)} - survivors)
 
@@ -188,12 +251,14 @@ class _ClearToolResults:
             return tuple(cid for cid in (*message.result_ids, *message.call_ids) if cid in targets)
 
         count = context.counter.count
-        cleared, saved = self._rewrites.rewrite_parts(
+        cleared, saved = self._rewrites.rewrite_known(
             conversation,
             touched,
             clear,
+            decisions=dict.fromkeys(targets, True),
             key=key,
             counter=context.counter,
+            measure=context.measure,
             saving=lambda before, after: count(before) - count(after),
         )
         if cleared is conversation:

@@ -1,0 +1,32 @@
+"""Whether a conversation holds a message that starts with a marker (the
+near-limit warning's), reading only the messages that are new since the
+conversation's last request."""
+
+from __future__ import annotations
+
+import attrs
+
+from memrules._core.messages import Conversation, Message
+from memrules._counting.measure import Measure
+from memrules.strategies._util import Scan
+
+__all__ = ["any_marked"]
+
+_MARKED: Scan[bool] = Scan()
+"""The key of the note each conversation's measure keeps: whether each
+message of its last inputs starts with the marker."""
+
+
+@attrs.frozen
+class _StartsWith:
+    marker: str
+
+    def __call__(self, message: Message) -> bool:
+        return message.text.startswith(self.marker)
+
+
+def any_marked(messages: Conversation, marker: str, measure: Measure) -> bool:
+    """Whether any message's text starts with ``marker``: what the note in
+    ``measure`` (the conversation's) says for the messages that are the
+    same objects as last time, the text read for the rest."""
+    return any(_MARKED.facts(messages, measure, _StartsWith(marker)))
