@@ -8,7 +8,7 @@ import attrs
 
 from memrules._core.messages import Conversation, Message
 from memrules._counting.measure import Measure
-from memrules.strategies._util import Scan
+from memrules._counting.notes import Scan
 
 __all__ = ["any_marked"]
 

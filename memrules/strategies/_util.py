@@ -7,7 +7,6 @@ import itertools
 import operator
 import threading
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -15,6 +14,7 @@ from memrules._core.bounded import BoundedTable
 from memrules._core.errors import ConfigError
 from memrules._core.messages import Conversation, Message, Part
 from memrules._counting.measure import Measure
+from memrules._counting.notes import closest, keep, notes_of
 
 
 def check_positive(name: str, value: int, *, minimum: int = 1) -> None:
@@ -149,10 +149,10 @@ class RewriteCache:
         generation = self._generation
         notes = tuple(
             n
-            for n in _notes(measure, self)
+            for n in notes_of(measure, self)
             if isinstance(n, _Rewritten) and n.counter is counter and n.generation == generation
         )
-        noted = _closest(notes, conversation)
+        noted = closest(notes, conversation)
         if noted is None:
             gains: dict[int, int] = {}
             out = list(conversation)
@@ -193,7 +193,7 @@ class RewriteCache:
                 else:
                     out[i], gains[i] = after, gain
         rewritten = tuple(out)
-        _keep(
+        keep(
             measure,
             self,
             notes,
@@ -221,54 +221,6 @@ class RewriteCache:
         return (RewriteCache, ())
 
 
-T = TypeVar("T")
-
-
-class Scan(Generic[T]):
-    """What a strategy worked out about each message of a conversation's
-    last input, kept so that its next request (the same conversation grown
-    by a turn, or rewritten in a few places by the strategies before it)
-    works it out only for the messages that are new or changed.
-
-    Owner: one strategy instance; it is the strategy's key into each
-    conversation's :class:`~memrules._counting.measure.Measure` (the
-    plugin's per conversation, a pipeline's own for its direct callers),
-    which holds the note: the last input and one fact per message. Bound:
-    one note per measure, that measure's one input (see
-    :meth:`~memrules._counting.measure.Measure.note`). A message counts as
-    unchanged when it is the very object at the same position; anything
-    else is worked out again, so the facts are those a cold scan gives. A
-    copied or unpickled scan starts with nothing kept.
-    """
-
-    __slots__ = ()
-
-    def facts(
-        self, conversation: Conversation, measure: Measure, fact: Callable[[Message], T]
-    ) -> list[T]:
-        """``fact`` of every message of ``conversation``, in order: what the
-        note in ``measure`` (the conversation's) has for the messages that
-        are the same objects as last time, ``fact`` called on the rest.
-        ``fact`` must depend on the message only; a note made with another
-        (unequal) ``fact`` is not used."""
-        notes = tuple(n for n in _notes(measure, self) if isinstance(n, _Noted) and n.fact == fact)
-        noted = _closest(notes, conversation)
-        if noted is not None:
-            known, old = noted.facts, noted.conversation
-            common = min(len(old), len(conversation))
-            found = known[:common]
-            for i in itertools.compress(itertools.count(), map(operator.is_not, conversation, old)):
-                found[i] = fact(conversation[i])
-            found.extend(map(fact, itertools.islice(conversation, common, None)))
-        else:
-            found = list(map(fact, conversation))
-        _keep(measure, self, notes, _Noted(conversation, fact, found))
-        return found
-
-    def __reduce__(self) -> tuple[type[Scan[T]], tuple[()]]:
-        return (Scan, ())
-
-
 @attrs.frozen(slots=True, eq=False)
 class _Rewritten:
     """A :class:`RewriteCache`'s note for one conversation: its last input,
@@ -286,55 +238,3 @@ class _Rewritten:
 
 _RESULT_IDS = operator.attrgetter("result_ids")
 _CALL_IDS = operator.attrgetter("call_ids")
-
-
-@attrs.frozen(slots=True, eq=False)
-class _Noted(Generic[T]):
-    """A :class:`Scan`'s note: the input it last saw and its facts."""
-
-    conversation: Conversation
-    fact: Callable[[Message], Any]
-    facts: list[T]
-
-
-KEPT = 3
-"""How many inputs a :class:`Scan` or a :class:`RewriteCache` keeps a note
-of per conversation: a request's input, and the shorter conversations later
-passes of the same run hand it, so that those never displace the input the
-next request continues."""
-
-
-def _notes(measure: Measure, owner: object) -> tuple[object, ...]:
-    found = measure.noted(owner)
-    return found if isinstance(found, tuple) else ()
-
-
-_N = TypeVar("_N", "_Noted[Any]", "_Rewritten")
-
-
-def _closest(notes: tuple[_N, ...], conversation: Conversation) -> _N | None:
-    """The note to start from: the newest of those whose input is the
-    longest not longer than ``conversation`` (the last request of a growing
-    conversation, or the same pass of the last run), else the one with the
-    shortest input; None without a note. Which note it is changes what a
-    request costs, never what it gives."""
-    n = len(conversation)
-    best: _N | None = None
-    for note in notes:  # newest first
-        size = len(_source(note))
-        if best is None:
-            best = note
-            continue
-        known = len(_source(best))
-        if (size <= n and (known > n or size > known)) or (size > n and known > n and size < known):
-            best = note
-    return best
-
-
-def _source(note: _Noted[Any] | _Rewritten) -> Conversation:
-    return note.conversation if isinstance(note, _Noted) else note.source
-
-
-def _keep(measure: Measure, owner: object, notes: tuple[object, ...], note: object) -> None:
-    """Keep ``note`` first, then the newest others, :data:`KEPT` in all."""
-    measure.note(owner, (note, *notes[: KEPT - 1]))

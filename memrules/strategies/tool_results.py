@@ -15,8 +15,9 @@ from collections.abc import Hashable
 import attrs
 
 from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
+from memrules._counting.notes import Scan
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
-from memrules.strategies._util import RewriteCache, Scan, check_positive
+from memrules.strategies._util import RewriteCache, check_positive
 from memrules.strategies.registry import describe, register
 
 __all__ = ["CLEARED", "clear_tool_results", "deduplicate_file_reads"]
