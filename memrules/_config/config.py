@@ -21,6 +21,7 @@ from memrules._config.keys import (
 )
 from memrules._core.budget import CachePolicy, ContextWindowResolver, Trigger
 from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
 from memrules._counting.content import ContentCounting
 from memrules._counting.framing import DEFAULT_COUNT_RULE
 from memrules._counting.usage import ContextUsageObserver
@@ -202,7 +203,11 @@ class MemoryConfig:
     ``counting`` prices images, documents and reasoning (the ``counting:``
     section, a :class:`~memrules._counting.content.ContentCounting`: the
     OpenAI image model family and the stated estimates; None: the
-    defaults). ``source`` is the file the config came from, if any.
+    defaults). ``index_context`` is what ``remember`` and ``offload`` index
+    a stored message by besides its own text (an
+    :class:`~memrules.IndexContext`: the message before it and its day by
+    default; None: its own text only). ``source`` is the file the config
+    came from, if any.
     """
 
     encoder_name: str = "cl100k_base"
@@ -237,6 +242,7 @@ class MemoryConfig:
     provider_editing: ProviderEditing | None = None
     cache: CachePolicy | None = None
     counting: ContentCounting | None = None
+    index_context: IndexContext | None = DEFAULT_CONTEXT
     source: str | None = None
 
     def __attrs_post_init__(self) -> None:

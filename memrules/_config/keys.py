@@ -20,6 +20,7 @@ from memrules._adapters.context_editing import ProviderEditing
 from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_editing_from_config
 from memrules._core.budget import CachePolicy
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
+from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
 from memrules._core.yaml_nodes import Node
 from memrules._counting.content import ContentCounting, counting_from_config
 from memrules._counting.framing import COUNT_RULES
@@ -225,6 +226,44 @@ def _state_store_section(node: Node) -> object:
     return _mapping_section("state_store", StateStoreConfig, default=StateStoreConfig())(node)
 
 
+def _index_context_section(node: Node) -> object:
+    """``index_context``: what ``remember`` and ``offload`` index a message
+    by besides its own text (an :class:`IndexContext`'s fields: ``before``,
+    ``after``, ``neighbour_chars``, ``time``, ``dates``), ``false`` for its
+    own text only, or null (or true) for the default context."""
+    if node.value is False:
+        return None
+    known = tuple(f.name for f in attrs.fields(IndexContext))
+    if node.value is None or node.value is True:
+        return DEFAULT_CONTEXT
+    if not node.is_mapping:
+        message = (
+            f"index_context is a mapping of {', '.join(known)}, or false for each message's "
+            f"own text only; got {type_name(node.plain())}"
+        )
+        return [ConfigProblem(message=message, yaml_path="index_context", line=node.line)]
+    problems = [
+        ConfigProblem(
+            message=f"unknown key {name!r}{near_miss(name, known)}; known: {', '.join(known)}",
+            yaml_path=f"index_context.{name}",
+            line=node.key_lines[name],
+        )
+        for name in node.value
+        if name not in known
+    ]
+    if problems:
+        return problems
+    try:
+        return IndexContext(**{name: value.plain() for name, value in node.value.items()})
+    except ConfigError as exc:
+        placed = []
+        for p in exc.problems:
+            field = p.yaml_path.removeprefix("index_context.")
+            line = node.key_lines.get(field, node.line)
+            placed.append(attrs.evolve(p, yaml_path=f"index_context.{field}", line=line))
+        return placed
+
+
 SECTIONS: Mapping[str, Section] = types.MappingProxyType(
     {
         # The working graph and the conversation state.
@@ -239,6 +278,8 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         "state_store": _state_store_section,
         # The seams: store:, embedder:, summarizer: (memrules.seams._settings).
         **SEAM_SECTIONS,
+        # What remember and offload index a message by (memrules._core.seam_records).
+        "index_context": _index_context_section,
         # The route's retrieval memory entry (memrules.memory.config).
         "memory": memory_section,
         # Provider-side context editing (memrules._config.provider_editing).
@@ -266,6 +307,7 @@ SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "memory": ((RouteRetrieval, type(None)), "a RouteRetrieval or None"),
     "cache": ((CachePolicy, type(None)), "a CachePolicy or None"),
     "memory_store": ((RetrievalStoreConfig, type(None)), "a RetrievalStoreConfig or None"),
+    "index_context": ((IndexContext, type(None)), "an IndexContext or None"),
     "provider_editing": ((ProviderEditing, type(None)), "a ProviderEditing or None"),
     "counting": ((ContentCounting, type(None)), "a ContentCounting or None"),
 }

@@ -40,6 +40,7 @@ from memrules._core.messages import Conversation, Message, Opaque, Part, Text, T
 __all__ = [
     "DEFAULT_CONTEXT",
     "MAX_SCOPE_CHARS",
+    "NEIGHBOUR_LABELS",
     "TIME_KEY",
     "IndexContext",
     "RecallHit",
@@ -276,6 +277,9 @@ TIME_KEY = "time"
 date-time string, or seconds since the epoch (UTC)."""
 
 _MAX_NEIGHBOURS = 8
+NEIGHBOUR_LABELS = ("(before) ", "(after) ")
+"""How a neighbour's line of an indexed text starts (lexical search weighs
+those lines less than the message's own text)."""
 _MAX_NEIGHBOUR_CHARS = 4000
 
 
@@ -308,10 +312,13 @@ def _flag(instance: object, attribute: attrs.Attribute[Any], value: object) -> N
 class IndexContext:
     """What the text a message is indexed by adds to the message itself.
 
-    ``before`` and ``after``: how many neighbouring messages (system
-    messages skipped) are added after it, each as ``(before) <name or
-    role>: <text>`` or ``(after) …``, cut to ``neighbour_chars``; the
-    message's own text always comes first, so a model that reads only the
+    ``before`` and ``after``: how many neighbouring messages of the
+    dialogue (system messages, tool calls and tool results skipped: a tool
+    result is indexed with its call already, and a file's contents beside
+    the next call would only blur what that call is found by) are added
+    after it, each as ``(before) <name or role>: <text>`` or ``(after)
+    …``, cut to ``neighbour_chars``; the message's own text always comes
+    first, so a model that reads only the
     start of a text still reads it. ``time``: when the conversation was
     held (a session's date), for messages without a time of their own in
     ``metadata["time"]`` (:data:`TIME_KEY`); a message with a time is
@@ -382,16 +389,17 @@ def contextual_text(
             found = resolve_dates(_plain_text(message), when)
             notes += [f"{phrase}: {day}" for phrase, day in found]
         lines.append("(" + "; ".join(notes) + ")")
-    for label, step, count in (("before", -1, context.before), ("after", 1, context.after)):
+    before, after = NEIGHBOUR_LABELS
+    for label, step, count in ((before, -1, context.before), (after, 1, context.after)):
         j, taken = i + step, 0
         while taken < count and 0 <= j < len(conversation):
             neighbour = conversation[j]
             j += step
-            if neighbour.role == "system":
+            if neighbour.role == "system" or neighbour.call_ids or neighbour.result_ids:
                 continue
             taken += 1
             text = _clip(index_text(neighbour, calls), context.neighbour_chars)
-            lines.append(f"({label}) {text}")
+            lines.append(label + text)
     return "\n".join(lines)
 
 

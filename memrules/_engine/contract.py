@@ -22,7 +22,7 @@ from memrules._core.budget import Budget
 from memrules._core.conversation import ToolLinks
 from memrules._core.messages import Conversation
 from memrules._core.seam_protocols import SeamCall, Seams
-from memrules._core.seam_records import Scope
+from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext, Scope
 from memrules._counting.measure import Measure
 from memrules._counting.tokens import TokenCounter
 
@@ -56,6 +56,9 @@ class StrategyContext:
     scope: Scope = attrs.field(factory=Scope)
     """Whose conversation this is (conversation, user, tenant): what
     ``offload`` files the messages it stores under."""
+    index_context: IndexContext | None = DEFAULT_CONTEXT
+    """What ``offload`` indexes a stored message by besides its own text
+    (the config's ``index_context``; None: its own text only)."""
     measure: Measure = attrs.field(
         default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
         eq=False,

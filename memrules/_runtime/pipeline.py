@@ -13,6 +13,7 @@ Budget.messages(6)
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from pathlib import Path
@@ -27,7 +28,6 @@ from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionResult
 from memrules._core.seam_protocols import Seams, VectorStore
 from memrules._core.seam_records import (
-    DEFAULT_CONTEXT,
     IndexContext,
     RecallHit,
     Scope,
@@ -49,6 +49,13 @@ from memrules._runtime.prompt_cache import cache_aim
 from memrules.seams._settings import build_seams
 
 __all__ = ["IndexContext", "Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
+
+
+class _Unset(enum.Enum):
+    CONFIG = "the config's index_context"
+
+
+_CONFIG = _Unset.CONFIG
 
 
 def as_conversation(messages: Iterable[Message]) -> Conversation:
@@ -187,6 +194,7 @@ class Pipeline:
             offload_turns=self.config.offload_turns,
             warning_marker=self.config.warning_marker,
             user_first=self.config.user_first,
+            index_context=self.config.index_context,
             measure=self._measure if memo is None else memo,
         )
 
@@ -369,7 +377,7 @@ class Pipeline:
         user: str | None = None,
         tenant: str | None = None,
         session_time: date | datetime | None = None,
-        context: IndexContext | None = DEFAULT_CONTEXT,
+        context: IndexContext | _Unset | None = _CONFIG,
     ) -> StoreWrite:
         """Store ``messages`` (a conversation, in order: an old history to
         import) in the pipeline's store, under ``conversation_id``, ``user``
@@ -380,15 +388,18 @@ class Pipeline:
         :class:`~memrules._core.errors.StoreError` (or ``EmbedderError``).
 
         Each message is found by its text and by ``context``
-        (:class:`~memrules.IndexContext`; by default the message before it,
-        and the day it was said with its relative dates resolved; None: its
-        own text only). ``session_time`` is when these messages were said,
+        (:class:`~memrules.IndexContext`; by default the config's
+        ``index_context``, which is the message before it and the day it was
+        said with its relative dates resolved unless set; None: its own text
+        only). ``session_time`` is when these messages were said,
         for those without a ``metadata["time"]`` of their own: remember one
         session per call to give each its date. The stored messages are
         unchanged whatever the context."""
         if not isinstance(conversation_id, str):
             msg = f"conversation_id={conversation_id!r} must be a non-empty string"
             raise ConfigError.single(msg, yaml_path="conversation_id")
+        if context is _CONFIG:
+            context = self.config.index_context
         if context is not None and not isinstance(context, IndexContext):
             msg = f"context={context!r} must be an IndexContext or None"
             raise ConfigError.single(msg, yaml_path="context")

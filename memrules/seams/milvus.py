@@ -14,9 +14,10 @@ the stores of that file in the process (:mod:`memrules.seams._local_index`;
 Milvus Lite answers a filtered query by rebuilding rows in Python, and
 approximately once its rows are in an HNSW segment), with BM25 over the
 whole collection (Milvus Lite scores each segment with its own
-statistics). Writes are flushed into segments every :data:`_FLUSH_ROWS`
-rows and on close; its write-ahead log keeps each acknowledged write
-before.
+statistics) of the terms Qdrant's sparse vectors hold (English stop words
+left out, a light stem: :mod:`memrules.seams._lexical`). Writes are
+flushed into segments every :data:`_FLUSH_ROWS` rows and on close; its
+write-ahead log keeps each acknowledged write before.
 """
 
 from __future__ import annotations
@@ -25,9 +26,7 @@ import contextlib
 import importlib.util
 import json
 import os
-import re
 import threading
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -43,6 +42,7 @@ from memrules._core.seam_records import (
     decode_message,
 )
 from memrules.seams._durable import Files, local_path
+from memrules.seams._lexical import term_weights
 from memrules.seams._local_index import LocalIndex, Row
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
 
@@ -108,15 +108,16 @@ def _pieces(payload: str) -> list[str]:
     return out or [""]
 
 
-_WORD = re.compile(r"\w+")
 _BM25 = (1.5, 0.75)  # Milvus Lite's BM25 function: k1 and b
 
 
 def _term_counts(text: str) -> dict[int, float]:
-    """The sparse vector Milvus Lite's BM25 function makes of ``text``:
-    each ``\\w+`` token, lower-cased, with its count (tokens are keyed by
-    Python's string hash: the index lives in this process only)."""
-    return {hash(token): float(n) for token, n in Counter(_WORD.findall(text.lower())).items()}
+    """The term counts the local index ranks ``text`` by with BM25: the
+    lexical terms Qdrant's sparse vectors hold too (English stop words left
+    out, a light stem, a neighbour's terms weighed less:
+    :func:`memrules.seams._lexical.term_weights`), keyed by Python's string
+    hash (the index lives in this process only)."""
+    return {hash(term): n for term, n in term_weights(text).items()}
 
 
 class _Shared:

@@ -130,7 +130,9 @@ class _Offload:
         if not moved:
             return conversation
         gone = _indices(moved)
-        records = build_records(conversation, gone, scope=context.scope)
+        records = build_records(
+            conversation, gone, scope=context.scope, context=context.index_context
+        )
         request = {
             "scope": context.scope.to_dict(),
             "messages": len(gone),

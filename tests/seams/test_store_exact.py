@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -144,15 +143,15 @@ def test_dense_search_is_the_exact_scan(
 def bm25(
     held: list[StoredMessage], query: str, scope: Scope, engine: str
 ) -> list[tuple[str, float]]:
-    """BM25 over every record held, ranked within ``scope``: Milvus's
-    (``\\w+`` tokens, term counts, k1 = 1.5, b = 0.75, the true average
-    length) or Qdrant's (memrules' term weights, IDF applied by the
-    engine)."""
-    from memrules.seams._lexical import document_vector, query_vector
+    """BM25 over every record held, ranked within ``scope``: Milvus Lite's
+    (memrules' terms counted, a neighbour's at its weight, k1 = 1.5,
+    b = 0.75, the true average length) or Qdrant's (memrules' term
+    weights, IDF applied by the engine)."""
+    from memrules.seams._lexical import document_vector, query_vector, term_weights
 
     if engine == "milvus":
-        docs = [Counter(re.findall(r"\w+", r.text.lower())) for r in held]
-        terms = Counter(re.findall(r"\w+", query.lower()))
+        docs = [Counter(term_weights(r.text)) for r in held]
+        terms = Counter(term_weights(query))
         average = sum(sum(d.values()) for d in docs) / len(docs)
 
         def weight(doc: Counter[Any], term: Any) -> float:
