@@ -1,0 +1,36 @@
+"""A memory route's start-up: the embedding model loads while the store
+opens, before the first request asks for it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from memrules import MemoryConfig, MemoryPlugin, Request
+from memrules._core.messages import message
+from memrules.memory import RouteRetrieval
+from memrules.seams import local_embedder
+from tests.support.memory_helpers import store_settings
+from tests.support.seams import needs_local
+
+
+@needs_local
+def test_the_model_loads_at_start_up_before_the_first_request(tmp_path: Path) -> None:
+    embedder = local_embedder()  # a model of its own, not loaded yet
+    settings = store_settings("qdrant-disk", tmp_path)
+    from memrules.memory.binding import open_store
+
+    store = open_store(settings, embedder=embedder)
+    config = MemoryConfig(memory=RouteRetrieval(retrieval_limit=3), memory_store=settings)
+    with MemoryPlugin(config, memory_store=store) as plugin:
+        deadline = time.monotonic() + 60
+        while not embedder._model and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)
+        assert embedder._model, "the model did not load at start-up"  # type: ignore[attr-defined]
+        request = Request(
+            messages=(message("user", "Where does my sister live?"),), user="ana", tenant="acme"
+        )
+        result = plugin.handle(request, now=1.0)
+        assert result.memory is not None
+        assert result.memory.retrieval.status == "miss"
+    store.close()
