@@ -3,6 +3,10 @@ opens, before the first request asks for it."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -34,3 +38,32 @@ def test_the_model_loads_at_start_up_before_the_first_request(tmp_path: Path) ->
         assert result.memory is not None
         assert result.memory.retrieval.status == "miss"
     store.close()
+
+
+def test_a_memory_store_config_imports_only_its_own_backend() -> None:
+    """A Milvus memory store's config reads the Milvus factory's keys and
+    imports neither the Qdrant nor the Valkey backend (and a Qdrant one
+    not Milvus's): what a route does not use costs its start-up nothing."""
+    script = textwrap.dedent(
+        """
+        import json, sys
+        from memrules.memory import RetrievalStoreConfig
+        RetrievalStoreConfig(store={"backend": sys.argv[1]})
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("memrules.seams."))))
+        """
+    )
+    for backend, others in (
+        ("milvus", {"memrules.seams.qdrant", "memrules.seams.valkey"}),
+        ("qdrant", {"memrules.seams.milvus", "memrules.seams.valkey"}),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", script, backend],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        loaded = set(json.loads(done.stdout.splitlines()[-1]))
+        assert f"memrules.seams.{backend}" in loaded
+        assert not loaded & others, sorted(loaded & others)
