@@ -176,3 +176,22 @@ def test_a_call_that_fails_in_a_group_fails_alone(store: MessageStore) -> None:
     assert {h.id for h in store.scan(Scope(user="ana", tenant="acme"))} == {
         r.id for r in (*records(99), *records(0), *good)
     }
+
+
+def test_a_qdrant_file_commits_a_write_once_not_once_per_point(
+    tmp_path: Path, local_embedder: Embedder
+) -> None:
+    store = maker("qdrant-disk", tmp_path, local_embedder)()
+    store.add(records(99))  # the collection exists
+    connection = store._backend._client._client.collections[store.collection].storage.storage  # type: ignore[attr-defined]
+    statements: list[str] = []
+    connection.set_trace_callback(statements.append)
+    write = store.add([r for n in range(10) for r in records(n)])
+    connection.set_trace_callback(None)
+    assert len(write.added) == 40
+    commits = [s for s in statements if s.strip().upper().startswith("COMMIT")]
+    assert len(commits) == 1, len(commits)
+    store.close()
+    again = maker("qdrant-disk", tmp_path, local_embedder)()  # the same directory
+    assert len(again.scan(Scope(user="ana", tenant="acme"))) == 44
+    again.close()
