@@ -4,9 +4,11 @@ the metrics. :class:`~memrules.MemoryPlugin` holds one
 
 - :meth:`RetrievalService.start` loads the embedding model in a background
   thread (so that the first request does not wait for all of it: the
-  model loads while the store opens) and opens the collection at start-up
-  and checks it against the embedder: a collection made for another embedder, or
-  holding vectors of another dimension, is a
+  model loads while the store opens), opens the collection at start-up
+  and checks it against the embedder, then builds the store's search
+  index in another (an embedded engine's local index, read from the
+  engine while the model loads, not in the first request). A collection
+  made for another embedder, or holding vectors of another dimension, is a
   :class:`~memrules._core.errors.ConfigError` there and then (never near-zero
   scores later); a store that cannot be reached is logged, and retrieval
   reports ``error`` until it is back.
@@ -89,12 +91,12 @@ def _scope_problem(user: object, tenant: object) -> tuple[str, str] | None:
 
 
 def _load_model(load: Callable[[], object]) -> None:
-    """Load a model ahead of its first use; a model that cannot load says
-    why at that first use (an embedder error, in the retrieval's status)."""
+    """Load a model (or build an index) ahead of its first use; one that
+    cannot load says why at that first use (in the retrieval's status)."""
     try:
         load()
     except Exception as exc:
-        log.debug("the embedding model did not load ahead of its first use: %s", exc)
+        log.debug("%r did not run ahead of its first use: %s", load, exc)
 
 
 def _error(exc: BaseException) -> str:
@@ -128,6 +130,8 @@ class RetrievalService:
         self.source = source
         self.loading: threading.Thread | None = None
         """The thread that loads the embedding model, from :meth:`start`."""
+        self.indexing: threading.Thread | None = None
+        """The thread that builds the store's search index, from :meth:`start`."""
 
     @property
     def backend(self) -> str:
@@ -165,7 +169,7 @@ class RetrievalService:
         if not callable(check):
             return
         try:
-            check(probe=True)
+            exists = check(probe=True)
         except CollectionError as exc:
             raise ConfigError.single(
                 str(exc), path=self.source, yaml_path="stores.memory.collection"
@@ -177,6 +181,13 @@ class RetrievalService:
                 self.store,
                 _error(exc),
             )
+            return
+        warm = getattr(self.store, "warm", None)
+        if exists and callable(warm) and self.indexing is None:
+            self.indexing = threading.Thread(
+                target=_load_model, args=(warm,), name="memrules-index-build", daemon=True
+            )
+            self.indexing.start()
 
     # --- retrieval ----------------------------------------------------------------------
 

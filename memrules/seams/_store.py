@@ -190,6 +190,7 @@ class MessageStore:
         self._lock = threading.RLock()
         self._queue_lock = threading.Lock()
         self._queue: list[_Pending] = []  # calls of add waiting to be written
+        self._closed = False  # closed once: warm() opens nothing again
         self._checked = False
         self._dimension: int | None = None
 
@@ -213,6 +214,7 @@ class MessageStore:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._backend.close()
 
     # --- the collection and its identity ---------------------------------------------
@@ -278,6 +280,22 @@ class MessageStore:
                 (vector,) = self._embed(["dimension probe"])
                 self._check_dimension(len(vector))
             return exists
+
+    def warm(self) -> None:
+        """Build now what the first search would build (an embedded
+        engine's local index of the collection, read from the engine), so
+        that the first search does not wait for it; nothing when the
+        collection does not exist yet, the backend builds nothing, or the
+        store was closed (a build started before ``close`` opens nothing
+        again). Raises :class:`~memrules._core.errors.StoreError` on failure."""
+        with self._lock:
+            warm = getattr(self._backend, "warm", None)
+            if self._closed or not callable(warm) or not self._exists():
+                return
+            try:
+                warm()
+            except Exception as exc:
+                raise self._fail("to build its search index", exc) from exc
 
     # --- add ------------------------------------------------------------------------------
 

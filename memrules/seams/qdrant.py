@@ -218,6 +218,10 @@ class _Qdrant:
             self._index = None
             raise
 
+    def warm(self) -> None:
+        """Build the local index now (local mode), not in the first search."""
+        self._local()
+
     def _local(self) -> LocalIndex | None:
         """The local index of this collection (built from the engine the
         first time), or None for a server."""

@@ -13,7 +13,8 @@ from pathlib import Path
 from memrules import MemoryConfig, MemoryPlugin, Request
 from memrules._core.messages import message
 from memrules.memory import RouteRetrieval
-from memrules.seams import local_embedder
+from memrules.memory.autostore import memory_record
+from memrules.seams import Embedder, local_embedder
 from tests.support.memory_helpers import store_settings
 from tests.support.seams import needs_local
 
@@ -67,3 +68,35 @@ def test_a_memory_store_config_imports_only_its_own_backend() -> None:
         loaded = set(json.loads(done.stdout.splitlines()[-1]))
         assert f"memrules.seams.{backend}" in loaded
         assert not loaded & others, sorted(loaded & others)
+
+
+@needs_local
+def test_the_search_index_is_built_at_start_up_before_the_first_request(
+    tmp_path: Path, local_embedder: Embedder
+) -> None:
+    from memrules.memory.binding import open_store
+
+    settings = store_settings("qdrant-disk", tmp_path)
+    first = open_store(settings, embedder=local_embedder)
+    first.add(
+        [
+            memory_record(
+                "Q: Where does my sister live?\nA: In Porto.",
+                user="ana",
+                tenant="acme",
+                conversation_id="c1",
+                now=1.0,
+            )
+        ]
+    )
+    first.close()
+    store = open_store(settings, embedder=local_embedder)  # a new process's view: no index
+    assert store._backend._index is None  # type: ignore[attr-defined]
+    config = MemoryConfig(memory=RouteRetrieval(retrieval_limit=3), memory_store=settings)
+    with MemoryPlugin(config, memory_store=store):
+        deadline = time.monotonic() + 60
+        while store._backend._index is None and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)
+        assert store._backend._index is not None, "the index was not built at start-up"  # type: ignore[attr-defined]
+        assert len(store._backend._index) == 1  # type: ignore[attr-defined]
+    store.close()
