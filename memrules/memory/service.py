@@ -2,9 +2,13 @@
 the metrics. :class:`~memrules.MemoryPlugin` holds one
 :class:`RetrievalService` per route with memory enabled.
 
-- :meth:`RetrievalService.start` opens the collection at start-up and checks
-  it against the embedder: a collection made for another embedder, or
-  holding vectors of another dimension, is a
+- :meth:`RetrievalService.start` loads the embedding model in a background
+  thread (so that the first request does not wait for all of it: the
+  model loads while the store opens), opens the collection at start-up
+  and checks it against the embedder, then builds the store's search
+  index in another (an embedded engine's local index, read from the
+  engine while the model loads, not in the first request). A collection
+  made for another embedder, or holding vectors of another dimension, is a
   :class:`~memrules._core.errors.ConfigError` there and then (never near-zero
   scores later); a store that cannot be reached is logged, and retrieval
   reports ``error`` until it is back.
@@ -26,6 +30,7 @@ the metrics. :class:`~memrules.MemoryPlugin` holds one
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -85,6 +90,15 @@ def _scope_problem(user: object, tenant: object) -> tuple[str, str] | None:
     return None
 
 
+def _load_model(load: Callable[[], object]) -> None:
+    """Load a model (or build an index) ahead of its first use; one that
+    cannot load says why at that first use (in the retrieval's status)."""
+    try:
+        load()
+    except Exception as exc:
+        log.debug("%r did not run ahead of its first use: %s", load, exc)
+
+
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
@@ -114,6 +128,10 @@ class RetrievalService:
         self.observers = tuple(observers)
         self.clock = clock
         self.source = source
+        self.loading: threading.Thread | None = None
+        """The thread that loads the embedding model, from :meth:`start`."""
+        self.indexing: threading.Thread | None = None
+        """The thread that builds the store's search index, from :meth:`start`."""
 
     @property
     def backend(self) -> str:
@@ -141,11 +159,17 @@ class RetrievalService:
         """Open and check the collection (see the module docs). Raises
         :class:`~memrules._core.errors.ConfigError` when it cannot be used with
         the embedder; logs, and goes on, when the store is down."""
+        load = getattr(getattr(self.store, "embedder", None), "load", None)
+        if callable(load) and self.loading is None:
+            self.loading = threading.Thread(
+                target=_load_model, args=(load,), name="memrules-model-load", daemon=True
+            )
+            self.loading.start()
         check = getattr(self.store, "check", None)
         if not callable(check):
             return
         try:
-            check(probe=True)
+            exists = check(probe=True)
         except CollectionError as exc:
             raise ConfigError.single(
                 str(exc), path=self.source, yaml_path="stores.memory.collection"
@@ -157,6 +181,13 @@ class RetrievalService:
                 self.store,
                 _error(exc),
             )
+            return
+        warm = getattr(self.store, "warm", None)
+        if exists and callable(warm) and self.indexing is None:
+            self.indexing = threading.Thread(
+                target=_load_model, args=(warm,), name="memrules-index-build", daemon=True
+            )
+            self.indexing.start()
 
     # --- retrieval ----------------------------------------------------------------------
 

@@ -27,8 +27,9 @@ read from the environment variables ``api_key_env`` names, when used.
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -51,39 +52,76 @@ __all__ = [
 
 _Factory = Callable[..., Any]
 
-# The backends are imported when a section is read or built, not with this
-# module, so importing memrules loads no HTTP client and no store package.
+# The backends are imported when a section's own type is read or built,
+# not with this module nor with another type's section, so importing
+# memrules loads no HTTP client and no store package, and a config with a
+# Milvus store does not import the Qdrant and Valkey modules.
 
 
-def _stores() -> dict[str, _Factory]:
-    from memrules.seams.milvus import milvus_store
-    from memrules.seams.qdrant import qdrant_store
-    from memrules.seams.valkey import valkey_store
+class _Factories(Mapping[str, _Factory]):
+    """Type name -> factory, each factory imported from its module when
+    first looked up (the names are known without importing anything)."""
 
-    return {"milvus": milvus_store, "qdrant": qdrant_store, "valkey": valkey_store}
+    def __init__(self, where: Mapping[str, tuple[str, str]]) -> None:
+        self._where = dict(where)
+
+    def __getitem__(self, name: str) -> _Factory:
+        module, attribute = self._where[name]
+        factory: _Factory = getattr(importlib.import_module(module), attribute)
+        return factory
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._where
 
 
-def _embedders() -> dict[str, _Factory]:
-    from memrules.seams.embedders import local_embedder, openai_embedder
+_STORES = _Factories(
+    {
+        "milvus": ("memrules.seams.milvus", "milvus_store"),
+        "qdrant": ("memrules.seams.qdrant", "qdrant_store"),
+        "valkey": ("memrules.seams.valkey", "valkey_store"),
+    }
+)
+_EMBEDDERS = _Factories(
+    {
+        "local": ("memrules.seams.embedders", "local_embedder"),
+        "openai": ("memrules.seams.embedders", "openai_embedder"),
+    }
+)
+_SUMMARIZERS = _Factories(
+    {
+        "extractive": ("memrules.seams.summarizers", "extractive_summarizer"),
+        "openai": ("memrules.seams.summarizers", "openai_summarizer"),
+    }
+)
 
-    return {"local": local_embedder, "openai": openai_embedder}
+
+def _stores() -> Mapping[str, _Factory]:
+    return _STORES
 
 
-def _summarizers() -> dict[str, _Factory]:
-    from memrules.seams.summarizers import extractive_summarizer, openai_summarizer
+def _embedders() -> Mapping[str, _Factory]:
+    return _EMBEDDERS
 
-    return {"extractive": extractive_summarizer, "openai": openai_summarizer}
+
+def _summarizers() -> Mapping[str, _Factory]:
+    return _SUMMARIZERS
 
 
 # section -> (the key naming the type, the default type, its type -> factory table)
-_KINDS: dict[str, tuple[str, str, Callable[[], dict[str, _Factory]]]] = {
+_KINDS: dict[str, tuple[str, str, Callable[[], Mapping[str, _Factory]]]] = {
     "store": ("backend", "milvus", _stores),
     "embedder": ("type", "local", _embedders),
     "summarizer": ("type", "extractive", _summarizers),
 }
 
 
-def _kinds(section: str) -> tuple[str, str, dict[str, _Factory]]:
+def _kinds(section: str) -> tuple[str, str, Mapping[str, _Factory]]:
     """The key naming ``section``'s type, its default type, and type -> factory."""
     type_key, default, factories = _KINDS[section]
     return type_key, default, factories()

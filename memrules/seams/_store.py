@@ -188,6 +188,9 @@ class MessageStore:
         self.candidates = check_whole("candidates", candidates, 1)
         self._description = description
         self._lock = threading.RLock()
+        self._queue_lock = threading.Lock()
+        self._queue: list[_Pending] = []  # calls of add waiting to be written
+        self._closed = False  # closed once: warm() opens nothing again
         self._checked = False
         self._dimension: int | None = None
 
@@ -211,6 +214,7 @@ class MessageStore:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._backend.close()
 
     # --- the collection and its identity ---------------------------------------------
@@ -277,10 +281,33 @@ class MessageStore:
                 self._check_dimension(len(vector))
             return exists
 
+    def warm(self) -> None:
+        """Build now what the first search would build (an embedded
+        engine's local index of the collection, read from the engine), so
+        that the first search does not wait for it; nothing when the
+        collection does not exist yet, the backend builds nothing, or the
+        store was closed (a build started before ``close`` opens nothing
+        again). Raises :class:`~memrules._core.errors.StoreError` on failure."""
+        with self._lock:
+            warm = getattr(self._backend, "warm", None)
+            if self._closed or not callable(warm) or not self._exists():
+                return
+            try:
+                warm()
+            except Exception as exc:
+                raise self._fail("to build its search index", exc) from exc
+
     # --- add ------------------------------------------------------------------------------
 
     def add(self, records: Sequence[StoredMessage]) -> StoreWrite:
-        """Store ``records`` (see the module docs); all or none of the new ones."""
+        """Store ``records`` (see the module docs); all or none of the new ones.
+
+        Calls made at the same time from several threads are written
+        together (see :meth:`_commit`): while one call embeds and writes,
+        the calls that arrive wait, and the next of them embeds and writes
+        all of theirs in one batch. Each call still answers only once its
+        own records are written and confirmed, and each stays all or
+        nothing on its own."""
         unique: dict[str, StoredMessage] = {}
         for r in records:
             unique.setdefault(r.id, r)
@@ -288,27 +315,74 @@ class MessageStore:
             return StoreWrite()
         for scope in {r.scope for r in unique.values()}:
             check_storable(scope)
+        mine = _Pending(unique)
+        with self._queue_lock:
+            self._queue.append(mine)
         with self._lock:
-            exists = self._exists()
-            try:
-                held = self._backend.existing(list(unique)) if exists else set()
-            except Exception as exc:
-                raise self._fail("to look up records", exc) from exc
-            new = [r for r in unique.values() if r.id not in held]
-            existing = tuple(i for i in unique if i in held)
-            if not new:
-                return StoreWrite(existing=existing, durable=self._persist([]))
-            vectors = self._embed([r.text for r in new])
-            self._check_dimension(len(vectors[0]))
-            if not exists:
+            if mine.write is None and mine.error is None:
+                with self._queue_lock:
+                    group, self._queue = self._queue, []
+                self._commit(group)
+        if mine.error is not None:
+            raise mine.error
+        assert mine.write is not None
+        return mine.write
+
+    def _commit(self, group: list[_Pending]) -> None:
+        """Write the records of every call in ``group`` (waiting calls, in
+        the order they came), under the store's lock: one lookup, one
+        embedding batch and one write for all of them, so a model embeds
+        many calls' texts at once. When that fails, each call is written
+        again on its own, so a call fails only for its own records (one
+        that cannot be embedded or stored), never for another's. A record
+        that two calls bring is added by the first and ``existing`` for
+        the others. Interrupted (``KeyboardInterrupt``), the calls not done
+        go back to the front of the queue for the next caller to write."""
+        try:
+            if len(group) > 1:
+                merged: dict[str, StoredMessage] = {}
+                for pending in group:
+                    for record_id, record in pending.records.items():
+                        merged.setdefault(record_id, record)
                 try:
-                    self._backend.create(len(vectors[0]), self.embedder.identity)
+                    together = self._add_unique(merged)
+                except Exception:
+                    together = None  # each call is written alone below
+                if together is not None:
+                    _share(group, together)
+                    return
+            for pending in group:
+                try:
+                    pending.write = self._add_unique(pending.records)
                 except Exception as exc:
-                    raise self._fail("to create its collection", exc) from exc
-                self._dimension = len(vectors[0])
-                self._checked = True
-            self._write(list(zip(new, vectors, strict=True)))
-            durable = self._persist([r.id for r in new])
+                    pending.error = exc
+        except BaseException:
+            with self._queue_lock:
+                self._queue[:0] = [p for p in group if p.write is None and p.error is None]
+            raise
+
+    def _add_unique(self, unique: dict[str, StoredMessage]) -> StoreWrite:
+        """Store the records of ``unique`` (by id); the store's lock is held."""
+        exists = self._exists()
+        try:
+            held = self._backend.existing(list(unique)) if exists else set()
+        except Exception as exc:
+            raise self._fail("to look up records", exc) from exc
+        new = [r for r in unique.values() if r.id not in held]
+        existing = tuple(i for i in unique if i in held)
+        if not new:
+            return StoreWrite(existing=existing, durable=self._persist([]))
+        vectors = self._embed([r.text for r in new])
+        self._check_dimension(len(vectors[0]))
+        if not exists:
+            try:
+                self._backend.create(len(vectors[0]), self.embedder.identity)
+            except Exception as exc:
+                raise self._fail("to create its collection", exc) from exc
+            self._dimension = len(vectors[0])
+            self._checked = True
+        self._write(list(zip(new, vectors, strict=True)))
+        durable = self._persist([r.id for r in new])
         return StoreWrite(added=tuple(r.id for r in new), existing=existing, durable=durable)
 
     def _persist(self, written: list[str]) -> bool:
@@ -507,6 +581,34 @@ class MessageStore:
                 return self._backend.delete_where(scope, collection=name)
             except Exception as exc:
                 raise self._fail(f"to delete records from {name!r}", exc) from exc
+
+
+class _Pending:
+    """One call of :meth:`MessageStore.add` waiting to be written: its
+    records by id, then what the write did (``write``) or why it failed
+    (``error``)."""
+
+    __slots__ = ("error", "records", "write")
+
+    def __init__(self, records: dict[str, StoredMessage]) -> None:
+        self.records = records
+        self.write: StoreWrite | None = None
+        self.error: Exception | None = None
+
+
+def _share(group: list[_Pending], together: StoreWrite) -> None:
+    """Each call's part of ``together``, the write of every call of
+    ``group``: the records it brought that the write added (a record two
+    calls brought is added by the first) or found."""
+    added = set(together.added)
+    for pending in group:
+        mine = [i for i in pending.records if i in added]
+        added.difference_update(mine)
+        pending.write = StoreWrite(
+            added=tuple(mine),
+            existing=tuple(i for i in pending.records if i not in mine),
+            durable=together.durable,
+        )
 
 
 def _with_score(hit: RecallHit, score: float) -> RecallHit:

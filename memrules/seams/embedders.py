@@ -171,6 +171,11 @@ class _Local:
             "dimension": 384,
         }
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is loaded."""
+        return bool(self._model)
+
     def load(self) -> _Model:
         """Load the model now (it loads on first use otherwise); idempotent."""
         with self._lock:

@@ -375,6 +375,11 @@ class _Milvus:
             found: list[tuple[str, float]] = search(shared.index)
         return found
 
+    def warm(self) -> None:
+        """Build the local index now (Milvus Lite), not in the first search."""
+        if self._files is not None:
+            self._ranked(lambda index: [])
+
     @property
     def ranks_ids(self) -> bool:
         """Milvus Lite ranks ids in its local index."""

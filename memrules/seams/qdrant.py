@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -185,7 +186,11 @@ class _Qdrant:
             _commit_to_the_log(client, self.collection)
             self._tuned = True
         with self._following():
-            client.upsert(self.collection, points=points, wait=True)
+            if self._files is not None:
+                with _one_transaction(client, self.collection):
+                    client.upsert(self.collection, points=points, wait=True)
+            else:
+                client.upsert(self.collection, points=points, wait=True)
             if self._index is not None:
                 self._index.upsert(indexed)
 
@@ -212,6 +217,10 @@ class _Qdrant:
         except BaseException:
             self._index = None
             raise
+
+    def warm(self) -> None:
+        """Build the local index now (local mode), not in the first search."""
+        self._local()
 
     def _local(self) -> LocalIndex | None:
         """The local index of this collection (built from the engine the
@@ -404,6 +413,50 @@ def _commit_to_the_log(client: Any, collection: str) -> None:
         connection.execute("PRAGMA synchronous=NORMAL")
     except Exception:  # another qdrant-client layout: keep its own settings
         return
+
+
+class _Deferred:
+    """A SQLite connection whose ``with`` block neither commits nor rolls
+    back: the transaction around it (:func:`_one_transaction`) does."""
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+    def __enter__(self) -> _Deferred:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _one_transaction(client: Any, collection: str) -> Iterator[None]:
+    """One SQLite transaction for every point written inside: local mode
+    commits each point in a transaction of its own (a commit per memory,
+    which costs more than building the point), so this hands it the
+    connection with a ``with`` block that does nothing, and commits once
+    at the end, or rolls back every point of the write when it fails
+    (the points the write put in local mode's memory are then removed by
+    the store's undo). The connection is qdrant-client's own, as in
+    :func:`_commit_to_the_log`: when it is not where this looks, each
+    point commits on its own as before."""
+    try:
+        storage = client._client.collections[collection].storage
+        connection = storage.storage
+    except Exception:  # another qdrant-client layout: its own transactions
+        connection = None
+    if not isinstance(connection, sqlite3.Connection):
+        yield
+        return
+    storage.storage = _Deferred(connection)
+    try:
+        with connection:
+            yield
+    finally:
+        storage.storage = connection
 
 
 def _parts(scope: Scope) -> dict[str, Any]:
