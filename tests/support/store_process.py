@@ -70,7 +70,9 @@ def read(config: Any) -> dict[str, Any]:
     store = plugin.pipeline.seams.store
     out: dict[str, Any] = {}
     scope = {"conversation_id": "c1", "user": USER, "tenant": TENANT}
-    hits = plugin.pipeline.recall("src/sched.py", k=3, **scope)
+    # k=10 of 16 stored records: what the first process stored is read back,
+    # whatever the (toy, on loopback) embedder ranks first.
+    hits = plugin.pipeline.recall("src/sched.py", k=10, **scope)
     out["recalled"] = [h.text for h in hits]
     out["listed"] = len(store.scan(SCOPE))
     out["again"] = offloaded(plugin, "c2")
