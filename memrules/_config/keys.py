@@ -177,7 +177,12 @@ def _section_problems(key: str, node: Node, exc: ConfigError) -> list[ConfigProb
     for p in exc.problems:
         field = p.yaml_path.removeprefix(f"{key}.").split(".", 1)[0]
         line = node.key_lines.get(field, node.line) if node.is_mapping else node.line
-        yaml_path = p.yaml_path if p.yaml_path.startswith(f"{key}.") else key
+        if p.yaml_path.startswith(f"{key}."):
+            yaml_path = p.yaml_path
+        elif node.is_mapping and field in node.key_lines:
+            yaml_path = f"{key}.{p.yaml_path}"  # a value class that names its field alone
+        else:
+            yaml_path = key
         placed.append(attrs.evolve(p, yaml_path=yaml_path, line=line))
     return placed
 
@@ -226,6 +231,14 @@ def _state_store_section(node: Node) -> object:
     return _mapping_section("state_store", StateStoreConfig, default=StateStoreConfig())(node)
 
 
+_INDEX_CONTEXT = _mapping_section(
+    "index_context",
+    IndexContext,
+    default=DEFAULT_CONTEXT,
+    fields=tuple(f.name for f in attrs.fields(IndexContext)),
+)
+
+
 def _index_context_section(node: Node) -> object:
     """``index_context``: what ``remember`` and ``offload`` index a message
     by besides its own text (an :class:`IndexContext`'s fields: ``before``,
@@ -233,35 +246,16 @@ def _index_context_section(node: Node) -> object:
     own text only, or null (or true) for the default context."""
     if node.value is False:
         return None
-    known = tuple(f.name for f in attrs.fields(IndexContext))
-    if node.value is None or node.value is True:
+    if node.value is True:
         return DEFAULT_CONTEXT
-    if not node.is_mapping:
+    if node.value is not None and not node.is_mapping:
+        known = ", ".join(f.name for f in attrs.fields(IndexContext))
         message = (
-            f"index_context is a mapping of {', '.join(known)}, or false for each message's "
+            f"index_context is a mapping of {known}, or false for each message's "
             f"own text only; got {type_name(node.plain())}"
         )
         return [ConfigProblem(message=message, yaml_path="index_context", line=node.line)]
-    problems = [
-        ConfigProblem(
-            message=f"unknown key {name!r}{near_miss(name, known)}; known: {', '.join(known)}",
-            yaml_path=f"index_context.{name}",
-            line=node.key_lines[name],
-        )
-        for name in node.value
-        if name not in known
-    ]
-    if problems:
-        return problems
-    try:
-        return IndexContext(**{name: value.plain() for name, value in node.value.items()})
-    except ConfigError as exc:
-        placed = []
-        for p in exc.problems:
-            field = p.yaml_path.removeprefix("index_context.")
-            line = node.key_lines.get(field, node.line)
-            placed.append(attrs.evolve(p, yaml_path=f"index_context.{field}", line=line))
-        return placed
+    return _INDEX_CONTEXT(node)
 
 
 SECTIONS: Mapping[str, Section] = types.MappingProxyType(
