@@ -14,8 +14,11 @@ the stores of that file in the process (:mod:`memrules.seams._local_index`;
 Milvus Lite answers a filtered query by rebuilding rows in Python, and
 approximately once its rows are in an HNSW segment), with BM25 over the
 whole collection (Milvus Lite scores each segment with its own
-statistics) of the terms Qdrant's sparse vectors hold (English stop words
-left out, a light stem: :mod:`memrules.seams._lexical`). Writes are
+statistics) of the sparse vectors Qdrant's points hold: the same terms
+(English stop words left out, a light stem), the same term weights (k1, b
+and the stand-in average length of :mod:`memrules.seams._lexical`), so a
+file ranks a chat as Qdrant does. A Milvus server ranks with its own BM25
+function and analyzer. Writes are
 flushed into segments every :data:`_FLUSH_ROWS` rows and on close; its
 write-ahead log keeps each acknowledged write before.
 """
@@ -42,7 +45,7 @@ from memrules._core.seam_records import (
     decode_message,
 )
 from memrules.seams._durable import Files, local_path
-from memrules.seams._lexical import term_weights
+from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._local_index import LocalIndex, Row
 from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
 
@@ -108,16 +111,9 @@ def _pieces(payload: str) -> list[str]:
     return out or [""]
 
 
-_BM25 = (1.5, 0.75)  # Milvus Lite's BM25 function: k1 and b
-
-
-def _term_counts(text: str) -> dict[int, float]:
-    """The term counts the local index ranks ``text`` by with BM25: the
-    lexical terms Qdrant's sparse vectors hold too (English stop words left
-    out, a light stem, a neighbour's terms weighed less:
-    :func:`memrules.seams._lexical.term_weights`), keyed by Python's string
-    hash (the index lives in this process only)."""
-    return {hash(term): n for term, n in term_weights(text).items()}
+def _weights(vector: tuple[list[int], list[float]]) -> dict[int, float]:
+    """A sparse vector of :mod:`memrules.seams._lexical` as index: weight."""
+    return dict(zip(*vector, strict=True))
 
 
 class _Shared:
@@ -288,7 +284,7 @@ class _Milvus:
         shared = self._share()
         if shared is not None:
             with shared.lock:
-                shared.index, shared.rows = LocalIndex(dimension, saturation=_BM25), {}
+                shared.index, shared.rows = LocalIndex(dimension), {}
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         client = self._ready(self.collection)
@@ -391,8 +387,8 @@ class _Milvus:
         return self._ranked(lambda index: index.dense(vector, k=k, **_parts(scope)))
 
     def lexical_ranking(self, query: str, *, k: int, scope: Scope) -> list[tuple[str, float]]:
-        counts = _term_counts(query)
-        return self._ranked(lambda index: index.lexical(counts, k=k, **_parts(scope)))
+        weights = _weights(query_vector(query))
+        return self._ranked(lambda index: index.lexical(weights, k=k, **_parts(scope)))
 
     def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
         """The records of ``found``, in order, from the rows the local
@@ -406,7 +402,7 @@ class _Milvus:
     def _build(self) -> tuple[LocalIndex, dict[str, dict[str, Any]]]:
         """The local index of every record the collection holds, and the
         fields of each."""
-        index = LocalIndex(self.dimension() or 0, saturation=_BM25)
+        index = LocalIndex(self.dimension() or 0)
         kept: dict[str, dict[str, Any]] = {}
         client = self._ready(self.collection)
         iterator = client.query_iterator(
@@ -541,9 +537,9 @@ def _row(
     vector: Sequence[float],
     text: str,
 ) -> Row:
-    counts = _term_counts(_utf8_prefix(text, MAX_TEXT_BYTES))
+    sparse = document_vector(_utf8_prefix(text, MAX_TEXT_BYTES))
     scope = (user or "", tenant or "", conversation_id or "")
-    return record_id, scope, vector, (list(counts), list(counts.values()))
+    return record_id, scope, vector, sparse
 
 
 def _kept(row: dict[str, Any]) -> dict[str, Any]:
