@@ -101,9 +101,13 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
+_NAMES = {name.encode(): name for name in (*_FIELDS, "terms", "distance")}
+
+
 def _pairs(flat: Sequence[Any]) -> dict[str, Any]:
-    """A reply's ``[name, value, name, value, ...]`` as a dict, names decoded."""
-    return {_text(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
+    """A reply's ``[name, value, name, value, ...]`` as a dict, names decoded
+    (the fields a search returns looked up, not decoded each time)."""
+    return {_NAMES.get(flat[i]) or _text(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
 
 
 class _Valkey:
@@ -345,16 +349,21 @@ class _Valkey:
         return found
 
     def _hits(
-        self, reply: Sequence[Any], scope: Scope, scores: str, terms: set[str] | None = None
+        self,
+        reply: Sequence[Any],
+        scope: Scope,
+        scores: str,
+        terms: set[str] | None = None,
+        k: int | None = None,
     ) -> list[RecallHit]:
         """The records of an ``FT.SEARCH`` reply that are ``scope``'s (checked
-        again as read) and, with ``terms``, hold one of them, best first.
+        again as read) and, with ``terms``, hold one of them, best first;
+        the first ``k`` of them (all when None), and only those decoded.
         ``scores``: ``withscores`` (the reply's own, ``WITHSCORES``),
         ``distance`` (a returned cosine distance) or ``none`` (each 0)."""
-        hits: list[RecallHit] = []
+        found: list[tuple[float, str, dict[str, Any]]] = []
         step = 3 if scores == "withscores" else 2
         for i in range(1, len(reply) - step + 2, step):
-            key = _text(reply[i])
             fields = _pairs(reply[i + step - 1])
             if scores == "withscores":
                 score = float(reply[i + 1])
@@ -364,14 +373,15 @@ class _Valkey:
                 score = 0.0
             if terms is not None and not terms & set(_text(fields["terms"]).split()):
                 continue
-            hit = _hit(key.rpartition(":r:")[2], fields, score)
-            if (hit.user, hit.tenant) != (scope.user, scope.tenant):
+            owner = (_text(fields["user"]) or None, _text(fields["tenant"]) or None)
+            if owner != (scope.user, scope.tenant):
                 continue  # a digest collision; never another user's record
-            if scope.conversation_id is not None and hit.conversation_id != scope.conversation_id:
+            conversation = _text(fields["conversation_id"]) or None
+            if scope.conversation_id is not None and conversation != scope.conversation_id:
                 continue
-            hits.append(hit)
-        hits.sort(key=lambda h: (-h.score, h.id))
-        return hits
+            found.append((score, _text(reply[i]).rpartition(":r:")[2], fields))
+        found.sort(key=lambda f: (-f[0], f[1]))
+        return [_hit(record_id, fields, score) for score, record_id, fields in found[:k]]
 
     def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
         query = f"({self._filter(scope)})=>[KNN {k} @vector $vector EF_RUNTIME $ef AS distance]"
@@ -382,7 +392,7 @@ class _Valkey:
             "RETURN", len(_FIELDS) + 1, *_FIELDS, "distance",
             "LIMIT", 0, k, "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
         )  # fmt: skip
-        return self._hits(reply, scope, "distance")[:k]
+        return self._hits(reply, scope, "distance", k=k)
 
     def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
         """BM25 over ``terms`` within ``scope``. Each query token is an
@@ -404,7 +414,7 @@ class _Valkey:
             "RETURN", len(_FIELDS) + 1, *_FIELDS, "terms", "LIMIT", 0, wanted,
             "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
         )  # fmt: skip
-        return self._hits(reply, scope, "withscores", set(terms))[:k]
+        return self._hits(reply, scope, "withscores", set(terms), k=k)
 
     # --- listing and forgetting ----------------------------------------------------------
 
