@@ -24,6 +24,10 @@ messages. For each pipeline the figures are:
   Milvus Lite file in a temporary directory, Qdrant in memory), so the
   figures depend on nothing but the dataset and the config;
 - **kept or recalled**: the share of questions answerable either way;
+  and in ``--json`` only, beside it, **any evidence kept or recalled**:
+  the share with at least one evidence message in the context or among
+  the hits (or kept or recalled), the looser count a benchmark such as
+  LoCoMo reports (``any_evidence_kept_or_recalled_share``);
 - **p50** and **p95** of the time ``apply`` took per request (with
   ``--trace``, recording it too).
 

@@ -146,6 +146,11 @@ class PipelineFigures:
     judged: int = 0
     correct: int = 0
     intervals: tuple[tuple[str, tuple[float, float] | None], ...] = ()
+    any_evidence: int | None = None
+    """Questions with at least one evidence message kept in the context or
+    among the hits, or kept or recalled: LoCoMo's own count (any evidence
+    turn), looser than ``kept_or_recalled``, which needs every evidence
+    message in one of the two (None without a store)."""
 
     @property
     def cache_share(self) -> float | None:
@@ -178,6 +183,12 @@ class PipelineFigures:
         if self.kept_or_recalled is None or not self.facts:
             return None
         return self.kept_or_recalled / self.facts
+
+    @property
+    def any_evidence_share(self) -> float | None:
+        if self.any_evidence is None or not self.facts:
+            return None
+        return self.any_evidence / self.facts
 
 
 def _percentile(values: Sequence[float], share: float) -> float:
@@ -277,7 +288,16 @@ def pipeline_figures(
         judged=sum(s.score is not None for s in scored),
         correct=sum(s.score == 1 for s in scored),
         intervals=_intervals(requests, has_store, settings),
+        any_evidence=sum(_any_evidence(r) for r in asked) if has_store else None,
     )
+
+
+def _any_evidence(request: RequestFigures) -> bool:
+    """Whether ``request`` kept or recalled its fact, or kept or recalled
+    at least one of its evidence messages."""
+    if request.kept or request.recalled:
+        return True
+    return any(e.where == "context" or e.recalled for e in request.evidence)
 
 
 @attrs.frozen(kw_only=True, slots=True)

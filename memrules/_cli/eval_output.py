@@ -205,6 +205,8 @@ def figures_json(
                 "recall_share": r.recall_share,
                 "facts_kept_or_recalled": r.kept_or_recalled,
                 "kept_or_recalled_share": r.kept_or_recalled_share,
+                "facts_any_evidence_kept_or_recalled": r.any_evidence,
+                "any_evidence_kept_or_recalled_share": r.any_evidence_share,
                 "p50_ms": round(r.p50_ms, 3),
                 "p95_ms": round(r.p95_ms, 3),
                 "cache": {
