@@ -140,30 +140,18 @@ def test_dense_search_is_the_exact_scan(
             assert all(h.user == scope.user and h.tenant == scope.tenant for h in got)
 
 
-def bm25(
-    held: list[StoredMessage], query: str, scope: Scope, engine: str
-) -> list[tuple[str, float]]:
-    """BM25 over every record held, ranked within ``scope``: Milvus Lite's
-    (memrules' terms counted, a neighbour's at its weight, k1 = 1.5,
-    b = 0.75, the true average length) or Qdrant's (memrules' term
-    weights, IDF applied by the engine)."""
-    from memrules.seams._lexical import document_vector, query_vector, term_weights
+def bm25(held: list[StoredMessage], query: str, scope: Scope) -> list[tuple[str, float]]:
+    """BM25 over every record held, ranked within ``scope``: memrules' term
+    weights (a Milvus Lite file's local index and Qdrant's points hold the
+    same, :func:`~memrules.seams._lexical.document_vector`), the query's
+    distinct terms once, IDF over the collection."""
+    from memrules.seams._lexical import document_vector, query_vector
 
-    if engine == "milvus":
-        docs = [Counter(term_weights(r.text)) for r in held]
-        terms = Counter(term_weights(query))
-        average = sum(sum(d.values()) for d in docs) / len(docs)
+    docs = [Counter(dict(zip(*document_vector(r.text), strict=True))) for r in held]
+    terms = Counter(dict.fromkeys(query_vector(query)[0], 1.0))
 
-        def weight(doc: Counter[Any], term: Any) -> float:
-            tf, length = doc[term], sum(doc.values())
-            return tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * length / average))
-
-    else:
-        docs = [Counter(dict(zip(*document_vector(r.text), strict=True))) for r in held]
-        terms = Counter(dict.fromkeys(query_vector(query)[0], 1.0))
-
-        def weight(doc: Counter[Any], term: Any) -> float:
-            return float(doc[term])
+    def weight(doc: Counter[Any], term: Any) -> float:
+        return float(doc[term])
 
     n = len(docs)
     df = {t: sum(1 for d in docs if t in d) for t in terms}
@@ -189,7 +177,7 @@ def test_lexical_search_is_bm25_over_the_whole_collection(
     for query in QUERIES:
         for scope in scopes():
             got = store.search(query, k=10, scope=scope, mode="lexical")
-            same_ranking([(h.id, h.score) for h in got], bm25(held, query, scope, store.engine))
+            same_ranking([(h.id, h.score) for h in got], bm25(held, query, scope))
 
 
 def test_search_follows_writes_deletes_and_a_reopened_store(
@@ -211,9 +199,7 @@ def test_search_follows_writes_deletes_and_a_reopened_store(
                 q: store.search(q, k=10, scope=scope, mode=m) for q in QUERIES for m in ("lexical",)
             }
             for query, hits in before.items():
-                same_ranking(
-                    [(h.id, h.score) for h in hits], bm25(kept, query, scope, store.engine)
-                )
+                same_ranking([(h.id, h.score) for h in hits], bm25(kept, query, scope))
             dense = store.search("budget", k=20, scope=Scope(user="u2", tenant="t1"), mode="dense")
             assert dense == ()
         with make("c1") as reopened:
