@@ -429,11 +429,22 @@ def _write_one(message: Message, index: int, out: list[dict[str, Any]]) -> None:
         out.append(_write_message(message, index))
 
 
+Written = dict[int, tuple[Message, dict[str, Any]]]
+"""What :func:`write_back` wrote for the messages it converted, by the
+message's ``id``: the message itself (which keeps the id its own) and the
+dict, for dicts whose values are all strings, numbers, booleans or None."""
+
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
 def write_back(
     conversation: Sequence[Message],
     source: Sequence[Message],
     raws: Sequence[Any],
     hints: Sequence[int | None] = (),
+    *,
+    written: Written | None = None,
+    keep: Written | None = None,
 ) -> list[Any]:
     """:func:`to_openai` of ``conversation``, made from ``source``, which
     :func:`from_openai` read from ``raws``: a message of ``source`` that
@@ -444,8 +455,17 @@ def write_back(
 
     Lossless as :func:`to_openai` is (``to_openai(from_openai(m)) == m``),
     and cheap: the request hook sends back what it kept without converting
-    it again. The result shares objects with ``raws``."""
+    it again. The result shares objects with ``raws``.
+
+    ``written`` is what an earlier call put in its ``keep``: a message it
+    converted to a flat dict (every value a string, a number, a boolean or
+    None) is that dict copied, not converted again (the caller's edits to
+    an earlier result never reach it). ``keep`` gets this call's flat
+    dicts: the request hook passes one conversation's last ``keep`` as its
+    next ``written``."""
     out: list[Any] = []
+    if written is not None or keep is not None:
+        return _write_back_kept(conversation, source, raws, hints, written or {}, keep)
     position: dict[int, int] | None = None
     known = min(len(source), len(raws))
     for j, message in enumerate(conversation):
@@ -458,6 +478,43 @@ def write_back(
             _write_one(message, j, out)
         else:
             out.append(raws[i])
+    return out
+
+
+def _write_back_kept(
+    conversation: Sequence[Message],
+    source: Sequence[Message],
+    raws: Sequence[Any],
+    hints: Sequence[int | None],
+    written: Written,
+    keep: Written | None,
+) -> list[Any]:
+    """:func:`write_back` taking the flat dicts ``written`` has and putting
+    this call's in ``keep``."""
+    out: list[Any] = []
+    position: dict[int, int] | None = None
+    known = min(len(source), len(raws))
+    for j, message in enumerate(conversation):
+        i = hints[j] if j < len(hints) else None
+        if i is None or not 0 <= i < known or source[i] is not message:
+            if position is None:
+                position = dict(zip(map(id, source[:known]), range(known), strict=True))
+            i = position.get(id(message))
+        if i is not None:
+            out.append(raws[i])
+            continue
+        entry = written.get(id(message))
+        if entry is not None and entry[0] is message:
+            made = entry[1]
+            out.append(dict(made))
+        else:
+            start = len(out)
+            _write_one(message, j, out)
+            if len(out) != start + 1 or not set(map(type, out[start].values())) <= _FLAT:
+                continue
+            made = dict(out[start])
+        if keep is not None:
+            keep[id(message)] = (message, made)
     return out
 
 

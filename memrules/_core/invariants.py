@@ -27,6 +27,7 @@ output that breaks 2 is mended by closure.
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import operator
 import threading
@@ -351,10 +352,17 @@ def _in_place(
     objects = set(map(id, before))
     if len(objects) != len(before) or not objects.isdisjoint(map(id, now)):
         return None  # a repeated or moved object: the general matching places it
-    new = dict.fromkeys(changed)  # None at each replaced position
-    every = range(len(before))
-    origin: tuple[int | None, ...] = tuple(map(new.get, every, every))
-    return Enforced(messages=after, replaced=_diagonal(changed), origin=origin)
+    return Enforced(
+        messages=after, replaced=_diagonal(changed), origin=_holed(len(before), changed)
+    )
+
+
+def _holed(size: int, holes: Sequence[int]) -> tuple[int | None, ...]:
+    """``range(size)`` as a tuple with None at each of ``holes`` (C-level
+    passes: no dict, no per-position look-up)."""
+    origin: list[int | None] = list(range(size))
+    collections.deque(map(origin.__setitem__, holes, itertools.repeat(None)), maxlen=0)
+    return tuple(origin)
 
 
 DIAGONAL = 1 << 17

@@ -658,6 +658,8 @@ class Measure:
             return
         n = len(output)
         found = self.track(source)
+        if self._extend_rewrite(output, source, found, changed):
+            return
         line = _Line(output)
         news = list(map(output.__getitem__, changed))
         fresh = dict(zip(changed, self.counter.counts(news), strict=True))
@@ -670,6 +672,67 @@ class Measure:
             borrowed = root.borrowed
             line.borrowed = borrowed if borrowed is not None and n <= borrowed[1] else (root, n)
         self._output(Track(output, line, self._lock, self.per_request, counter=self.counter))
+
+    def _extend_rewrite(
+        self, output: Conversation, source: Conversation, found: Track, changed: Sequence[int]
+    ) -> bool:
+        """Remember ``output`` (see :meth:`rewrite`) from an earlier rewrite
+        whose structure came from the same line as ``source``'s (the last
+        request's rewrite by the same strategy): its counts are taken for
+        the messages that are the very objects it had at the same position,
+        and only the other replaced messages are counted and compared. The
+        earlier line is extended when ``output`` continues it whole. False
+        (nothing done) when there is no such rewrite."""
+        n = len(output)
+        root = found.line
+        borrowed = root.borrowed
+        if borrowed is not None and n <= borrowed[1]:
+            root = borrowed[0]
+        best: Track | None = None
+        differ: list[int] = []
+        for t in self._outputs:
+            line, m = t._line, t.size
+            lent = None if line is None else line.borrowed
+            if lent is None or lent[0] is not root or lent[1] != m or not 0 < m <= n:
+                continue
+            if len(line.sizes) < m:  # type: ignore[union-attr]  # a line is given
+                continue
+            moved = list(
+                itertools.compress(itertools.count(), map(operator.is_not, output, t.conversation))
+            )
+            if best is None or len(moved) + n - m < len(differ) + n - best.size:
+                best, differ = t, moved
+        if best is None:
+            return False
+        m = best.size
+        wanted = set(changed)
+        recount = [i for i in differ if i in wanted]
+        recount.extend(changed[bisect.bisect_left(changed, m) :])
+        news = list(map(output.__getitem__, recount))
+        if not _same_structure(list(map(source.__getitem__, recount)), news):
+            return False
+        counts = found.counted().sizes
+        earlier = best.line
+        sizes = earlier.sizes[:m]
+        sizes.extend(counts[m:n])
+        for i in differ:
+            sizes[i] = counts[i]  # the source's message, unless replaced (below)
+        for i, size in zip(recount, self.counter.counts(news), strict=True):
+            sizes[i] = size
+        with self._lock:
+            if not differ and m == len(earlier.messages) == len(earlier.sizes):
+                line = earlier  # continued whole: the same line, grown
+                line.messages.extend(output[m:])
+                running = itertools.accumulate(sizes[m:], initial=line.sums[-1])
+                line.sums.extend(itertools.islice(running, 1, None))
+                line.sizes.extend(sizes[m:])
+            else:
+                line = _Line(output)
+                line.sums = list(itertools.accumulate(sizes, initial=0))
+                line.sizes = sizes
+            line.borrowed = (root, n)
+        self._output(Track(output, line, self._lock, self.per_request, counter=self.counter))
+        return True
 
     def derive(self, output: Conversation, source: Conversation, origin: Sequence[int]) -> None:
         """Remember ``output``, whose message ``j`` is message ``origin[j]`` of

@@ -12,7 +12,9 @@ the run and each strategy run; without any, the interpreter pays nothing.
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
 import operator
 from collections.abc import Callable, Sequence
 
@@ -195,6 +197,19 @@ def _compose(origin: Sequence[int | None], step: Enforced) -> Sequence[int | Non
         return step.origin  # the input's own indices: nothing to map
     if None not in step.origin:
         return tuple(map(origin.__getitem__, step.origin))  # type: ignore[arg-type]
+    replaced = step.replaced
+    if (
+        len(step.origin) == len(origin)
+        and not step.removed
+        and not step.inserted
+        and all(map(operator.eq, map(_FIRST, replaced), map(_SECOND, replaced)))
+    ):
+        # Replaced in place: the origin as it was, the replaced ones new.
+        composed = list(origin)
+        collections.deque(
+            map(composed.__setitem__, map(_FIRST, replaced), itertools.repeat(None)), maxlen=0
+        )
+        return tuple(composed)
     where = dict(enumerate(origin))  # a new message (None) stays new
     return tuple(map(where.get, step.origin))  # type: ignore[arg-type]
 

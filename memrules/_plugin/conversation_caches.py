@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 
 from memrules._adapters.conversion_cache import ConversionCache
+from memrules._adapters.openai import Written
 from memrules._core.bounded import BoundedTable
 from memrules._core.prompt_cache import SentRequest
 from memrules._counting.measure import Measure
@@ -42,12 +43,15 @@ class ConversationCache:
     measure and the append path compare the next one with; written under
     the conversation's lock."""
 
-    __slots__ = ("_others", "conversion", "measure", "previous")
+    __slots__ = ("_others", "conversion", "measure", "previous", "written")
 
     def __init__(self, pipeline: Pipeline, *, edits_in_place: bool = True) -> None:
         self.measure: Measure = pipeline.memo()
         self.conversion = ConversionCache(edits_in_place=edits_in_place)
         self.previous: SentRequest | None = None
+        # What the last OpenAI body's converted messages became (see
+        # memrules._adapters.openai.write_back), replaced whole each request.
+        self.written: Written = {}
         self._others: dict[str, ConversionCache] = {}
 
     def conversion_for(self, provider: str) -> ConversionCache:

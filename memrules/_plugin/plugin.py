@@ -111,7 +111,7 @@ import attrs
 from memrules._adapters import from_openai
 from memrules._adapters.context_editing import EditPlan
 from memrules._adapters.conversion_cache import ConversionCache
-from memrules._adapters.openai import write_back
+from memrules._adapters.openai import Written, write_back
 from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
 from memrules._core.checks import check_whole
 from memrules._core.errors import ConfigError, GraphError, MessageFormatError
@@ -186,12 +186,31 @@ def _no_id(body: Mapping[str, Any]) -> None:
     return None
 
 
-def _openai_body(body: Mapping[str, Any], request: Request, result: StepResult) -> dict[str, Any]:
+def _openai_body(
+    body: Mapping[str, Any],
+    request: Request,
+    result: StepResult,
+    memo: ConversationCache | None = None,
+) -> dict[str, Any]:
     """``body`` with the messages ``result`` sends, as :meth:`MemoryPlugin.on_openai_request`
-    returns it: kept messages as the body's own objects."""
+    returns it: kept messages as the body's own objects; with ``memo`` (the
+    conversation's), the messages its last request converted copied from
+    what they became then."""
+    if memo is None:
+        sent = write_back(
+            result.request.messages, request.messages, body["messages"], result.report.origin
+        )
+        return {**body, "messages": sent}
+    keep: Written = {}
     sent = write_back(
-        result.request.messages, request.messages, body["messages"], result.report.origin
+        result.request.messages,
+        request.messages,
+        body["messages"],
+        result.report.origin,
+        written=memo.written,
+        keep=keep,
     )
+    memo.written = keep
     return {**body, "messages": sent}
 
 
@@ -471,7 +490,8 @@ class MemoryPlugin:
         and only new or changed ones (the warning, the graph, memories) are
         converted."""
         request = self._from_openai_body(body, conversation_id, user, tenant)
-        return _openai_body(body, request, self.handle(request))
+        result = self.handle(request)
+        return _openai_body(body, request, result, self._memos.get(request.conversation_id))
 
     def _from_openai_body(
         self,
@@ -611,7 +631,8 @@ class MemoryPlugin:
         """:meth:`on_openai_request` without blocking the event loop (see
         :meth:`handle_async`)."""
         request = self._from_openai_body(body, conversation_id, user, tenant)
-        return _openai_body(body, request, await self.handle_async(request))
+        result = await self.handle_async(request)
+        return _openai_body(body, request, result, self._memos.get(request.conversation_id))
 
     async def on_responses_request_async(
         self,

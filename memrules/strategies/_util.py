@@ -153,6 +153,7 @@ class RewriteCache:
             if isinstance(n, _Rewritten) and n.counter is counter and n.generation == generation
         )
         noted = closest(notes, conversation)
+        now = frozenset(chosen)
         if noted is None:
             gains: dict[int, int] = {}
             out = list(conversation)
@@ -168,10 +169,10 @@ class RewriteCache:
                     itertools.count(), map(operator.is_not, conversation, noted.source)
                 )
             )
-            now = set(chosen)
             was = noted.chosen
-            flipped = {k for k, _ in decisions.items() ^ noted.decisions.items()}
-            again = (now - was) | (now & moved)
+            flipped = _flipped(decisions, noted.decisions)
+            again = set(now - was)
+            again.update(now & moved)
             again.update(chosen[bisect.bisect_left(chosen, common) :])
             if flipped:  # the messages holding an id whose decision changed
                 held = list(map(conversation.__getitem__, chosen))
@@ -197,9 +198,7 @@ class RewriteCache:
             measure,
             self,
             notes,
-            _Rewritten(
-                conversation, rewritten, frozenset(chosen), gains, decisions, counter, generation
-            ),
+            _Rewritten(conversation, rewritten, now, gains, decisions, counter, generation),
         )
         if not gains:
             return conversation, 0
@@ -219,6 +218,16 @@ class RewriteCache:
     def __reduce__(self) -> tuple[type[RewriteCache], tuple[()]]:
         """A copy or an unpickled cache starts empty (the lock does not copy)."""
         return (RewriteCache, ())
+
+
+def _flipped(decisions: dict[str, Hashable], noted: dict[str, Hashable]) -> set[str]:
+    """The ids whose decision is not what ``noted`` had: in one of the two
+    only, or in both with another value (C-level passes, no pair made per
+    id)."""
+    flipped = decisions.keys() ^ noted.keys()
+    values = map(operator.ne, decisions.values(), map(noted.get, decisions))
+    flipped.update(itertools.compress(decisions, values))
+    return flipped
 
 
 @attrs.frozen(slots=True, eq=False)
