@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LocalIndex", "Row"]
+__all__ = ["Frozen", "LocalIndex", "Row"]
 
 Row = tuple[str, Any, Sequence[float], tuple[Sequence[int], Sequence[float]]]
 """One record for :meth:`LocalIndex.upsert`: its id, its (user, tenant,
@@ -56,8 +56,8 @@ _GROWTH = 1.5
 class _Codes:
     """Strings as small integers, for masks."""
 
-    def __init__(self) -> None:
-        self.of: dict[str, int] = {}
+    def __init__(self, known: Sequence[str] = ()) -> None:
+        self.of: dict[str, int] = {value: code for code, value in enumerate(known)}
 
     def code(self, value: str) -> int:
         return self.of.setdefault(value, len(self.of))
@@ -65,6 +65,37 @@ class _Codes:
     def find(self, value: str) -> int:
         """The code of ``value``, or -1 (no row has it)."""
         return self.of.get(value, -1)
+
+
+class Frozen:
+    """The rows of an index as arrays (see :meth:`LocalIndex.frozen`):
+    ``ids`` and ``codes`` (the strings of the scope codes, by code) are
+    lists, the rest numpy arrays of one row each, ``sparse_at`` the CSR
+    offsets into ``sparse_index`` and ``sparse_value``; ``total`` is the
+    sum of ``lengths`` as the index kept it (None: summed again)."""
+
+    def __init__(
+        self,
+        *,
+        ids: list[str],
+        codes: list[str],
+        vectors: np.ndarray,
+        scope: np.ndarray,
+        sparse_at: np.ndarray,
+        sparse_index: np.ndarray,
+        sparse_value: np.ndarray,
+        lengths: np.ndarray,
+        total: float | None,
+    ) -> None:
+        self.ids = ids
+        self.codes = codes
+        self.vectors = vectors
+        self.scope = scope
+        self.sparse_at = sparse_at
+        self.sparse_index = sparse_index
+        self.sparse_value = sparse_value
+        self.lengths = lengths
+        self.total = total
 
 
 class LocalIndex:
@@ -85,9 +116,24 @@ class LocalIndex:
         # The codes of each row's user, tenant and conversation.
         self._scope: np.ndarray = np.zeros((0, 3), dtype=np.int64)
         self._alive: np.ndarray = np.zeros(0, dtype=bool)
+        # The sparse vectors of rows [0, base) as CSR arrays (a restored or
+        # compacted index), of the later rows as pairs of lists.
+        self._base = 0
+        self._base_at: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._base_index: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._base_value: np.ndarray = np.zeros(0, dtype=np.float64)
         self._sparse: list[tuple[Sequence[int], Sequence[float]]] = []
+        # Postings: of the base rows by token as CSR arrays (tokens sorted),
+        # of the later rows as lists per token.
+        self._tokens: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._token_at: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._token_rows: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._token_values: np.ndarray = np.zeros(0, dtype=np.float64)
         self._postings: dict[int, tuple[list[int], list[float]]] = {}
         self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # Per token, its live rows, their saturated values and the token's
+        # inverse document frequency, as of the last write.
+        self._weights: dict[int, tuple[np.ndarray, np.ndarray, float] | None] = {}
         self._live = 0
 
     def __len__(self) -> int:
@@ -105,6 +151,7 @@ class LocalIndex:
         rows = list(rows)
         if not rows:
             return
+        self._weights.clear()
         for record_id, _, _, _ in rows:
             self._kill(record_id)
         start = len(self._ids)
@@ -132,10 +179,11 @@ class LocalIndex:
 
     def delete(self, ids: Iterable[str]) -> None:
         """Remove these records (ids not held are ignored)."""
+        self._weights.clear()
         for record_id in ids:
             self._kill(record_id)
         if len(self._ids) > 64 and self._live * 2 < len(self._ids):
-            self._compact()
+            self.restore(self.frozen(total=False))
 
     def _kill(self, record_id: str) -> None:
         row = self._row.pop(record_id, None)
@@ -154,27 +202,74 @@ class LocalIndex:
         self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
         self._lengths = np.concatenate([self._lengths, np.zeros(grow, dtype=np.float64)])
 
-    def _compact(self) -> None:
-        keep = [row for row in range(len(self._ids)) if self._alive[row]]
-        rows = [(self._ids[r], self._scope[r], self._vectors[r], self._sparse[r]) for r in keep]
-        codes = self._codes
+    # --- as arrays ----------------------------------------------------------------------
+
+    def frozen(self, *, total: bool = True) -> Frozen:
+        """The live rows, in row order, as arrays (to save the index, or to
+        compact it); with the running total of their lengths, or (``total``
+        false) without, so that :meth:`restore` sums them again."""
+        n = len(self._ids)
+        keep = np.flatnonzero(self._alive[:n])
+        counts: np.ndarray = np.zeros(len(keep), dtype=np.int64)
+        pieces_index: list[np.ndarray] = []
+        pieces_value: list[np.ndarray] = []
+        for at, row in enumerate(keep.tolist()):
+            indices, values = self._sparse_of(row)
+            counts[at] = len(indices)
+            pieces_index.append(np.asarray(indices, dtype=np.int64))
+            pieces_value.append(np.asarray(values, dtype=np.float64))
+        sparse_at: np.ndarray = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(counts, out=sparse_at[1:])
+        by_code = sorted(self._codes.of, key=self._codes.of.__getitem__)
+        return Frozen(
+            ids=[self._ids[row] for row in keep.tolist()],
+            codes=by_code,
+            vectors=self._vectors[keep].copy(),
+            scope=self._scope[keep].copy(),
+            sparse_at=sparse_at,
+            sparse_index=np.concatenate(pieces_index) if pieces_index else np.zeros(0, np.int64),
+            sparse_value=np.concatenate(pieces_value) if pieces_value else np.zeros(0),
+            lengths=self._lengths[keep].copy(),
+            total=self._total_length if total else None,
+        )
+
+    def _sparse_of(self, row: int) -> tuple[Any, Any]:
+        if row < self._base:
+            start, end = int(self._base_at[row]), int(self._base_at[row + 1])
+            return self._base_index[start:end], self._base_value[start:end]
+        return self._sparse[row - self._base]
+
+    def restore(self, frozen: Frozen) -> None:
+        """Hold exactly the rows of ``frozen`` (made by :meth:`frozen`, of
+        an index with this dimension and saturation), all live."""
+        n = len(frozen.ids)
         self.__init__(self.dimension, saturation=self.saturation)  # type: ignore[misc]
-        self._codes = codes
-        self._reserve(len(rows))
-        n = len(rows)
-        for row, (record_id, scope, vector, sparse) in enumerate(rows):
-            self._ids.append(record_id)
-            self._row[record_id] = row
-            self._scope[row] = scope
-            self._vectors[row] = vector
-            self._alive[row] = True
-            self._sparse.append(sparse)
-            self._lengths[row] = float(sum(sparse[1]))
-            self._total_length += self._lengths[row]
-            for index, value in zip(*sparse, strict=True):
-                rows_of, values_of = self._postings.setdefault(int(index), ([], []))
-                rows_of.append(row)
-                values_of.append(float(value))
+        self._codes = _Codes(frozen.codes)
+        self._ids = list(frozen.ids)
+        self._row = {record_id: row for row, record_id in enumerate(self._ids)}
+        self._reserve(n)
+        self._vectors[:n] = frozen.vectors
+        self._scope[:n] = frozen.scope
+        self._alive[:n] = True
+        self._base = n
+        self._base_at = np.asarray(frozen.sparse_at, dtype=np.int64)
+        self._base_index = np.asarray(frozen.sparse_index, dtype=np.int64)
+        self._base_value = np.asarray(frozen.sparse_value, dtype=np.float64)
+        rows_of: np.ndarray = np.repeat(np.arange(n, dtype=np.int64), np.diff(self._base_at))
+        self._lengths[:n] = frozen.lengths
+        if frozen.total is None:
+            self._total_length = 0.0
+            for length in frozen.lengths.tolist():
+                self._total_length += length
+        else:
+            self._total_length = frozen.total
+        # Postings by token, each in row order (a stable sort of the tokens).
+        order = np.argsort(self._base_index, kind="stable")
+        tokens = self._base_index[order]
+        self._tokens, first = np.unique(tokens, return_index=True)
+        self._token_at = np.append(first, len(tokens)).astype(np.int64)
+        self._token_rows = rows_of[order]
+        self._token_values = self._base_value[order]
         self._live = n
 
     # --- search -------------------------------------------------------------------------
@@ -242,38 +337,63 @@ class LocalIndex:
         if mask is None or not mask.any() or not query or not self._live:
             return []
         n = len(self._ids)
-        alive = self._alive[:n]
         scores: np.ndarray = np.zeros(n, dtype=np.float64)
         touched: np.ndarray = np.zeros(n, dtype=bool)
-        average = self._total_length / self._live
         for index, weight in query.items():
-            found = self._posting(int(index))
+            found = self._weighed(int(index))
             if found is None:
                 continue
-            rows, values = found
-            live = alive[rows]
-            df = int(np.count_nonzero(live))
-            if not df:
-                continue
-            rows, values = rows[live], values[live]
-            if self.saturation is not None:
-                k1, b = self.saturation
-                length = self._lengths[rows] / (average if average > 0 else 1.0)
-                values = values * (k1 + 1) / (values + k1 * (1 - b + b * length))
-            idf = math.log((self._live - df + 0.5) / (df + 0.5) + 1)
+            rows, values, idf = found
             scores[rows] += values * (idf * float(weight))  # a row is once in a posting
             touched[rows] = True
         ranked: np.ndarray = scores.astype(np.float32)
         ranked[~(touched & mask)] = -np.inf
         return self._top(ranked, k)
 
+    def _weighed(self, index: int) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """The live rows of token ``index``'s posting, their values
+        (saturated with the average length, for term counts) and the
+        token's inverse document frequency; None when no live row has it.
+        Kept until the next write changes the corpus statistics."""
+        if index in self._weights:
+            return self._weights[index]
+        weighed: tuple[np.ndarray, np.ndarray, float] | None = None
+        found = self._posting(index)
+        if found is not None:
+            rows, values = found
+            live = self._alive[rows]
+            df = int(np.count_nonzero(live))
+            if df:
+                rows, values = rows[live], values[live]
+                if self.saturation is not None:
+                    k1, b = self.saturation
+                    average = self._total_length / self._live
+                    length = self._lengths[rows] / (average if average > 0 else 1.0)
+                    values = values * (k1 + 1) / (values + k1 * (1 - b + b * length))
+                idf = math.log((self._live - df + 0.5) / (df + 0.5) + 1)
+                weighed = (rows, values, idf)
+        self._weights[index] = weighed
+        return weighed
+
     def _posting(self, index: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Token ``index``'s rows (ascending) and values: the base rows'
+        from the CSR arrays, then the later rows'."""
         cached = self._arrays.get(index)
         if cached is not None:
             return cached
+        at = int(np.searchsorted(self._tokens, index))
+        base: tuple[np.ndarray, np.ndarray] | None = None
+        if at < len(self._tokens) and int(self._tokens[at]) == index:
+            start, end = int(self._token_at[at]), int(self._token_at[at + 1])
+            base = (self._token_rows[start:end], self._token_values[start:end])
         held = self._postings.get(index)
-        if held is None:
+        if held is None and base is None:
             return None
-        arrays = (np.asarray(held[0], dtype=np.int64), np.asarray(held[1], dtype=np.float64))
+        arrays = base if base is not None else (np.zeros(0, np.int64), np.zeros(0))
+        if held is not None:
+            arrays = (
+                np.concatenate([arrays[0], np.asarray(held[0], dtype=np.int64)]),
+                np.concatenate([arrays[1], np.asarray(held[1], dtype=np.float64)]),
+            )
         self._arrays[index] = arrays
         return arrays
