@@ -51,6 +51,7 @@ Row = tuple[str, Any, Sequence[float], tuple[Sequence[int], Sequence[float]]]
 conversation), its dense vector and its sparse vector (indices, values)."""
 
 _GROWTH = 1.5
+_WEIGHED = 4096  # tokens whose weighed postings are kept at most
 
 
 class _Codes:
@@ -113,8 +114,9 @@ class LocalIndex:
         self._row: dict[str, int] = {}
         self._codes = _Codes()
         self._vectors: np.ndarray = np.zeros((0, dimension), dtype=np.float32)
-        # The codes of each row's user, tenant and conversation.
-        self._scope: np.ndarray = np.zeros((0, 3), dtype=np.int64)
+        # The codes of each row's user, tenant and conversation (one row of
+        # codes each, so that a mask compares contiguous codes).
+        self._scope: np.ndarray = np.zeros((3, 0), dtype=np.int64)
         self._alive: np.ndarray = np.zeros(0, dtype=bool)
         # The sparse vectors of rows [0, base) as CSR arrays (a restored or
         # compacted index), of the later rows as pairs of lists.
@@ -165,7 +167,7 @@ class LocalIndex:
             row = start + offset
             self._ids.append(record_id)
             self._row[record_id] = row
-            self._scope[row] = [self._codes.code(part) for part in scope]
+            self._scope[:, row] = [self._codes.code(part) for part in scope]
             self._alive[row] = True
             self._sparse.append(sparse)
             self._lengths[row] = float(sum(sparse[1]))
@@ -198,7 +200,7 @@ class LocalIndex:
         capacity = max(rows, int(len(self._alive) * _GROWTH), 64)
         grow = capacity - len(self._alive)
         self._vectors = np.vstack([self._vectors, np.zeros((grow, self.dimension), np.float32)])
-        self._scope = np.vstack([self._scope, np.full((grow, 3), -1, dtype=np.int64)])
+        self._scope = np.hstack([self._scope, np.full((3, grow), -1, dtype=np.int64)])
         self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
         self._lengths = np.concatenate([self._lengths, np.zeros(grow, dtype=np.float64)])
 
@@ -225,7 +227,7 @@ class LocalIndex:
             ids=[self._ids[row] for row in keep.tolist()],
             codes=by_code,
             vectors=self._vectors[keep].copy(),
-            scope=self._scope[keep].copy(),
+            scope=self._scope[:, keep].T.copy(),
             sparse_at=sparse_at,
             sparse_index=np.concatenate(pieces_index) if pieces_index else np.zeros(0, np.int64),
             sparse_value=np.concatenate(pieces_value) if pieces_value else np.zeros(0),
@@ -249,7 +251,7 @@ class LocalIndex:
         self._row = {record_id: row for row, record_id in enumerate(self._ids)}
         self._reserve(n)
         self._vectors[:n] = frozen.vectors
-        self._scope[:n] = frozen.scope
+        self._scope[:, :n] = frozen.scope.T
         self._alive[:n] = True
         self._base = n
         self._base_at = np.asarray(frozen.sparse_at, dtype=np.int64)
@@ -282,27 +284,33 @@ class LocalIndex:
         if min(wanted) < 0:
             return None
         n = len(self._ids)
-        mask: np.ndarray = self._alive[:n] & (self._scope[:n, 0] == wanted[0])
-        mask &= self._scope[:n, 1] == wanted[1]
+        mask: np.ndarray = self._scope[0, :n] == wanted[0]
+        mask &= self._scope[1, :n] == wanted[1]
         if conversation is not None:
-            mask &= self._scope[:n, 2] == wanted[2]
+            mask &= self._scope[2, :n] == wanted[2]
+        mask &= self._alive[:n]
         return mask
 
     def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The ``k`` best finite scores, best first; ties in row order."""
         finite = np.flatnonzero(np.isfinite(scores))
-        if not len(finite):
+        return self._best(finite, scores[finite], k)
+
+    def _best(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best of ``rows`` (ascending) by their ``scores``, best
+        first; ties in row order."""
+        if not len(rows):
             return []
-        if len(finite) > k:
-            part = np.argpartition(-scores[finite], k - 1)[:k]
-            chosen = finite[part]
+        if len(rows) > k:
+            part = np.argpartition(-scores, k - 1)[:k]
             # Rows tied with the k-th score compete on row order, as a full sort would.
-            edge = scores[chosen].min()
-            chosen = np.union1d(chosen[scores[chosen] > edge], finite[scores[finite] == edge])
+            edge = scores[part].min()
+            chosen = np.union1d(part[scores[part] > edge], np.flatnonzero(scores == edge))
         else:
-            chosen = finite
+            chosen = np.arange(len(rows))
         order = chosen[np.lexsort((chosen, -scores[chosen]))][:k]
-        return [(self._ids[row], float(scores[row])) for row in order]
+        best = zip(rows[order].tolist(), scores[order].tolist(), strict=True)
+        return [(self._ids[row], float(score)) for row, score in best]
 
     def dense(
         self, vector: Sequence[float], *, k: int, user: str, tenant: str, conversation: str | None
@@ -346,9 +354,9 @@ class LocalIndex:
             rows, values, idf = found
             scores[rows] += values * (idf * float(weight))  # a row is once in a posting
             touched[rows] = True
-        ranked: np.ndarray = scores.astype(np.float32)
-        ranked[~(touched & mask)] = -np.inf
-        return self._top(ranked, k)
+        touched &= mask
+        candidates = np.flatnonzero(touched)
+        return self._best(candidates, scores[candidates].astype(np.float32), k)
 
     def _weighed(self, index: int) -> tuple[np.ndarray, np.ndarray, float] | None:
         """The live rows of token ``index``'s posting, their values
@@ -357,6 +365,8 @@ class LocalIndex:
         Kept until the next write changes the corpus statistics."""
         if index in self._weights:
             return self._weights[index]
+        if len(self._weights) >= _WEIGHED:
+            self._weights.clear()
         weighed: tuple[np.ndarray, np.ndarray, float] | None = None
         found = self._posting(index)
         if found is not None:
