@@ -206,6 +206,11 @@ class LocalIndex:
 
     # --- as arrays ----------------------------------------------------------------------
 
+    def live_ids(self) -> list[str]:
+        """The ids of the live rows, in row order (as :meth:`frozen` has them)."""
+        n = len(self._ids)
+        return [self._ids[row] for row in np.flatnonzero(self._alive[:n]).tolist()]
+
     def frozen(self, *, total: bool = True) -> Frozen:
         """The live rows, in row order, as arrays (to save the index, or to
         compact it); with the running total of their lengths, or (``total``
