@@ -8,9 +8,10 @@ index is written to one file in ``memrules-index/`` inside the store's
 directory (atomically: :class:`~memrules._io.files.AtomicFile`), with the
 **fingerprint** of the engine's files for the collection as they are then:
 each file's path, size, modification time and inode. A process that opens
-the store takes the fingerprint again before its engine opens the files,
-and loads the saved index only when it is the same, so a snapshot is never
-trusted for an engine that changed after it was saved: a write by another
+the store takes the fingerprint again once its engine holds the files (the
+engine's lock keeps every other process out from then on), and loads the
+saved index only when it is the same, so a snapshot is never trusted for an
+engine that changed after it was saved: a write by another
 process, a writer killed before it saved, a collection dropped and made
 again, or a directory copied elsewhere (its inodes differ) all change the
 fingerprint, and the index is built from the engine as before. A file that
@@ -47,6 +48,7 @@ FORMAT = 1
 MAGIC = b"memrules local index\n"
 
 _SKIPPED = ("-shm",)  # SQLite's shared memory: rewritten by every reader
+_EMPTY_SKIPPED = ("-wal",)  # an empty SQLite log: made by opening, holds nothing
 
 
 def snapshot_path(root: str, collection: str) -> str:
@@ -57,8 +59,9 @@ def snapshot_path(root: str, collection: str) -> str:
 
 def fingerprint(directory: str) -> list[list[Any]] | None:
     """Every file under ``directory`` as ``[relative path, size, mtime in
-    ns, inode]``, in path order (``[]`` when it does not exist); None when
-    it cannot be read whole (a file vanished while it was walked)."""
+    ns, inode]``, in path order (``[]`` when it does not exist), but for
+    SQLite's shared memory and an empty SQLite log; None when it cannot be
+    read whole (a file vanished while it was walked)."""
     if not os.path.isdir(directory):
         return []
     found: list[list[Any]] = []
@@ -72,6 +75,8 @@ def fingerprint(directory: str) -> list[list[Any]] | None:
                 seen = os.stat(path)
             except OSError:
                 return None
+            if seen.st_size == 0 and name.endswith(_EMPTY_SKIPPED):
+                continue
             relative = os.path.relpath(path, directory)
             found.append([relative, seen.st_size, seen.st_mtime_ns, seen.st_ino])
     return found

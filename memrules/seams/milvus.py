@@ -140,7 +140,7 @@ class _Shared:
     until the first search builds both from the engine (or loads them),
     and again after a write they may not have followed. A row loaded from
     a saved index is its JSON bytes until a hit needs it. ``mark`` is the
-    fingerprint of the collection's files before this process opened them
+    fingerprint of the collection's files when this process opened them
     (None once it changed them while the index was not built), ``saved``
     whether the index is the one saved."""
 
@@ -169,13 +169,14 @@ class _Indexes:
         self._lock = threading.Lock()
         self._held: dict[tuple[str, str], _Shared] = {}
         # The fingerprints of each file's collections when this process
-        # first looked at the file, each taken by the first holder.
+        # first opened the file, each taken by the collection's first holder.
         self._seen: set[str] = set()
         self._marks: dict[tuple[str, str], list[list[Any]] | None] = {}
 
     def look(self, uri: str) -> None:
         """Take the fingerprints of ``uri``'s collections, the first time
-        only (before this process opens the file)."""
+        only (once Milvus Lite in this process holds the file: no other
+        process changes it from then on)."""
         with self._lock:
             if uri in self._seen:
                 return
@@ -186,7 +187,6 @@ class _Indexes:
                 self._marks[(uri, name)] = _index_file.fingerprint(os.path.join(root, name))
 
     def acquire(self, key: tuple[str, str]) -> _Shared:
-        self.look(key[0])
         with self._lock:
             shared = self._held.get(key)
             if shared is None:
@@ -239,12 +239,12 @@ class _Milvus:
 
     def _open(self) -> Any:
         if self._client is None:
-            if self._files is not None:
-                _LOCAL.look(self.uri)
             from pymilvus import MilvusClient
 
             token = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
             self._client = MilvusClient(uri=self.uri, token=token)
+            if self._files is not None:
+                _LOCAL.look(self.uri)  # Milvus Lite holds the file's lock now
             self._loaded = set()
             if self._files is not None:
                 self._files.watch(self.uri)

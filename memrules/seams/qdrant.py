@@ -73,8 +73,8 @@ class _Qdrant:
         self._files = None if url is not None or path in (None, MEMORY) else Files(str(path))
         # Local mode only: this process holds the collection (see _local_index).
         self._index: LocalIndex | None = None
-        # On disk: the fingerprint of the collection's files before local
-        # mode opened them (None once this process changed them first), and
+        # On disk: the fingerprint of the collection's files when local mode
+        # opened them (None once this process changed them first), and
         # whether the index is the one saved (nothing to save on close).
         self._mark: list[list[Any]] | None = None
         self._saved = False
@@ -94,8 +94,9 @@ class _Qdrant:
                 elif self.path == MEMORY:
                     self._client = QdrantClient(location=MEMORY)
                 else:
-                    self._mark = _index_file.fingerprint(self._directory())
                     self._client = QdrantClient(path=self.path)
+                    # Taken once local mode holds the directory's lock.
+                    self._mark = _index_file.fingerprint(self._directory())
             if self._files is not None:
                 self._files.watch(self._files.root, self._storage())
         return self._client
