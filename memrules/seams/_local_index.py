@@ -125,14 +125,13 @@ class LocalIndex:
         self._base_index: np.ndarray = np.zeros(0, dtype=np.int64)
         self._base_value: np.ndarray = np.zeros(0, dtype=np.float64)
         self._sparse: list[tuple[Sequence[int], Sequence[float]]] = []
-        # Postings: of the base rows by token as CSR arrays (tokens sorted),
-        # of the later rows as lists per token.
+        # Postings: of the base rows by token as CSR arrays (tokens sorted);
+        # a token a later row has is in ``_postings`` instead, whole.
         self._tokens: np.ndarray = np.zeros(0, dtype=np.int64)
         self._token_at: np.ndarray = np.zeros(1, dtype=np.int64)
         self._token_rows: np.ndarray = np.zeros(0, dtype=np.int64)
         self._token_values: np.ndarray = np.zeros(0, dtype=np.float64)
-        self._postings: dict[int, tuple[list[int], list[float]]] = {}
-        self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._postings: dict[int, _Posting] = {}
         # Per token, its live rows, their saturated values and the token's
         # inverse document frequency, as of the last write.
         self._weights: dict[int, tuple[np.ndarray, np.ndarray, float] | None] = {}
@@ -163,6 +162,7 @@ class LocalIndex:
         )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         self._vectors[start : start + len(rows)] = vectors / np.where(norms > 0, norms, 1.0)
+        added: dict[int, tuple[list[int], list[float]]] = {}
         for offset, (record_id, scope, _, sparse) in enumerate(rows):
             row = start + offset
             self._ids.append(record_id)
@@ -173,10 +173,14 @@ class LocalIndex:
             self._lengths[row] = float(sum(sparse[1]))
             self._total_length += self._lengths[row]
             for index, value in zip(*sparse, strict=True):
-                rows_of, values_of = self._postings.setdefault(int(index), ([], []))
+                rows_of, values_of = added.setdefault(int(index), ([], []))
                 rows_of.append(row)
                 values_of.append(float(value))
-                self._arrays.pop(int(index), None)
+        for index, (rows_of, values_of) in added.items():
+            posting = self._postings.get(index)
+            if posting is None:
+                posting = self._postings[index] = _Posting(self._base_posting(index))
+            posting.extend(rows_of, values_of)
         self._live += len(rows)
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -391,24 +395,42 @@ class LocalIndex:
         return weighed
 
     def _posting(self, index: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """Token ``index``'s rows (ascending) and values: the base rows'
-        from the CSR arrays, then the later rows'."""
-        cached = self._arrays.get(index)
-        if cached is not None:
-            return cached
+        """Token ``index``'s rows (ascending) and values, or None."""
+        posting = self._postings.get(index)
+        if posting is not None:
+            return posting.rows[: posting.size], posting.values[: posting.size]
+        return self._base_posting(index)
+
+    def _base_posting(self, index: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Token ``index``'s rows and values among the base rows, or None."""
         at = int(np.searchsorted(self._tokens, index))
-        base: tuple[np.ndarray, np.ndarray] | None = None
         if at < len(self._tokens) and int(self._tokens[at]) == index:
             start, end = int(self._token_at[at]), int(self._token_at[at + 1])
-            base = (self._token_rows[start:end], self._token_values[start:end])
-        held = self._postings.get(index)
-        if held is None and base is None:
-            return None
-        arrays = base if base is not None else (np.zeros(0, np.int64), np.zeros(0))
-        if held is not None:
-            arrays = (
-                np.concatenate([arrays[0], np.asarray(held[0], dtype=np.int64)]),
-                np.concatenate([arrays[1], np.asarray(held[1], dtype=np.float64)]),
+            return self._token_rows[start:end], self._token_values[start:end]
+        return None
+
+
+class _Posting:
+    """The rows and values of one token, in arrays that grow by half again
+    when full (a write appends without copying the rest)."""
+
+    def __init__(self, base: tuple[np.ndarray, np.ndarray] | None) -> None:
+        size = 0 if base is None else len(base[0])
+        capacity = max(8, int(size * _GROWTH))
+        self.rows: np.ndarray = np.zeros(capacity, dtype=np.int64)
+        self.values: np.ndarray = np.zeros(capacity, dtype=np.float64)
+        if base is not None:
+            self.rows[:size], self.values[:size] = base
+        self.size = size
+
+    def extend(self, rows: list[int], values: list[float]) -> None:
+        end = self.size + len(rows)
+        if end > len(self.rows):
+            capacity = max(end, int(len(self.rows) * _GROWTH))
+            self.rows = np.concatenate(
+                [self.rows[: self.size], np.zeros(capacity - self.size, np.int64)]
             )
-        self._arrays[index] = arrays
-        return arrays
+            self.values = np.concatenate([self.values[: self.size], np.zeros(capacity - self.size)])
+        self.rows[self.size : end] = rows
+        self.values[self.size : end] = values
+        self.size = end
