@@ -20,20 +20,24 @@ numpy, exactly:
   (:func:`~memrules.seams._lexical.document_vector`; ``saturation=None``),
   for Milvus the term counts and the record's length, saturated at query
   time with the collection's true average length (``saturation=(k1, b)``,
-  the engine's BM25 function). The numpy form of a token's postings is
-  cached and dropped when a write adds to it: the corpus statistics follow
-  every write, and no query rebuilds the corpus.
+  the engine's BM25 function). Each token's posting is a pair of numpy
+  arrays a write appends to; its live rows, their saturated values and its
+  inverse document frequency are kept from one query to the next until a
+  write changes the corpus statistics, and a query scores only the rows of
+  its tokens' postings.
 
 The engine stays the record of truth: it stores every record first, and
 the index is built from it (the first search after the store opens reads
-the collection once) and then follows each write and delete the backend
-makes. A write or delete that fails drops the index, which the next search
+the collection once, unless the index saved beside the engine's files
+matches them: :mod:`memrules.seams._index_file`, through :meth:`LocalIndex.frozen`
+and :meth:`LocalIndex.restore`) and then follows each write and delete the
+backend makes. A write or delete that fails drops the index, which the next search
 builds again from what the engine holds. Records the index finds are read
 back from the engine by id.
 
 The owner is the backend object of one open store
-(:class:`~memrules.seams.qdrant._Qdrant` in local mode); nothing here is
-shared between stores or processes.
+(:class:`~memrules.seams.qdrant._Qdrant` in local mode; for Milvus Lite,
+the stores of one file in the process).
 """
 
 from __future__ import annotations
