@@ -25,7 +25,7 @@ from memrules._core.yaml_nodes import Node
 from memrules._counting.content import ContentCounting, counting_from_config
 from memrules._counting.framing import COUNT_RULES
 from memrules._counting.schemes import DESCRIBED, is_scheme, scheme_problem
-from memrules._counting.tokens import load_encoding
+from memrules._counting.tokens import load_encoding, preload_encoding
 from memrules.graph.extract import extractor_from_config
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
@@ -137,7 +137,9 @@ def _encoder(value: object) -> str | None:
             f"or {DESCRIBED}"
         )
     try:
-        load_encoding(str(value))
+        # A bundled vocabulary loads offline: in the background, not in the check.
+        if not preload_encoding(str(value)):
+            load_encoding(str(value))
     except EncodingError as exc:
         return f"an encoder that loads ({exc})"
     return None

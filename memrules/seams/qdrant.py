@@ -14,8 +14,10 @@ keep their order).
 In local mode, searches run on an exact in-process index that follows
 every write (:mod:`memrules.seams._local_index`): local mode checks a
 payload filter in Python point by point, and the index answers the same
-top k under a numpy mask. Local mode's SQLite file commits to a
-write-ahead log (:func:`_commit_to_the_log`).
+top k under a numpy mask. On disk, the index is saved when the store
+closes and loaded by the next process while the collection's files are
+as they were then (:mod:`memrules.seams._index_file`). Local mode's SQLite
+file commits to a write-ahead log (:func:`_commit_to_the_log`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from memrules._core.errors import ConfigError, StoreError
 from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
+from memrules.seams import _index_file
 from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._local_index import LocalIndex
@@ -70,6 +73,11 @@ class _Qdrant:
         self._files = None if url is not None or path in (None, MEMORY) else Files(str(path))
         # Local mode only: this process holds the collection (see _local_index).
         self._index: LocalIndex | None = None
+        # On disk: the fingerprint of the collection's files when local mode
+        # opened them (None once this process changed them first), and
+        # whether the index is the one saved (nothing to save on close).
+        self._mark: list[list[Any]] | None = None
+        self._saved = False
         self._tuned = False
 
     def _open(self) -> Any:
@@ -87,13 +95,19 @@ class _Qdrant:
                     self._client = QdrantClient(location=MEMORY)
                 else:
                     self._client = QdrantClient(path=self.path)
+                    # Taken once local mode holds the directory's lock.
+                    self._mark = _index_file.fingerprint(self._directory())
             if self._files is not None:
                 self._files.watch(self._files.root, self._storage())
         return self._client
 
+    def _directory(self) -> str:
+        """Where local mode keeps this collection's files."""
+        return os.path.join(str(self.path), "collection", self.collection)
+
     def _storage(self) -> str:
         """Where local mode keeps this collection's points."""
-        return os.path.join(str(self.path), "collection", self.collection, "storage.sqlite")
+        return os.path.join(self._directory(), "storage.sqlite")
 
     def identity(self) -> dict[str, Any] | None:
         client = self._open()
@@ -211,7 +225,11 @@ class _Qdrant:
     def _following(self) -> Iterator[None]:
         """Run a write the local index follows; when it fails, drop the
         index (the engine may hold part of the write), so the next search
-        builds it again from what the engine holds."""
+        builds it again from what the engine holds. A write the index does
+        not follow (it is not built yet) makes the saved index stale."""
+        if self._index is None:
+            self._mark = None
+        self._saved = False
         try:
             yield
         except BaseException:
@@ -230,6 +248,17 @@ class _Qdrant:
         if self._index is None:
             client = self._open()
             dimension = self.dimension()
+            if self._mark is not None and self._files is not None:
+                loaded = _index_file.load(
+                    _index_file.snapshot_path(self._files.root, self.collection),
+                    of=self._of(),
+                    mark=self._mark,
+                    dimension=dimension or 0,
+                    saturation=None,
+                )
+                if loaded is not None:
+                    self._index, self._saved = loaded[0], True
+                    return self._index
             index = LocalIndex(dimension or 0)
             offset: Any = None
             while True:
@@ -381,16 +410,28 @@ class _Qdrant:
         if count:
             if collection == self.collection:
                 self._index = None  # built again, without them, by the next search
+                self._mark, self._saved = None, False
             client.delete(
                 collection, points_selector=models.FilterSelector(filter=selected), wait=True
             )
         return count
 
+    def _of(self) -> dict[str, Any]:
+        """What a saved index of this collection is of."""
+        return {"engine": self.engine, "collection": self.collection}
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+            if self._files is not None and self._index is not None and not self._saved:
+                # The files as local mode left them, then the index that matches them.
+                mark = _index_file.fingerprint(self._directory())
+                if mark:
+                    target = _index_file.snapshot_path(self._files.root, self.collection)
+                    _index_file.save(target, self._index, of=self._of(), mark=mark)
         self._index = None
+        self._mark, self._saved = None, False
         self._tuned = False
 
 

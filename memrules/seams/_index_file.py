@@ -1,0 +1,244 @@
+"""The local index of an embedded collection, saved beside the engine's
+files so that a new process loads it instead of reading every record back.
+
+Building :class:`~memrules.seams._local_index.LocalIndex` from the engine
+reads every record of the collection through the engine's Python client:
+seconds at 10,000 memories, a minute at 100,000. When a store closes, the
+index is written to one file in ``memrules-index/`` inside the store's
+directory (atomically: :class:`~memrules._io.files.AtomicFile`), with the
+**fingerprint** of the engine's files for the collection as they are then:
+each file's path, size, modification time and inode. A process that opens
+the store takes the fingerprint again once its engine holds the files (the
+engine's lock keeps every other process out from then on), and loads the
+saved index only when it is the same, so a snapshot is never trusted for an
+engine that changed after it was saved: a write by another
+process, a writer killed before it saved, a collection dropped and made
+again, or a directory copied elsewhere (its inodes differ) all change the
+fingerprint, and the index is built from the engine as before. A file that
+is torn, corrupt (its checksum is kept), of another format version, engine,
+collection or dimension is ignored the same way: loading never fails a
+search, it only saves the build.
+
+The file: :data:`MAGIC`, the header's length (8 bytes, little-endian), the
+header (JSON: the format, what it is of, the fingerprint, the CRC-32 of the
+body and where each array is in it), then the body (the arrays' bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memrules._io.files import AtomicFile
+from memrules.seams._local_index import Frozen, LocalIndex
+
+__all__ = ["FORMAT", "MAGIC", "fingerprint", "load", "save", "snapshot_path"]
+
+log = logging.getLogger("memrules.seams")
+
+FORMAT = 1
+"""The version of the file's layout; a file of another is rebuilt."""
+
+MAGIC = b"memrules local index\n"
+
+_SKIPPED = ("-shm",)  # SQLite's shared memory: rewritten by every reader
+_EMPTY_SKIPPED = ("-wal",)  # an empty SQLite log: made by opening, holds nothing
+
+
+def snapshot_path(root: str, collection: str) -> str:
+    """Where the index of ``collection`` of the store in directory ``root``
+    is saved."""
+    return os.path.join(root, "memrules-index", f"{collection}.index")
+
+
+def fingerprint(directory: str) -> list[list[Any]] | None:
+    """Every file under ``directory`` as ``[relative path, size, mtime in
+    ns, inode]``, in path order (``[]`` when it does not exist), but for
+    SQLite's shared memory and an empty SQLite log; None when it cannot be
+    read whole (a file vanished while it was walked)."""
+    if not os.path.isdir(directory):
+        return []
+    found: list[list[Any]] = []
+    for where, folders, names in os.walk(directory):
+        folders.sort()
+        for name in sorted(names):
+            if name.endswith(_SKIPPED):
+                continue
+            path = os.path.join(where, name)
+            try:
+                seen = os.stat(path)
+            except OSError:
+                return None
+            if seen.st_size == 0 and name.endswith(_EMPTY_SKIPPED):
+                continue
+            relative = os.path.relpath(path, directory)
+            found.append([relative, seen.st_size, seen.st_mtime_ns, seen.st_ino])
+    return found
+
+
+def save(
+    target: str,
+    index: LocalIndex,
+    *,
+    of: dict[str, Any],
+    mark: list[list[Any]],
+    extra: Sequence[bytes] | None = None,
+) -> None:
+    """Write ``index`` to ``target`` with the fingerprint ``mark`` and what
+    it is ``of`` (engine, collection: compared on load), and ``extra``
+    bytes per live row, in row order (what a hit is made of, for Milvus
+    Lite). Any failure is logged and leaves the file as it was (or
+    absent): the next process builds the index from the engine."""
+    try:
+        frozen = index.frozen()
+        if extra is not None and len(extra) != len(frozen.ids):
+            msg = "extra rows do not match the index"
+            raise ValueError(msg)
+        arrays: dict[str, np.ndarray] = {
+            "vectors": np.ascontiguousarray(frozen.vectors, dtype=np.float32),
+            "scope": np.ascontiguousarray(frozen.scope, dtype=np.int64),
+            "sparse_at": frozen.sparse_at.astype(np.int64),
+            "sparse_index": frozen.sparse_index.astype(np.int64),
+            "sparse_value": frozen.sparse_value.astype(np.float64),
+            "lengths": frozen.lengths.astype(np.float64),
+            "ids": np.frombuffer(json.dumps(frozen.ids).encode("utf-8"), dtype=np.uint8),
+            "codes": np.frombuffer(json.dumps(frozen.codes).encode("utf-8"), dtype=np.uint8),
+        }
+        if extra is not None:
+            sizes = np.fromiter((len(e) for e in extra), dtype=np.int64, count=len(extra))
+            at: np.ndarray = np.zeros(len(extra) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=at[1:])
+            arrays["extra_at"] = at
+            arrays["extra"] = np.frombuffer(b"".join(extra), dtype=np.uint8)
+        layout = []
+        offset = 0
+        crc = 0
+        for name, array in arrays.items():
+            data = array.tobytes()
+            crc = zlib.crc32(data, crc)
+            layout.append([name, array.dtype.str, list(array.shape), offset, len(data)])
+            offset += len(data)
+        header = json.dumps(
+            {
+                "format": FORMAT,
+                "of": of,
+                "dimension": index.dimension,
+                "saturation": index.saturation,
+                "total": frozen.total,
+                "mark": mark,
+                "crc": crc,
+                "arrays": layout,
+            }
+        ).encode("utf-8")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with AtomicFile(target, "local index") as out:
+            out.write(MAGIC + len(header).to_bytes(8, "little") + header)
+            for array in arrays.values():
+                out.write(array.tobytes())
+    except Exception as exc:  # saving only spares the next process a build
+        log.warning("could not save the local index to %s (%s); it is built again", target, exc)
+
+
+def load(
+    target: str,
+    *,
+    of: dict[str, Any],
+    mark: list[list[Any]],
+    dimension: int,
+    saturation: tuple[float, float] | None,
+) -> tuple[LocalIndex, list[bytes] | None] | None:
+    """The index saved at ``target`` and its extra bytes per row, when the
+    file is whole and was saved for this engine, collection, dimension and
+    saturation with the fingerprint ``mark``; else None (build it)."""
+    try:
+        with open(target, "rb") as file:
+            data = file.read()
+    except OSError:
+        return None
+    try:
+        return _parse(data, of=of, mark=mark, dimension=dimension, saturation=saturation)
+    except Exception as exc:  # a torn or foreign file is rebuilt, never an error
+        log.info("the local index at %s is not usable (%s); building it", target, exc)
+        return None
+
+
+def _parse(
+    data: bytes,
+    *,
+    of: dict[str, Any],
+    mark: list[list[Any]],
+    dimension: int,
+    saturation: tuple[float, float] | None,
+) -> tuple[LocalIndex, list[bytes] | None] | None:
+    if not data.startswith(MAGIC):
+        msg = "not a local index file"
+        raise ValueError(msg)
+    start = len(MAGIC) + 8
+    size = int.from_bytes(data[len(MAGIC) : start], "little")
+    header = json.loads(data[start : start + size])
+    body = memoryview(data)[start + size :]
+    wanted_saturation = list(saturation) if saturation is not None else None
+    if (
+        header["format"] != FORMAT
+        or header["of"] != of
+        or header["dimension"] != dimension
+        or header["saturation"] != wanted_saturation
+    ):
+        msg = "saved for another format, engine, collection or dimension"
+        raise ValueError(msg)
+    if header["mark"] != mark:
+        return None  # the engine's files changed since: stale
+    if zlib.crc32(body) != header["crc"]:
+        msg = "checksum mismatch"
+        raise ValueError(msg)
+    arrays: dict[str, np.ndarray] = {}
+    for name, dtype, shape, offset, length in header["arrays"]:
+        if offset + length > len(body):
+            msg = "truncated"
+            raise ValueError(msg)
+        array = np.frombuffer(body[offset : offset + length], dtype=np.dtype(dtype))
+        arrays[name] = array.reshape(shape)
+    ids: list[str] = json.loads(arrays["ids"].tobytes())
+    codes: list[str] = json.loads(arrays["codes"].tobytes())
+    n = len(ids)
+    sparse_at = arrays["sparse_at"]
+    if (
+        arrays["vectors"].shape != (n, dimension)
+        or arrays["scope"].shape != (n, 3)
+        or sparse_at.shape != (n + 1,)
+        or int(sparse_at[-1]) != len(arrays["sparse_index"])
+        or len(arrays["sparse_index"]) != len(arrays["sparse_value"])
+        or arrays["lengths"].shape != (n,)
+        or (n and int(arrays["scope"].max(initial=0)) >= len(codes))
+    ):
+        msg = "inconsistent arrays"
+        raise ValueError(msg)
+    index = LocalIndex(dimension, saturation=saturation)
+    index.restore(
+        Frozen(
+            ids=ids,
+            codes=codes,
+            vectors=arrays["vectors"],
+            scope=arrays["scope"],
+            sparse_at=sparse_at,
+            sparse_index=arrays["sparse_index"],
+            sparse_value=arrays["sparse_value"],
+            lengths=arrays["lengths"],
+            total=float(header["total"]) if header["total"] is not None else None,
+        )
+    )
+    extra: list[bytes] | None = None
+    if "extra" in arrays:
+        blob = arrays["extra"].tobytes()
+        at = arrays["extra_at"].tolist()
+        if len(at) != n + 1 or at[-1] != len(blob):
+            msg = "inconsistent extra rows"
+            raise ValueError(msg)
+        extra = [blob[at[i] : at[i + 1]] for i in range(n)]
+    return index, extra
