@@ -64,22 +64,15 @@ def _dense(held: list[StoredMessage], query: str, scope: Scope) -> list[tuple[st
     return sorted(scored, key=lambda pair: -pair[1])[:10]
 
 
-def _exact(found: dict[str, Any], held: list[StoredMessage], engine: str) -> None:
+def _exact(found: dict[str, Any], held: list[StoredMessage]) -> None:
     """Every ranking of a search process is the exact scan's over ``held``."""
     for mode in ("dense", "lexical"):
         for query in QUERIES:
             for scope in scopes():
                 key = f"{mode}|{query}|{scope.user}|{scope.tenant}|{scope.conversation_id}"
                 got = [(i, s) for i, s in found["rankings"][key]]
-                if mode == "dense":
-                    want = _dense(held, query, scope)
-                else:
-                    want = bm25(held, query, scope, engine)
+                want = _dense(held, query, scope) if mode == "dense" else bm25(held, query, scope)
                 same_ranking(got, want)
-
-
-def _engine(backend: str) -> str:
-    return "milvus" if backend == "milvus" else "qdrant"
 
 
 @pytest.mark.parametrize("backend", FILE_BACKENDS)
@@ -92,7 +85,7 @@ def test_the_next_process_loads_the_saved_index_and_finds_the_same(
     assert _snapshot(backend, place).is_file()
     first = _run("search", backend, str(place))
     assert first["loaded"] is True
-    _exact(first, HELD[:200], _engine(backend))
+    _exact(first, HELD[:200])
     # The same as an index built again from the engine.
     _snapshot(backend, place).unlink()
     rebuilt = _run("search", backend, str(place))
@@ -113,19 +106,19 @@ def test_a_write_the_saved_index_misses_is_never_hidden(backend: str, tmp_path: 
     _run("write", backend, str(place), "100", "160", "--kill")  # no save
     after_kill = _run("search", backend, str(place))
     assert after_kill["loaded"] is False
-    _exact(after_kill, HELD[:160], _engine(backend))
+    _exact(after_kill, HELD[:160])
     _run("write", backend, str(place), "160", "200", "--search-first", "--kill")  # loaded, no save
     after_second = _run("search", backend, str(place))
     assert after_second["loaded"] is False
-    _exact(after_second, HELD[:200], _engine(backend))
+    _exact(after_second, HELD[:200])
     forgotten = _run("forget", backend, str(place), "u1", "t1")["forgotten"]
     assert forgotten == len(in_scope(HELD[:200], Scope(user="u1", tenant="t1")))
     kept = [r for r in HELD[:200] if (r.scope.user, r.scope.tenant) != ("u1", "t1")]
     after_forget = _run("search", backend, str(place))
-    _exact(after_forget, kept, _engine(backend))
+    _exact(after_forget, kept)
     again = _run("search", backend, str(place))
     assert again["loaded"] is True
-    _exact(again, kept, _engine(backend))
+    _exact(again, kept)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "foreign", "empty"])
@@ -153,4 +146,4 @@ def test_a_torn_corrupt_or_foreign_saved_index_is_built_again(
         target.write_bytes(_snapshot(backend, other).read_bytes())
     found = _run("search", backend, str(place))
     assert found["loaded"] is False
-    _exact(found, HELD[:150], _engine(backend))
+    _exact(found, HELD[:150])
