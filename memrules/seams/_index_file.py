@@ -49,6 +49,10 @@ MAGIC = b"memrules local index\n"
 
 _SKIPPED = ("-shm",)  # SQLite's shared memory: rewritten by every reader
 _EMPTY_SKIPPED = ("-wal",)  # an empty SQLite log: made by opening, holds nothing
+# Milvus Lite's segment indexes: built in the background from the segment's
+# data files (which the fingerprint holds), so one may appear after the save
+# without any record changing.
+_DERIVED_FOLDERS = ("indexes",)
 
 
 def snapshot_path(root: str, collection: str) -> str:
@@ -60,13 +64,14 @@ def snapshot_path(root: str, collection: str) -> str:
 def fingerprint(directory: str) -> list[list[Any]] | None:
     """Every file under ``directory`` as ``[relative path, size, mtime in
     ns, inode]``, in path order (``[]`` when it does not exist), but for
-    SQLite's shared memory and an empty SQLite log; None when it cannot be
-    read whole (a file vanished while it was walked)."""
+    SQLite's shared memory, an empty SQLite log and the folders of indexes
+    an engine derives from its data files; None when it cannot be read
+    whole (a file vanished while it was walked)."""
     if not os.path.isdir(directory):
         return []
     found: list[list[Any]] = []
     for where, folders, names in os.walk(directory):
-        folders.sort()
+        folders[:] = sorted(f for f in folders if f not in _DERIVED_FOLDERS)
         for name in sorted(names):
             if name.endswith(_SKIPPED):
                 continue
