@@ -51,7 +51,6 @@ from memrules._core.errors import CollectionError, ConfigError, EmbedderError, S
 from memrules._core.redaction import redact_text
 from memrules._core.seam_protocols import SEARCH_MODES, Embedder
 from memrules._core.seam_records import (
-    NEIGHBOUR_LABELS,
     RecallHit,
     Scope,
     StoredMessage,
@@ -68,7 +67,6 @@ __all__ = [
     "MessageStore",
     "check_collection",
     "check_mode",
-    "dense_text",
 ]
 
 DEFAULT_COLLECTION = "memrules_memory"
@@ -185,17 +183,6 @@ def check_collection(name: object) -> str:
         )
         raise ConfigError.single(msg, yaml_path="collection")
     return str(name)
-
-
-def dense_text(text: str) -> str:
-    """What of a record's indexed ``text`` is embedded: the message's own
-    lines (its ``<speaker>: <text>`` and its day), without its neighbours'
-    (the lines from the first ``(before) `` or ``(after) `` line on, cut as
-    lexical search cuts them; those stay in the lexical vector). A
-    neighbour's words blur what the message's vector means, and the model
-    reads a text half as long twice as fast."""
-    found = [i for i in (text.find("\n" + label) for label in NEIGHBOUR_LABELS) if i >= 0]
-    return text[: min(found)] if found else text
 
 
 def _comparable(identity: dict[str, Any]) -> str:
@@ -409,7 +396,7 @@ class MessageStore:
         existing = tuple(i for i in unique if i in held)
         if not new:
             return StoreWrite(existing=existing, durable=self._persist([]))
-        vectors = self._embed([dense_text(r.text) for r in new])
+        vectors = self._embed([r.text for r in new])
         self._check_dimension(len(vectors[0]))
         if not exists:
             try:
