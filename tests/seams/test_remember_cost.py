@@ -150,3 +150,37 @@ def test_a_record_that_does_not_read_back_fails_the_write(
     with pytest.raises(StoreError, match="1 of them do not read back"):
         store.add(records(0))
     real.close()
+
+
+# --- model runs -------------------------------------------------------------------------------
+
+
+def test_one_conversation_runs_the_model_once(store: MessageStore, local_embedder: Any) -> None:
+    """The four messages of one call go through the model in one run:
+    padding four short texts to the longest costs less than a second run."""
+    model = local_embedder.load()
+    runs: list[int] = []
+    session = model.session
+
+    class Counting:
+        def run(self, names: Any, feeds: dict[str, Any]) -> Any:
+            runs.append(len(feeds["input_ids"]))
+            return session.run(names, feeds)
+
+    model.session = Counting()
+    try:
+        pipeline = Pipeline.from_config(MemoryConfig(), seams=Seams(store=store))
+        pipeline.remember(HISTORY, conversation_id="c1", user="ana", tenant="acme")
+    finally:
+        model.session = session
+    assert runs == [4]
+
+
+def test_texts_of_very_different_lengths_run_apart() -> None:
+    from memrules.seams.embedders import _batches
+
+    assert _batches([13, 20, 30, 38], 32) == [[0, 1, 2, 3]]
+    assert _batches([12, 200, 14], 32) == [[0, 2], [1]]  # a long one is not padded to
+    assert _batches([20] * 5, 2) == [[0, 1], [2, 3], [4]]
+    many = _batches([10 + n for n in range(100)], 32)
+    assert [len(b) for b in many] == [32, 32, 32, 4]
