@@ -50,13 +50,7 @@ from memrules._core.checks import check_whole
 from memrules._core.errors import CollectionError, ConfigError, EmbedderError, StoreError
 from memrules._core.redaction import redact_text
 from memrules._core.seam_protocols import SEARCH_MODES, Embedder
-from memrules._core.seam_records import (
-    RecallHit,
-    Scope,
-    StoredMessage,
-    StoreWrite,
-    check_storable,
-)
+from memrules._core.seam_records import RecallHit, Scope, StoredMessage, StoreWrite, check_storable
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
 
