@@ -356,6 +356,21 @@ def remember(store: Any, model: Any, rng: random.Random, rounds: int) -> None:
             f"{raw:6.0f} texts/s: {ours / raw:4.2f}x raw ({rounds} paired rounds)"
         )
     pool.shutdown()
+    pairs = Paired()
+    for n in range(rounds):
+        texts = _texts(conversations(16, rng))
+        groups = [texts[i : i + 4] for i in range(0, len(texts), 4)]  # each conversation's
+
+        def one_a_call(g: list[list[str]] = groups) -> None:
+            for texts_of_one in g:
+                model.embed(texts_of_one)
+
+        pairs.round(n, one_a_call, lambda t=texts: model.embed(t))
+    print(
+        f"  {'the raw model itself, one conversation a call':<40} "
+        f"{statistics.median(pairs.floor) / statistics.median(pairs.ours):4.2f}x raw batched "
+        f"(the most one remember a call can reach; {rounds} paired rounds)"
+    )
 
 
 COLD = """

@@ -54,7 +54,14 @@ from memrules._core.seam_records import RecallHit, Scope, StoredMessage, StoreWr
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams._log import seam_call, texts_request, vectors_answer
 
-__all__ = ["DEFAULT_COLLECTION", "Backend", "MessageStore", "check_collection", "check_mode"]
+__all__ = [
+    "DEFAULT_COLLECTION",
+    "Backend",
+    "Confirming",
+    "MessageStore",
+    "check_collection",
+    "check_mode",
+]
 
 DEFAULT_COLLECTION = "memrules_memory"
 MAX_K = 1000
@@ -135,6 +142,17 @@ class Ranking(Protocol):
 
     def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
         """The records of ``found`` (id, score), in its order, with its scores."""
+
+
+@runtime_checkable
+class Confirming(Protocol):
+    """A backend that makes a write durable and reads its records back in
+    one round trip (a server: both commands sent at once), instead of
+    :meth:`Backend.persist` then :meth:`Backend.existing`."""
+
+    def confirm(self, ids: Sequence[str]) -> tuple[bool, set[str]]:
+        """What ``persist(True)`` answers, and which of ``ids`` the
+        collection holds (``existing``), asked together; raises as they do."""
 
 
 def check_mode(mode: object, name: str = "search") -> str:
@@ -394,8 +412,12 @@ class MessageStore:
             else "to confirm that the records it holds are kept"
         )
         try:
-            durable = self._backend.persist(bool(written))
-            missing = set(written) - self._backend.existing(written) if written else set()
+            if written and isinstance(self._backend, Confirming):
+                durable, held = self._backend.confirm(written)
+            else:
+                durable = self._backend.persist(bool(written))
+                held = self._backend.existing(written) if written else set()
+            missing = set(written) - held
         except Exception as exc:
             raise self._fail(doing, exc) from exc
         if missing:

@@ -217,16 +217,26 @@ class _Local:
         return f"local_embedder(batch_size={self.batch_size}{threads})"
 
 
+_RUN_TOKENS = 64
+"""What one more run of the model costs, in padded tokens: a text joins a
+batch when padding the batch to it costs less than running it apart (four
+short messages of one ``remember`` call go through in one run)."""
+
+
 def _batches(lengths: list[int], size: int) -> list[list[int]]:
     """Indices grouped into batches of at most ``size`` texts of similar
-    token length (at most twice the shortest, or 16 tokens more), so that
-    padding costs little."""
+    token length, so that padding costs little: a text joins the batch of
+    the texts shorter than it when it is at most twice the shortest (or
+    16 tokens more), or when padding the batch to it costs less than
+    another run (:data:`_RUN_TOKENS`)."""
     batches: list[list[int]] = []
     for i in sorted(range(len(lengths)), key=lengths.__getitem__):
         if batches:
             batch = batches[-1]
-            shortest = lengths[batch[0]]
-            if len(batch) < size and lengths[i] <= max(2 * shortest, shortest + 16):
+            shortest, widest = lengths[batch[0]], lengths[batch[-1]]
+            similar = lengths[i] <= max(2 * shortest, shortest + 16)
+            cheaper = len(batch) * (lengths[i] - widest) <= _RUN_TOKENS
+            if len(batch) < size and (similar or cheaper):
                 batch.append(i)
                 continue
         batches.append([i])

@@ -322,15 +322,41 @@ class _Valkey:
         send it (an ACL): then nothing confirms more than memory."""
         import valkey
 
-        timeout_ms = self._timeout_ms()
         try:
-            local, _ = self._open().execute_command("WAITAOF", 1, 0, timeout_ms)
-        except valkey.exceptions.ResponseError as exc:
-            text = str(exc).lower()
+            answer = self._open().execute_command("WAITAOF", 1, 0, self._timeout_ms())
+        except valkey.exceptions.ResponseError as exc:  # read by _fsynced
+            answer = exc
+        return self._fsynced(answer)
+
+    def confirm(self, ids: Sequence[str]) -> tuple[bool, set[str]]:
+        """:meth:`persist` and :meth:`existing` in one round trip: ``WAITAOF``
+        then an ``EXISTS`` per key, sent together (the server answers the
+        ``EXISTS`` once the writes are fsynced)."""
+        first, rest = ids[:_PAGE], ids[_PAGE:]
+        pipe = self._open().pipeline(transaction=False)
+        pipe.execute_command("WAITAOF", 1, 0, self._timeout_ms())
+        for record_id in first:
+            pipe.exists(self._key(record_id))
+        answers = pipe.execute(raise_on_error=False)
+        durable = self._fsynced(answers[0])
+        for answer in answers[1:]:
+            if isinstance(answer, Exception):
+                raise answer
+        found = {i for i, n in zip(first, answers[1:], strict=True) if n}
+        return durable, found | (self.existing(rest) if rest else set())
+
+    def _fsynced(self, answer: object) -> bool:
+        """What ``WAITAOF 1 0`` answered (or raised), read as :meth:`persist` says."""
+        import valkey
+
+        if isinstance(answer, valkey.exceptions.ResponseError):
+            text = str(answer).lower()
             if any(w in text for w in ("appendonly", "unknown command", "noperm")):
                 return False
-            raise
-        if int(local) < 1:
+            raise answer
+        waited: Any = answer  # [local fsyncs, replica fsyncs]
+        if int(waited[0]) < 1:
+            timeout_ms = self._timeout_ms()
             msg = f"the server did not fsync the writes to its append-only file in {timeout_ms} ms"
             raise StoreError(msg)
         return True

@@ -1,0 +1,186 @@
+"""What one ``remember`` call costs beside the model: how many round trips
+a write takes on a server, what text the model reads for each message, and
+that a write is still checked (a record that does not read back fails it).
+Real stores, the real local model, counted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memrules import MemoryConfig, Pipeline
+from memrules._core.errors import StoreError
+from memrules._core.messages import Message, message
+from memrules._core.seam_records import DEFAULT_CONTEXT, Scope, StoredMessage, build_records
+from memrules.seams import Embedder, MessageStore, Seams
+from tests.seams.test_store_batching import Counted
+from tests.support.seams import CLIENT_BACKENDS, maker
+from tests.support.valkey_search import needs_valkey_search
+
+SCOPE = Scope(conversation_id="c1", user="ana", tenant="acme")
+
+
+def said(role: str, name: str, text: str) -> Message:
+    return message(role, text, name=name)
+
+
+HISTORY = (
+    said("user", "Melanie", "Did you end up going to the support group?"),
+    said("assistant", "Caroline", "Yes, I went yesterday and it was so powerful."),
+    said("user", "Melanie", "That's great! What did you talk about there?"),
+    said("assistant", "Caroline", "Mostly about courage, and my new adoption agency."),
+)
+
+
+@pytest.fixture(params=CLIENT_BACKENDS)
+def store(
+    request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
+) -> Iterator[MessageStore]:
+    made = maker(request.param, tmp_path, Counted(local_embedder))()
+    yield made
+    made.close()
+
+
+def counted(store: MessageStore) -> Counted:
+    embedder = store.embedder
+    assert isinstance(embedder, Counted)
+    return embedder
+
+
+# --- what the model reads ----------------------------------------------------------------
+
+
+def test_remember_embeds_a_conversation_in_one_call_with_its_context(
+    store: MessageStore,
+) -> None:
+    """One model call per conversation, on the texts it is indexed by: the
+    message's own line, then the message before it (on the development
+    conversations of ``benchmarks/locomo``, leaving the neighbour out of
+    what the model reads made ``remember`` faster and hybrid recall lower,
+    so the model reads it)."""
+    pipeline = Pipeline.from_config(MemoryConfig(), seams=Seams(store=store))
+    write = pipeline.remember(HISTORY, conversation_id="c1", user="ana", tenant="acme")
+    assert len(write.added) == 4
+    (texts,) = counted(store).calls
+    records = build_records(HISTORY, scope=SCOPE, context=DEFAULT_CONTEXT)
+    assert texts == [r.text for r in records]
+    assert texts[1] == (
+        "Caroline: Yes, I went yesterday and it was so powerful.\n"
+        "(before) Melanie: Did you end up going to the support group?"
+    )
+
+
+# --- round trips to a server ----------------------------------------------------------------
+
+
+class RoundTrips:
+    """Counts what a Valkey client sends: one packed send per command or
+    per pipeline, so one per round trip."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import valkey.connection
+
+        self.count = 0
+        send = valkey.connection.AbstractConnection.send_packed_command
+
+        def counting(connection: Any, command: Any, check_health: bool = True) -> None:
+            self.count += 1
+            send(connection, command, check_health)
+
+        monkeypatch.setattr(valkey.connection.AbstractConnection, "send_packed_command", counting)
+
+
+def records(n: int) -> tuple[StoredMessage, ...]:
+    history = (
+        message("user", f"Where does my sister live? ({n})"),
+        message("assistant", f"In Porto, since spring {n}."),
+        message("user", f"And the deploy key of project {n}?"),
+        message("assistant", f"It is in vault/prod/key-{n}."),
+    )
+    return build_records(history, scope=SCOPE)
+
+
+@needs_valkey_search
+def test_a_valkey_write_takes_three_round_trips(
+    tmp_path: Path, local_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which records are new, the write (one transaction), then the fsync
+    and the read-back of the records it wrote sent together."""
+    store = maker("valkey", tmp_path, local_embedder)()
+    store.add(records(0))  # the collection exists
+    trips = RoundTrips(monkeypatch)
+    write = store.add(records(1))
+    assert len(write.added) == 4
+    assert write.durable
+    assert trips.count == 3
+    trips.count = 0
+    assert store.add(records(1)).existing == write.added  # nothing new: lookup, fsync
+    assert trips.count <= 2
+    store.close()
+
+
+class DropsTheLast:
+    """A real backend whose writes leave out their last record, as a
+    server that acknowledged what it did not keep."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.engine = backend.engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
+        self.backend.write(rows[:-1])
+
+
+@pytest.mark.parametrize("backend", CLIENT_BACKENDS)
+def test_a_record_that_does_not_read_back_fails_the_write(
+    backend: str, tmp_path: Path, local_embedder: Embedder
+) -> None:
+    real = maker(backend, tmp_path, local_embedder)()
+    store = MessageStore(
+        backend=DropsTheLast(real._backend),  # type: ignore[attr-defined]
+        embedder=local_embedder,
+        description=repr(real),
+    )
+    with pytest.raises(StoreError, match="1 of them do not read back"):
+        store.add(records(0))
+    real.close()
+
+
+# --- model runs -------------------------------------------------------------------------------
+
+
+def test_one_conversation_runs_the_model_once(store: MessageStore, local_embedder: Any) -> None:
+    """The four messages of one call go through the model in one run:
+    padding four short texts to the longest costs less than a second run."""
+    model = local_embedder.load()
+    runs: list[int] = []
+    session = model.session
+
+    class Counting:
+        def run(self, names: Any, feeds: dict[str, Any]) -> Any:
+            runs.append(len(feeds["input_ids"]))
+            return session.run(names, feeds)
+
+    model.session = Counting()
+    try:
+        pipeline = Pipeline.from_config(MemoryConfig(), seams=Seams(store=store))
+        pipeline.remember(HISTORY, conversation_id="c1", user="ana", tenant="acme")
+    finally:
+        model.session = session
+    assert runs == [4]
+
+
+def test_texts_of_very_different_lengths_run_apart() -> None:
+    from memrules.seams.embedders import _batches
+
+    assert _batches([13, 20, 30, 38], 32) == [[0, 1, 2, 3]]
+    assert _batches([12, 200, 14], 32) == [[0, 2], [1]]  # a long one is not padded to
+    assert _batches([20] * 5, 2) == [[0, 1], [2, 3], [4]]
+    many = _batches([10 + n for n in range(100)], 32)
+    assert [len(b) for b in many] == [32, 32, 32, 4]
