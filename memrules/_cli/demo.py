@@ -23,7 +23,7 @@ vLLM, Ollama, OpenAI) with :class:`OpenAIChat`, over
 :class:`memrules._io.http.JSONClient`. Replies and token counts then depend on
 the model; the message counts and shapes do not.
 
-The command line (``memrules demo``) is in :mod:`memrules._cli.main`; this module
+The command line (``memrules demo``) is in :mod:`memrules._cli.parser`; this module
 gives it :func:`add_arguments` and :func:`render`, which builds the whole
 output before anything is written.
 """

@@ -1,0 +1,16 @@
+"""The command line's one error type: a command line that cannot be carried out.
+
+Raised by any command (a bad flag value, an input that cannot be read or
+decoded); :func:`memrules._cli.main.main` prints it as one line on stderr and
+exits with status 2, as it does every :class:`~memrules._core.errors.MemrulesError`.
+"""
+
+from __future__ import annotations
+
+from memrules._core.errors import MemrulesError
+
+__all__ = ["UsageError"]
+
+
+class UsageError(MemrulesError, ValueError):
+    """A command line that cannot be carried out."""
