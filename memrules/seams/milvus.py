@@ -336,7 +336,7 @@ class _Milvus:
         )
         if loaded is None or loaded[1] is None:
             return False
-        index, extra = loaded
+        index, extra = loaded[0], loaded[1]
         shared.index, shared.saved, shared.unlocked = index, True, now
         shared.rows = dict(zip(index.live_ids(), extra, strict=True))
         shared.identity = found["about"]["identity"]

@@ -73,7 +73,8 @@ def test_a_write_made_after_the_saved_index_was_loaded_is_never_hidden(
     try:
         assert store.check() is True
         store.warm()
-        assert loaded(store) and not _engine_open(store)
+        assert loaded(store)
+        assert not _engine_open(store)
         _run("write", "milvus", str(place), "100", "160", *(() if saved else ("--kill",)))
         _stored(store, HELD[:160])
     finally:
@@ -90,7 +91,8 @@ def test_a_write_before_the_engine_held_the_file_drops_the_loaded_index(tmp_path
     try:
         store.check()
         store.warm()
-        assert loaded(store) and not _engine_open(store)
+        assert loaded(store)
+        assert not _engine_open(store)
         _run("write", "milvus", str(place), "100", "160", "--kill")
         store.add(HELD[160:200])  # opens the engine: the loaded index is settled first
         assert _engine_open(store)
