@@ -23,7 +23,12 @@ flushed into segments every :data:`_FLUSH_ROWS` rows and on close; its
 write-ahead log keeps each acknowledged write before. The index is saved
 when the last store of the collection in the process closes, and loaded
 by the next process while the collection's files are as they were then
-(:mod:`memrules.seams._index_file`).
+(:mod:`memrules.seams._index_file`). A process checks the collection and
+answers its first searches from that file before its engine opens the
+file (opening it is most of a memory route's first request): each such
+search takes the fingerprint again first, and the engine, opened in the
+background after the first, takes it once more under its lock; a write
+waits for the engine.
 """
 
 from __future__ import annotations
