@@ -43,7 +43,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memrules._core.checks import check_api_key_env
-from memrules._core.errors import ConfigError, StoreError
+from memrules._core.errors import CollectionError, ConfigError, StoreError
 from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import (
@@ -272,6 +272,9 @@ class _Milvus:
         self._unflushed = 0  # rows this store wrote since its last flush
         self._opening = threading.Lock()  # held while the client is made
         self._opener: threading.Thread | None = None
+        # The identity the saved index answered the start-up check with, until
+        # the engine confirms it (the collection may be made again before it opens).
+        self._unconfirmed: dict[str, Any] | None = None
 
     def _open(self) -> Any:
         with self._opening:
@@ -289,7 +292,28 @@ class _Milvus:
         shared = self._shared
         if shared is not None and not shared.settled:
             _LOCAL.settle((self.uri, self.collection), shared)
+        if self._unconfirmed is not None:
+            self._confirm(client, self._unconfirmed)
         return client
+
+    def _confirm(self, client: Any, identity: dict[str, Any]) -> None:
+        """Check that the collection the engine holds is the one the saved
+        index was checked as at start-up (another process may have dropped
+        and made it again, for another embedder, before the engine opened):
+        a :class:`CollectionError` on every call until it is."""
+        stored = None
+        if client.has_collection(self.collection):
+            properties = client.describe_collection(self.collection).get("properties") or {}
+            raw = properties.get(_IDENTITY)
+            stored = json.loads(raw) if raw is not None else None
+        if json.dumps(stored, sort_keys=True) != json.dumps(identity, sort_keys=True):
+            msg = (
+                f"collection {self.collection!r} of {self.uri} was dropped or made again "
+                f"(for embedder {json.dumps(stored, sort_keys=True)}) after this store was "
+                f"checked for {json.dumps(identity, sort_keys=True)}; open the store again"
+            )
+            raise CollectionError(msg)
+        self._unconfirmed = None
 
     # --- before the engine opens (Milvus Lite) ------------------------------------------
 
@@ -329,6 +353,11 @@ class _Milvus:
         found = self._saved_header()
         if found is None:
             return False
+        checked = self._unconfirmed
+        if checked is None or json.dumps(checked, sort_keys=True) != json.dumps(
+            found["about"]["identity"], sort_keys=True
+        ):
+            return False  # saved for a collection other than the one checked: ask the engine
         now = _index_file.fingerprint(self._collection_files())
         if not now:
             return False
@@ -394,6 +423,7 @@ class _Milvus:
         saved = self._saved_header()
         if saved is not None:  # the files are as they were when it was saved
             known: dict[str, Any] = saved["about"]["identity"]
+            self._unconfirmed = known
             return known
         client = self._open()
         if not client.has_collection(self.collection):

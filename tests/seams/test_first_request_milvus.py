@@ -100,3 +100,58 @@ def test_a_write_before_the_engine_held_the_file_drops_the_loaded_index(tmp_path
         _stored(store, HELD[:200])
     finally:
         store.close()
+
+
+REMADE = """
+import sys
+from memrules.seams import milvus_store
+from tests.support.index_process import Toy
+from tests.seams.test_store_exact import records
+
+
+class Other(Toy):
+    identity = {"name": "another-embedder", "dimension": 8}
+
+
+store = milvus_store(uri=sys.argv[1], collection="kept", embedder=Toy())
+store._backend._open().drop_collection("kept")  # through the engine's own client
+store.close()
+again = milvus_store(uri=sys.argv[1], collection="kept", embedder=Other())
+again.add(records(240)[:10])
+again.close()
+print("remade")
+"""
+
+
+def test_a_collection_made_again_before_the_engine_opened_is_refused(tmp_path: Path) -> None:
+    """The start-up check was answered by the saved index; another process
+    then drops the collection and makes it again for another embedder: the
+    next search asks the engine, which refuses it (never scores of two
+    models compared)."""
+    import os
+    import subprocess
+    import sys
+
+    from memrules._core.errors import StoreError
+    from tests.seams.test_index_file import ROOT
+
+    place = tmp_path / "store"
+    _run("write", "milvus", str(place), "0", "60")
+    store = open_store("milvus", str(place))
+    try:
+        assert store.check() is True
+        assert not _engine_open(store)
+        done = subprocess.run(
+            [sys.executable, "-c", REMADE, f"{place}.db"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        with pytest.raises(StoreError, match="made again"):
+            store.search("budget", k=5, scope=Scope(user="u1", tenant="t1"), mode="dense")
+    finally:
+        store.close()
