@@ -20,68 +20,78 @@ lazily) → ``memory`` → ``_config`` (reading, never opening) → ``_runtime``
 
 from __future__ import annotations
 
+import importlib as _importlib
 import typing as _typing
 
-from memrules._adapters import (
-    ConversionCache,
-    from_anthropic,
-    from_openai,
-    from_responses,
-    to_anthropic,
-    to_anthropic_request,
-    to_openai,
-    to_responses,
-)
-from memrules._adapters.context_editing import (
-    ClearThinking,
-    ClearToolUses,
-    Compaction,
-    EditPlan,
-    ProviderEditing,
-)
-from memrules._config.load import MemoryConfig, load_config, strategy_factory
-from memrules._core.budget import Budget, CachePolicy, ContextWindowResolver
-from memrules._core.errors import (
-    ConfigError,
-    EmbedderError,
-    EncodingError,
-    GraphError,
-    MemrulesError,
-    MessageFormatError,
-    ObserverError,
-    OutputError,
-    ReplayMismatch,
-    SeamError,
-    StateStoreError,
-    StoreError,
-    StrategyError,
-    SummarizerError,
-    TraceError,
-)
-from memrules._core.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
-from memrules._core.prompt_cache import CacheMeasure
-from memrules._core.report import (
-    CompressionAction,
-    CompressionReport,
-    CompressionResult,
-    StopReason,
-)
-from memrules._core.seam_protocols import Embedder, SeamCall, Seams, Summarizer, VectorStore
-from memrules._counting.cache import AnthropicRule, OpenAIRule, PriceTable
-from memrules._counting.framing import count_tokens
-from memrules._counting.tokens import (
-    EstimatingCounter,
-    TiktokenCounter,
-    TokenCounter,
-    estimate_tokens,
-)
-from memrules._counting.usage import ContextUsage, ContextUsageObserver
-from memrules._engine.contract import Outcome, Strategy, StrategyContext
-from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request
-from memrules._replay.replay import ReplaySummary, replay_trace
-from memrules._runtime.pipeline import IndexContext, Pipeline, RecallHit, load_pipeline
-from memrules._trace.record import record_trace
-from memrules.seams.recall import answer_recall, recall_tool
+if _typing.TYPE_CHECKING:
+    from memrules._adapters import (
+        ConversionCache,
+        from_anthropic,
+        from_openai,
+        from_responses,
+        to_anthropic,
+        to_anthropic_request,
+        to_openai,
+        to_responses,
+    )
+    from memrules._adapters.context_editing import (
+        ClearThinking,
+        ClearToolUses,
+        Compaction,
+        EditPlan,
+        ProviderEditing,
+    )
+    from memrules._config.load import MemoryConfig, load_config, strategy_factory
+    from memrules._core.budget import Budget, CachePolicy, ContextWindowResolver
+    from memrules._core.errors import (
+        ConfigError,
+        EmbedderError,
+        EncodingError,
+        GraphError,
+        MemrulesError,
+        MessageFormatError,
+        ObserverError,
+        OutputError,
+        ReplayMismatch,
+        SeamError,
+        StateStoreError,
+        StoreError,
+        StrategyError,
+        SummarizerError,
+        TraceError,
+    )
+    from memrules._core.messages import (
+        Conversation,
+        Message,
+        Opaque,
+        Part,
+        Text,
+        ToolCall,
+        ToolResult,
+    )
+    from memrules._core.prompt_cache import CacheMeasure
+    from memrules._core.report import (
+        CompressionAction,
+        CompressionReport,
+        CompressionResult,
+        StopReason,
+    )
+    from memrules._core.seam_protocols import Embedder, SeamCall, Seams, Summarizer, VectorStore
+    from memrules._counting.cache import AnthropicRule, OpenAIRule, PriceTable
+    from memrules._counting.framing import count_tokens
+    from memrules._counting.tokens import (
+        EstimatingCounter,
+        TiktokenCounter,
+        TokenCounter,
+        estimate_tokens,
+    )
+    from memrules._counting.usage import ContextUsage, ContextUsageObserver
+    from memrules._engine.contract import Outcome, Strategy, StrategyContext
+    from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request
+    from memrules._replay.replay import ReplaySummary, replay_trace
+    from memrules._runtime.pipeline import IndexContext, Pipeline, RecallHit, load_pipeline
+    from memrules._trace.record import record_trace
+    from memrules.seams.recall import answer_recall, recall_tool
 
 __all__ = [
     "AnthropicRule",
@@ -163,30 +173,121 @@ __all__ = [
 ]
 
 
+# public name -> the module that defines it (imported on first access)
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "ConversionCache",
+            "from_anthropic",
+            "from_openai",
+            "from_responses",
+            "to_anthropic",
+            "to_anthropic_request",
+            "to_openai",
+            "to_responses",
+        ),
+        "memrules._adapters",
+    ),
+    **dict.fromkeys(
+        ("ClearThinking", "ClearToolUses", "Compaction", "EditPlan", "ProviderEditing"),
+        "memrules._adapters.context_editing",
+    ),
+    **dict.fromkeys(("MemoryConfig", "load_config", "strategy_factory"), "memrules._config.load"),
+    **dict.fromkeys(("Budget", "CachePolicy", "ContextWindowResolver"), "memrules._core.budget"),
+    **dict.fromkeys(
+        (
+            "ConfigError",
+            "EmbedderError",
+            "EncodingError",
+            "GraphError",
+            "MemrulesError",
+            "MessageFormatError",
+            "ObserverError",
+            "OutputError",
+            "ReplayMismatch",
+            "SeamError",
+            "StateStoreError",
+            "StoreError",
+            "StrategyError",
+            "SummarizerError",
+            "TraceError",
+        ),
+        "memrules._core.errors",
+    ),
+    **dict.fromkeys(
+        ("Conversation", "Message", "Opaque", "Part", "Text", "ToolCall", "ToolResult"),
+        "memrules._core.messages",
+    ),
+    "CacheMeasure": "memrules._core.prompt_cache",
+    **dict.fromkeys(
+        ("CompressionAction", "CompressionReport", "CompressionResult", "StopReason"),
+        "memrules._core.report",
+    ),
+    **dict.fromkeys(
+        ("Embedder", "SeamCall", "Seams", "Summarizer", "VectorStore"),
+        "memrules._core.seam_protocols",
+    ),
+    **dict.fromkeys(("AnthropicRule", "OpenAIRule", "PriceTable"), "memrules._counting.cache"),
+    "count_tokens": "memrules._counting.framing",
+    **dict.fromkeys(
+        ("EstimatingCounter", "TiktokenCounter", "TokenCounter", "estimate_tokens"),
+        "memrules._counting.tokens",
+    ),
+    **dict.fromkeys(("ContextUsage", "ContextUsageObserver"), "memrules._counting.usage"),
+    **dict.fromkeys(("Outcome", "Strategy", "StrategyContext"), "memrules._engine.contract"),
+    **dict.fromkeys(("ConversationState", "MemoryPlugin", "Request"), "memrules._plugin.plugin"),
+    **dict.fromkeys(("ReplaySummary", "replay_trace"), "memrules._replay.replay"),
+    **dict.fromkeys(
+        ("IndexContext", "Pipeline", "RecallHit", "load_pipeline"), "memrules._runtime.pipeline"
+    ),
+    "record_trace": "memrules._trace.record",
+    **dict.fromkeys(("answer_recall", "recall_tool"), "memrules.seams.recall"),
+}
+
+# the public modules, imported when first named as an attribute of the package
+_MODULES = frozenset(
+    {"graph", "integrations", "memory", "observability", "seams", "strategies", "testing"}
+)
+
+
 if _typing.TYPE_CHECKING:
     __version__: str
 else:
 
-    def __getattr__(name: str) -> str:
-        """``__version__``, read from the package metadata when first asked
-        for (importing :mod:`importlib.metadata` costs more than the rest of
-        ``import memrules``). Hidden from type checkers, which would read
-        every misspelt name as ``Any`` through it."""
+    def __getattr__(name: str) -> object:
+        """A public name, imported from its module the first time it is asked
+        for (PEP 562): ``import memrules`` loads none of the library, so a
+        program pays only for the parts it uses. ``__version__`` is read
+        from the package metadata (importing :mod:`importlib.metadata`
+        costs more than the rest of ``import memrules``). Hidden from type
+        checkers, which would read every misspelt name as ``Any`` through it."""
         if name == "__version__":
             from memrules._io.version import memrules_version
 
             return memrules_version()
+        module = _WHERE.get(name)
+        if module is not None:
+            value = getattr(_importlib.import_module(module), name)
+            _report(__name__, (name,), {name: value})
+            globals()[name] = value  # the next access finds it without this hook
+            return value
+        if name in _MODULES:
+            return _importlib.import_module(f"{__name__}.{name}")
+        new = _RENAMES.get(name)
+        if new is not None and new not in globals():
+            __getattr__(new)
         return _renamed(name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), "__version__"})
+    return sorted({*globals(), *__all__, "__version__"})
 
 
 # Each public name reports ``memrules`` as its module (memrules._core.public_names).
-from memrules._core.public_names import renamed_names, report_public_module  # noqa: E402
+from memrules._core.public_names import renamed_names  # noqa: E402
+from memrules._core.public_names import report_public_module as _report  # noqa: E402
 
-report_public_module(__name__, __all__, globals())
 # Names renamed since 0.x, still served (with a DeprecationWarning) by __getattr__.
-_renamed = renamed_names(__name__, {"ConversionMemo": "ConversionCache"}, globals())
-del renamed_names, report_public_module
+_RENAMES = {"ConversionMemo": "ConversionCache"}
+_renamed = renamed_names(__name__, _RENAMES, globals())
+del renamed_names

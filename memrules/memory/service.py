@@ -7,7 +7,9 @@ the metrics. :class:`~memrules.MemoryPlugin` holds one
   model loads while the store opens), opens the collection at start-up
   and checks it against the embedder, then builds the store's search
   index in another (an embedded engine's local index, read from the
-  engine while the model loads, not in the first request). A collection
+  engine while the model loads, not in the first request; a Milvus Lite
+  file with a saved index is checked and searched from that file until
+  its engine has opened, see :mod:`memrules.seams.milvus`). A collection
   made for another embedder, or holding vectors of another dimension, is a
   :class:`~memrules._core.errors.ConfigError` there and then (never near-zero
   scores later); a store that cannot be reached is logged, and retrieval

@@ -38,7 +38,7 @@ import numpy as np
 from memrules._io.files import AtomicFile
 from memrules.seams._local_index import Frozen, LocalIndex
 
-__all__ = ["FORMAT", "MAGIC", "fingerprint", "load", "save", "snapshot_path"]
+__all__ = ["FORMAT", "MAGIC", "fingerprint", "header", "load", "save", "snapshot_path"]
 
 log = logging.getLogger("memrules.seams")
 
@@ -94,12 +94,15 @@ def save(
     of: dict[str, Any],
     mark: list[list[Any]],
     extra: Sequence[bytes] | None = None,
+    about: dict[str, Any] | None = None,
 ) -> None:
     """Write ``index`` to ``target`` with the fingerprint ``mark`` and what
-    it is ``of`` (engine, collection: compared on load), and ``extra``
-    bytes per live row, in row order (what a hit is made of, for Milvus
-    Lite). Any failure is logged and leaves the file as it was (or
-    absent): the next process builds the index from the engine."""
+    it is ``of`` (engine, collection: compared on load), ``extra`` bytes
+    per live row, in row order (what a hit is made of, for Milvus Lite),
+    and ``about`` the collection as it was then (its embedder identity:
+    what a store checks at start-up, read back by :func:`header` while the
+    files are unchanged). Any failure is logged and leaves the file as it
+    was (or absent): the next process builds the index from the engine."""
     try:
         frozen = index.frozen()
         if extra is not None and len(extra) != len(frozen.ids):
@@ -137,6 +140,7 @@ def save(
                 "saturation": index.saturation,
                 "total": frozen.total,
                 "mark": mark,
+                "about": about,
                 "crc": crc,
                 "arrays": layout,
             }
@@ -148,6 +152,26 @@ def save(
                 out.write(array.tobytes())
     except Exception as exc:  # saving only spares the next process a build
         log.warning("could not save the local index to %s (%s); it is built again", target, exc)
+
+
+def header(target: str, *, of: dict[str, Any]) -> dict[str, Any] | None:
+    """The header of the index saved at ``target`` (its ``mark``,
+    ``dimension`` and ``about``, unchecked against the body), when it is of
+    this format, engine and collection; else None. Reads the header only."""
+    try:
+        with open(target, "rb") as file:
+            start = file.read(len(MAGIC) + 8)
+            if len(start) != len(MAGIC) + 8 or not start.startswith(MAGIC):
+                return None
+            size = int.from_bytes(start[len(MAGIC) :], "little")
+            if size > 1 << 26:  # no header is this long: not a file this module wrote
+                return None
+            found = json.loads(file.read(size))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(found, dict) or found.get("format") != FORMAT or found.get("of") != of:
+        return None
+    return found
 
 
 def load(

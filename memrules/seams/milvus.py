@@ -23,7 +23,12 @@ flushed into segments every :data:`_FLUSH_ROWS` rows and on close; its
 write-ahead log keeps each acknowledged write before. The index is saved
 when the last store of the collection in the process closes, and loaded
 by the next process while the collection's files are as they were then
-(:mod:`memrules.seams._index_file`).
+(:mod:`memrules.seams._index_file`). A process checks the collection and
+answers its first searches from that file before its engine opens the
+file (opening it is most of a memory route's first request): each such
+search takes the fingerprint again first, and the engine, opened in the
+background after the first, takes it once more under its lock; a write
+waits for the engine.
 """
 
 from __future__ import annotations
@@ -31,13 +36,14 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memrules._core.checks import check_api_key_env
-from memrules._core.errors import ConfigError, StoreError
+from memrules._core.errors import CollectionError, ConfigError, StoreError
 from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import (
@@ -69,6 +75,8 @@ _FLUSH_ROWS = 1024
 _QUERY_WINDOW = 16_384  # the most rows one Milvus query returns
 _SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 _FIELDS = ["id", "text", "conversation_id", "user", "tenant", "turn", "exchange", "message"]
+
+log = logging.getLogger("memrules.seams")
 
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -131,20 +139,30 @@ class _Shared:
     a saved index is its JSON bytes until a hit needs it. ``mark`` is the
     fingerprint of the collection's files when this process opened them
     (None once it changed them while the index was not built), ``saved``
-    whether the index is the one saved."""
+    whether the index is the one saved.
 
-    def __init__(self, mark: list[list[Any]] | None = None) -> None:
+    Before this process's engine holds the file, the saved index may answer
+    searches (see :meth:`_Milvus.search_unopened`): ``unlocked`` is then the
+    fingerprint it was loaded under, checked again before each search and
+    once the engine holds the files; ``settled`` is whether the holder was
+    given the fingerprint taken under the engine's lock; ``identity`` the
+    collection's embedder identity, saved with the index."""
+
+    def __init__(self, mark: list[list[Any]] | None = None, *, settled: bool = True) -> None:
         self.lock = threading.RLock()
         self.index: LocalIndex | None = None
         self.rows: dict[str, dict[str, Any] | bytes] = {}
         self.holders = 0
         self.mark = mark
         self.saved = False
+        self.unlocked: list[list[Any]] | None = None
+        self.settled = settled
+        self.identity: dict[str, Any] | None = None
 
     def drop(self) -> None:
         self.index = None
         self.rows = {}
-        self.mark, self.saved = None, False
+        self.mark, self.saved, self.unlocked = None, False, None
 
 
 class _Indexes:
@@ -175,13 +193,40 @@ class _Indexes:
             for name in names:
                 self._marks[(uri, name)] = _index_file.fingerprint(os.path.join(root, name))
 
+    def opened(self, uri: str) -> bool:
+        """Whether this process's engine has opened ``uri`` (and holds its lock)."""
+        with self._lock:
+            return uri in self._seen
+
     def acquire(self, key: tuple[str, str]) -> _Shared:
         with self._lock:
             shared = self._held.get(key)
             if shared is None:
-                shared = self._held[key] = _Shared(self._marks.pop(key, None))
+                settled = key[0] in self._seen
+                mark = self._marks.pop(key, None) if settled else None
+                shared = self._held[key] = _Shared(mark, settled=settled)
             shared.holders += 1
             return shared
+
+    def settle(self, key: tuple[str, str], shared: _Shared) -> None:
+        """Give ``shared``, acquired before the engine opened the file, the
+        fingerprint taken once it did (:meth:`look`); an index it loaded
+        before then stays only when the files are still as it was loaded
+        under (no other process wrote in between), else the next search
+        builds it from the engine."""
+        with shared.lock:
+            if shared.settled:
+                return
+            with self._lock:
+                mark = self._marks.pop(key, None)
+            shared.settled = True
+            if shared.unlocked is not None:
+                if mark is None or mark != shared.unlocked:
+                    shared.drop()
+                else:
+                    shared.mark, shared.unlocked = mark, None
+            elif shared.index is None:
+                shared.mark = mark
 
     def drop(self, key: tuple[str, str]) -> None:
         """Drop ``key``'s index, if a store holds it: a write that store
@@ -225,19 +270,140 @@ class _Milvus:
         # Milvus Lite only: the local index of this collection, shared in the process.
         self._shared: _Shared | None = None
         self._unflushed = 0  # rows this store wrote since its last flush
+        self._opening = threading.Lock()  # held while the client is made
+        self._opener: threading.Thread | None = None
+        # The identity the saved index answered the start-up check with, until
+        # the engine confirms it (the collection may be made again before it opens).
+        self._unconfirmed: dict[str, Any] | None = None
 
     def _open(self) -> Any:
-        if self._client is None:
-            from pymilvus import MilvusClient
+        with self._opening:
+            if self._client is None:
+                from pymilvus import MilvusClient
 
-            token = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-            self._client = MilvusClient(uri=self.uri, token=token)
-            if self._files is not None:
-                _LOCAL.look(self.uri)  # Milvus Lite holds the file's lock now
-            self._loaded = set()
-            if self._files is not None:
-                self._files.watch(self.uri)
-        return self._client
+                token = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+                client = MilvusClient(uri=self.uri, token=token)
+                if self._files is not None:
+                    _LOCAL.look(self.uri)  # Milvus Lite holds the file's lock now
+                    self._files.watch(self.uri)
+                self._loaded = set()
+                self._client = client
+            client = self._client
+        shared = self._shared
+        if shared is not None and not shared.settled:
+            _LOCAL.settle((self.uri, self.collection), shared)
+        if self._unconfirmed is not None:
+            self._confirm(client, self._unconfirmed)
+        return client
+
+    def _confirm(self, client: Any, identity: dict[str, Any]) -> None:
+        """Check that the collection the engine holds is the one the saved
+        index was checked as at start-up (another process may have dropped
+        and made it again, for another embedder, before the engine opened):
+        a :class:`CollectionError` on every call until it is."""
+        stored = None
+        if client.has_collection(self.collection):
+            properties = client.describe_collection(self.collection).get("properties") or {}
+            raw = properties.get(_IDENTITY)
+            stored = json.loads(raw) if raw is not None else None
+        if json.dumps(stored, sort_keys=True) != json.dumps(identity, sort_keys=True):
+            msg = (
+                f"collection {self.collection!r} of {self.uri} was dropped or made again "
+                f"(for embedder {json.dumps(stored, sort_keys=True)}) after this store was "
+                f"checked for {json.dumps(identity, sort_keys=True)}; open the store again"
+            )
+            raise CollectionError(msg)
+        self._unconfirmed = None
+
+    # --- before the engine opens (Milvus Lite) ------------------------------------------
+
+    def _unopened(self) -> bool:
+        """Whether this is a Milvus Lite file this process's engine has not
+        opened yet: the saved index may answer until it does."""
+        return self._files is not None and self._client is None and not _LOCAL.opened(self.uri)
+
+    def _collection_files(self) -> str:
+        return os.path.join(self.uri, "collections", self.collection)
+
+    def _saved_header(self) -> dict[str, Any] | None:
+        """The saved index's header, when the collection's files are as
+        they were when it was saved (taken now) and it names the
+        collection's embedder identity; else None (ask the engine)."""
+        if not self._unopened():
+            return None
+        found = _index_file.header(
+            _index_file.snapshot_path(self.uri, self.collection), of=self._of()
+        )
+        if found is None or not isinstance(found.get("about"), dict):
+            return None
+        if "identity" not in found["about"] or not found.get("mark"):
+            return None
+        if found["mark"] != _index_file.fingerprint(self._collection_files()):
+            return None
+        return found
+
+    def _load_unopened(self, shared: _Shared) -> bool:
+        """Load the saved index into ``shared`` before the engine opens the
+        file, when the collection's files are as they were when it was
+        saved; whether it did. The engine opens in the background once the
+        index answered a search (:meth:`_ranked`), and :meth:`_open`
+        settles the index against the files under its lock."""
+        if not self._unopened() or shared.settled:
+            return False
+        found = self._saved_header()
+        if found is None:
+            return False
+        checked = self._unconfirmed
+        if checked is None or json.dumps(checked, sort_keys=True) != json.dumps(
+            found["about"]["identity"], sort_keys=True
+        ):
+            return False  # saved for a collection other than the one checked: ask the engine
+        now = _index_file.fingerprint(self._collection_files())
+        if not now:
+            return False
+        loaded = _index_file.load(
+            _index_file.snapshot_path(self.uri, self.collection),
+            of=self._of(),
+            mark=now,
+            dimension=int(found["dimension"]),
+            saturation=None,
+        )
+        if loaded is None or loaded[1] is None:
+            return False
+        index, extra = loaded[0], loaded[1]
+        shared.index, shared.saved, shared.unlocked = index, True, now
+        shared.rows = dict(zip(index.live_ids(), extra, strict=True))
+        shared.identity = found["about"]["identity"]
+        return True
+
+    def _open_in_background(self) -> None:
+        """Open the engine in a thread of its own, so that the writes and
+        searches after the first do not wait for it; a failure is logged
+        here and raised by the next call that needs the engine."""
+        if self._opener is not None:
+            return
+
+        def opening() -> None:
+            try:
+                self._open()
+            except Exception as exc:
+                log.info("Milvus Lite at %s did not open in the background: %s", self.uri, exc)
+
+        self._opener = threading.Thread(target=opening, name="memrules-milvus-open", daemon=True)
+        self._opener.start()
+
+    def _still_unchanged(self, shared: _Shared) -> None:
+        """Before a search of an index loaded while the engine had not
+        opened the file: drop it unless the collection's files are still
+        as it was loaded under (another process may have written since;
+        then the search asks the engine)."""
+        if shared.unlocked is None:
+            return
+        if _LOCAL.opened(self.uri):
+            self._open()  # settle it against the fingerprint taken under the lock
+            return
+        if _index_file.fingerprint(self._collection_files()) != shared.unlocked:
+            shared.drop()
 
     def _ready(self, collection: str) -> Any:
         """The client, with ``collection`` (which exists) loaded: a
@@ -254,6 +420,11 @@ class _Milvus:
         return client
 
     def identity(self) -> dict[str, Any] | None:
+        saved = self._saved_header()
+        if saved is not None:  # the files are as they were when it was saved
+            known: dict[str, Any] = saved["about"]["identity"]
+            self._unconfirmed = known
+            return known
         client = self._open()
         if not client.has_collection(self.collection):
             return None
@@ -266,9 +437,15 @@ class _Milvus:
             )
             raise StoreError(msg)
         identity: dict[str, Any] = json.loads(raw)
+        shared = self._share()
+        if shared is not None:
+            shared.identity = identity
         return identity
 
     def dimension(self) -> int | None:
+        saved = self._saved_header()
+        if saved is not None:
+            return int(saved["dimension"])
         client = self._open()
         if not client.has_collection(self.collection):
             return None
@@ -322,6 +499,7 @@ class _Milvus:
             with shared.lock:
                 shared.index, shared.rows = LocalIndex(dimension), {}
                 shared.saved = False
+                shared.identity = identity
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         client = self._ready(self.collection)
@@ -390,6 +568,7 @@ class _Milvus:
         if shared is None:
             yield None
             return
+        self._open()  # an index loaded before the engine opened is settled first
         with shared.lock:
             if shared.index is None:
                 shared.mark = None  # the saved index would miss this write
@@ -400,22 +579,29 @@ class _Milvus:
                 shared.drop()
                 raise
 
-    def _ranked(self, search: Any) -> list[tuple[str, float]]:
+    def _ranked(self, search: Any, *, opening: bool = True) -> list[tuple[str, float]]:
         """``search(index)`` on the local index, built from the engine
-        when it is not, under the index's lock."""
+        when it is not, under the index's lock. When the saved index
+        answered it before the engine opened the file, the engine opens in
+        the background from then on (with ``opening``): not sooner, since
+        opening it (importing its client: Python, holding the interpreter's
+        lock) would slow the first request it is not needed for."""
         shared = self._share()
         assert shared is not None
         with shared.lock:
-            if shared.index is None and not self._load(shared):
+            self._still_unchanged(shared)
+            if shared.index is None and not self._load_unopened(shared) and not self._load(shared):
                 index, rows = self._build()
                 shared.index, shared.rows = index, dict(rows)
             found: list[tuple[str, float]] = search(shared.index)
+            if opening and shared.unlocked is not None:
+                self._open_in_background()
         return found
 
     def warm(self) -> None:
         """Build the local index now (Milvus Lite), not in the first search."""
         if self._files is not None:
-            self._ranked(lambda index: [])
+            self._ranked(lambda index: [], opening=False)
 
     @property
     def ranks_ids(self) -> bool:
@@ -490,7 +676,8 @@ class _Milvus:
                 return  # a row the index holds but not its fields: not saved
             extra.append(row if isinstance(row, bytes) else json.dumps(row).encode("utf-8"))
         target = _index_file.snapshot_path(self.uri, self.collection)
-        _index_file.save(target, shared.index, of=self._of(), mark=mark, extra=extra)
+        about = {"identity": shared.identity} if shared.identity is not None else None
+        _index_file.save(target, shared.index, of=self._of(), mark=mark, extra=extra, about=about)
 
     def _build(self) -> tuple[LocalIndex, dict[str, dict[str, Any]]]:
         """The local index of every record the collection holds, and the
@@ -610,6 +797,9 @@ class _Milvus:
         return len(ids)
 
     def close(self) -> None:
+        opener, self._opener = self._opener, None
+        if opener is not None:
+            opener.join()  # an engine opening in the background is closed with the rest
         if self._client is not None:
             if self._unflushed and self._files is not None:
                 with contextlib.suppress(Exception):  # the write-ahead log keeps them

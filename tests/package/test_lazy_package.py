@@ -1,0 +1,112 @@
+"""``import memrules`` loads none of the library: each public name is
+imported from its module the first time it is asked for, so a program (a
+memory route's first request in a fresh process, a CLI command) pays only
+for the parts it uses. Each check runs in a fresh interpreter, since this
+test process has imported everything already."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+# Loaded by the eager package before; none of them is needed to import it.
+HEAVY = (
+    "attrs",
+    "yaml",
+    "tiktoken",
+    "re2",
+    "memrules._core.messages",
+    "memrules._config",
+    "memrules._counting",
+    "memrules._engine",
+    "memrules._plugin",
+    "memrules._runtime",
+    "memrules._trace",
+    "memrules._replay",
+    "memrules.graph",
+    "memrules.memory",
+    "memrules.seams",
+    "memrules.strategies",
+)
+
+
+def _run(code: str) -> dict[str, object]:
+    script = textwrap.dedent(code)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def test_import_memrules_loads_none_of_the_library() -> None:
+    got = _run(
+        """
+        import json, sys
+        import memrules
+        print(json.dumps({"loaded": sorted(sys.modules)}))
+        """
+    )
+    loaded = set(got["loaded"])  # type: ignore[arg-type]
+    assert "memrules" in loaded
+    assert sorted(m for m in HEAVY if m in loaded) == []
+    assert sorted(m for m in loaded if m.startswith("memrules.")) == [
+        "memrules._core",
+        "memrules._core.public_names",
+    ]
+
+
+def test_a_name_loads_its_module_and_reports_the_package() -> None:
+    got = _run(
+        """
+        import json, sys
+        import memrules
+        before = "memrules._core.messages" in sys.modules
+        message = memrules.Message
+        print(json.dumps({
+            "before": before,
+            "after": "memrules._core.messages" in sys.modules,
+            "module": message.__module__,
+            "same": message is sys.modules["memrules._core.messages"].Message,
+            "cached": "Message" in vars(memrules),
+            "graph": "memrules.graph" in sys.modules,
+        }))
+        """
+    )
+    assert got == {
+        "before": False,
+        "after": True,
+        "module": "memrules",
+        "same": True,
+        "cached": True,
+        "graph": False,
+    }
+
+
+def test_public_modules_and_renamed_names_still_resolve() -> None:
+    got = _run(
+        """
+        import json, warnings
+        import memrules
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            old = memrules.ConversionMemo
+        print(json.dumps({
+            "strategies": memrules.strategies.__name__,
+            "renamed": old is memrules.ConversionCache,
+            "warned": [w.category.__name__ for w in caught],
+            "missing": not hasattr(memrules, "NoSuchName"),
+            "listed": sorted(set(memrules.__all__) - set(dir(memrules))),
+        }))
+        """
+    )
+    assert got == {
+        "strategies": "memrules.strategies",
+        "renamed": True,
+        "warned": ["DeprecationWarning"],
+        "missing": True,
+        "listed": [],
+    }
