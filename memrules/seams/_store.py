@@ -147,12 +147,17 @@ class Ranking(Protocol):
 @runtime_checkable
 class Confirming(Protocol):
     """A backend that makes a write durable and reads its records back in
-    one round trip (a server: both commands sent at once), instead of
-    :meth:`Backend.persist` then :meth:`Backend.existing`."""
+    one round trip (a server: both commands sent at once, after the last
+    write it held back to send with them), or from the write's own reply
+    (an embedded engine that answers a write once its log holds it),
+    instead of :meth:`Backend.persist` then :meth:`Backend.existing`.
+    When it raises, the store removes what the call wrote, as after a
+    failed write."""
 
     def confirm(self, ids: Sequence[str]) -> tuple[bool, set[str]]:
         """What ``persist(True)`` answers, and which of ``ids`` the
-        collection holds (``existing``), asked together; raises as they do."""
+        collection holds (``existing``), asked together; raises as they do,
+        and as :meth:`Backend.write` does for a write it held back."""
 
 
 def check_mode(mode: object, name: str = "search") -> str:
@@ -419,7 +424,12 @@ class MessageStore:
                 held = self._backend.existing(written) if written else set()
             missing = set(written) - held
         except Exception as exc:
-            raise self._fail(doing, exc) from exc
+            error = self._fail(doing, exc)
+            if not written:
+                raise error from exc
+            # A backend may send its last write with the confirmation
+            # (Confirming): what it wrote is removed as after a failed write.
+            raise StoreError(f"{error}; {self._undo(written)}") from exc
         if missing:
             msg = (
                 f"{self._description} failed {doing}: {len(missing)} of them do not read "

@@ -275,6 +275,8 @@ class _Milvus:
         # The identity the saved index answered the start-up check with, until
         # the engine confirms it (the collection may be made again before it opens).
         self._unconfirmed: dict[str, Any] | None = None
+        # Milvus Lite only: the ids its upserts answered, until confirmed.
+        self._acknowledged: set[str] = set()
 
     def _open(self) -> Any:
         with self._opening:
@@ -502,6 +504,15 @@ class _Milvus:
                 shared.identity = identity
 
     def existing(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` the collection holds. On a Milvus Lite file whose
+        local index is built, the index answers (no query): it follows
+        every write and delete this process makes, and no other process
+        writes the file while this one holds it."""
+        shared = self._share()
+        if shared is not None:
+            with shared.lock:
+                if shared.index is not None:
+                    return {i for i in ids if i in shared.rows}
         client = self._ready(self.collection)
         found: set[str] = set()
         for start in range(0, len(ids), 512):
@@ -531,7 +542,11 @@ class _Milvus:
         ]
         with self._following() as shared:
             self._unflushed += len(data)
-            self._ready(self.collection).upsert(self.collection, data)
+            reply = self._ready(self.collection).upsert(self.collection, data)
+            if self._files is not None:
+                # The rows Milvus Lite answers it upserted: its write-ahead
+                # log holds them (see persist), so confirm reads them here.
+                self._acknowledged.update(str(i) for i in reply.get("ids", ()))
             if shared is not None and shared.index is not None:
                 shared.index.upsert(
                     _row(r.id, r.scope.user, r.scope.tenant, r.scope.conversation_id, v, r.text)
@@ -540,6 +555,7 @@ class _Milvus:
                 shared.rows.update((row["id"], _kept(row)) for row in data)
 
     def delete(self, ids: Sequence[str]) -> None:
+        self._acknowledged.difference_update(ids)
         if ids:
             with self._following() as shared:
                 self._ready(self.collection).delete(self.collection, ids=list(ids))
@@ -717,6 +733,20 @@ class _Milvus:
         self._files.check()
         return True
 
+    def confirm(self, ids: Sequence[str]) -> tuple[bool, set[str]]:
+        """:meth:`persist` and which of ``ids`` the collection holds. On a
+        Milvus Lite file, the ids its upserts answered are the ones held:
+        Milvus Lite answers an upsert once its write-ahead log holds the
+        rows, and :meth:`persist` checks that the files are the ones
+        opened, so no query reads them back. A server is asked."""
+        try:
+            durable = self.persist(True)
+            if self._files is None:
+                return durable, self.existing(ids)
+            return durable, {i for i in ids if i in self._acknowledged}
+        finally:
+            self._acknowledged.clear()  # each write is confirmed once
+
     def _flush(self) -> None:
         self._ready(self.collection).flush(self.collection)
         self._unflushed = 0
@@ -789,6 +819,10 @@ class _Milvus:
                     _LOCAL.drop((self.uri, collection))
                 return len(ids)
             with self._following() as shared:
+                # Listed again under the index's lock: a record another store
+                # of this file added since is deleted from the index too.
+                ids = [hit.id for hit in self.scan(scope, collection=collection)]
+                self._acknowledged.difference_update(ids)
                 self._ready(collection).delete(collection, filter=_filter(scope))
                 if shared is not None and shared.index is not None:
                     shared.index.delete(ids)

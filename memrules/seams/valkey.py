@@ -135,6 +135,9 @@ class _Valkey:
         self.timeout_seconds = timeout_seconds
         self._client: Any = None
         self._lexical: dict[str, bool] = {}
+        # The last write's transaction, held back to be sent with the
+        # confirm that follows it: its record ids and its commands.
+        self._pending: tuple[list[str], list[Any]] | None = None
 
     # --- names ----------------------------------------------------------------------------
 
@@ -284,10 +287,14 @@ class _Valkey:
         return found
 
     def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
-        pipe = self._open().pipeline(transaction=True)  # a chunk is written whole or not at all
+        """Write ``rows`` as one transaction (a chunk is written whole or
+        not at all). The transaction is sent with the next :meth:`confirm`,
+        in its round trip; a chunk written before it is sent first."""
+        self._send_pending()
+        commands = self._open().pipeline(transaction=True)
         for r, vector in rows:
             scope = r.scope
-            pipe.hset(
+            commands.hset(
                 self._key(r.id),
                 mapping={
                     "vector": struct.pack(f"<{len(vector)}f", *vector),
@@ -305,9 +312,18 @@ class _Valkey:
                     "message": r.payload,
                 },
             )
-        pipe.execute()
+        self._pending = ([r.id for r, _ in rows], commands.command_stack)
+
+    def _send_pending(self) -> None:
+        """Send the transaction :meth:`write` holds back, on its own."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            commands = self._open().pipeline(transaction=True)
+            commands.command_stack = pending[1]
+            commands.execute()
 
     def delete(self, ids: Sequence[str], collection: str | None = None) -> None:
+        self._pending = None  # a write held back is not sent any more
         client = self._open()
         for start in range(0, len(ids), _PAGE):
             keys = [self._key(i, collection) for i in ids[start : start + _PAGE]]
@@ -329,15 +345,34 @@ class _Valkey:
         return self._fsynced(answer)
 
     def confirm(self, ids: Sequence[str]) -> tuple[bool, set[str]]:
-        """:meth:`persist` and :meth:`existing` in one round trip: ``WAITAOF``
-        then an ``EXISTS`` per key, sent together (the server answers the
-        ``EXISTS`` once the writes are fsynced)."""
+        """The last write (the transaction :meth:`write` held back, when its
+        records are among ``ids``), :meth:`persist` and :meth:`existing`, in
+        one round trip: ``MULTI``, the ``HSET`` commands, ``EXEC``, then
+        ``WAITAOF`` and an ``EXISTS`` per key, sent together (the server
+        answers the ``EXISTS`` once the writes are fsynced). Raises when the
+        transaction fails, before anything else is read."""
+        pending, self._pending = self._pending, None
+        if pending is not None and not set(pending[0]) <= set(ids):
+            pending = None  # a write of another call, which did not confirm: not sent
         first, rest = ids[:_PAGE], ids[_PAGE:]
         pipe = self._open().pipeline(transaction=False)
+        if pending is not None:
+            pipe.execute_command("MULTI")
+            for args, options in pending[1]:
+                pipe.execute_command(*args, **options)
+            pipe.execute_command("EXEC")
+        written = len(pipe.command_stack)
         pipe.execute_command("WAITAOF", 1, 0, self._timeout_ms())
         for record_id in first:
             pipe.exists(self._key(record_id))
         answers = pipe.execute(raise_on_error=False)
+        for answer in answers[:written]:
+            if isinstance(answer, Exception):
+                raise answer
+        if pending is not None and answers[written - 1] is None:
+            msg = "the server aborted the transaction that writes the records"
+            raise StoreError(msg)
+        answers = answers[written:]
         durable = self._fsynced(answers[0])
         for answer in answers[1:]:
             if isinstance(answer, Exception):

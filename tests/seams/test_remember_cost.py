@@ -17,7 +17,7 @@ from memrules._core.messages import Message, message
 from memrules._core.seam_records import DEFAULT_CONTEXT, Scope, StoredMessage, build_records
 from memrules.seams import Embedder, MessageStore, Seams
 from tests.seams.test_store_batching import Counted
-from tests.support.seams import CLIENT_BACKENDS, maker
+from tests.support.seams import CLIENT_BACKENDS, HAS_MILVUS, maker
 from tests.support.valkey_search import needs_valkey_search
 
 SCOPE = Scope(conversation_id="c1", user="ana", tenant="acme")
@@ -104,21 +104,65 @@ def records(n: int) -> tuple[StoredMessage, ...]:
 
 
 @needs_valkey_search
-def test_a_valkey_write_takes_three_round_trips(
+def test_a_valkey_write_takes_two_round_trips(
     tmp_path: Path, local_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Which records are new, the write (one transaction), then the fsync
-    and the read-back of the records it wrote sent together."""
+    """Which records are new, then the write (one transaction), the fsync
+    and the read-back of the records it wrote, sent together."""
     store = maker("valkey", tmp_path, local_embedder)()
     store.add(records(0))  # the collection exists
     trips = RoundTrips(monkeypatch)
     write = store.add(records(1))
     assert len(write.added) == 4
     assert write.durable
-    assert trips.count == 3
+    assert trips.count == 2
     trips.count = 0
     assert store.add(records(1)).existing == write.added  # nothing new: lookup, fsync
     assert trips.count <= 2
+    store.close()
+
+
+class EngineCalls:
+    """The Milvus client a store holds, counting the calls made to the
+    engine through it (each one gRPC call to Milvus Lite's server)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.client, name)
+        if not callable(found):
+            return found
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return found(*args, **kwargs)
+
+        return counted
+
+
+@pytest.mark.skipif(not HAS_MILVUS, reason="needs pymilvus")
+def test_a_milvus_lite_write_is_one_call_to_the_engine(
+    tmp_path: Path, local_embedder: Embedder
+) -> None:
+    """Once the local index is built, which records are new is the index's
+    answer, and the records the upsert answered it wrote are the ones
+    read back: one call to the engine per remember, the upsert itself."""
+    store = maker("milvus", tmp_path, local_embedder)()
+    store.add(records(0))
+    store.search("sister", k=3, scope=SCOPE)  # the local index is built
+    backend = store._backend  # type: ignore[attr-defined]
+    engine = EngineCalls(backend._open())
+    backend._client = engine
+    write = store.add(records(1))
+    assert len(write.added) == 4
+    assert engine.calls == ["upsert"]
+    engine.calls.clear()
+    assert store.add(records(1)).existing == write.added  # nothing new
+    assert engine.calls == []
+    assert store.holds(write.added) == frozenset(write.added)
+    backend._client = engine.client
     store.close()
 
 
