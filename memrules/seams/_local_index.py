@@ -16,16 +16,13 @@ numpy, exactly:
 - **lexical**: BM25 with the inverse document frequency
   ``ln((n - df + 0.5) / (df + 0.5) + 1)`` over every live record of the
   collection, whatever its scope, from postings per token. Each record
-  gives its sparse vector: the term weights Qdrant's engine stores, which
-  a Milvus Lite file ranks by too
-  (:func:`~memrules.seams._lexical.document_vector`; ``saturation=None``),
-  or term counts and the record's length, saturated at query time with the
-  collection's true average length (``saturation=(k1, b)``, a BM25
-  function's). Each token's posting is a pair of numpy
-  arrays a write appends to; its live rows, their saturated values and its
-  inverse document frequency are kept from one query to the next until a
-  write changes the corpus statistics, and a query scores only the rows of
-  its tokens' postings.
+  gives its sparse vector: the saturated term weights Qdrant's engine
+  stores, which a Milvus Lite file ranks by too
+  (:func:`~memrules.seams._lexical.document_vector`). Each token's posting
+  is a pair of numpy arrays a write appends to; its live rows, their
+  values and its inverse document frequency are kept from one query to
+  the next until a write changes the corpus statistics, and a query scores
+  only the rows of its tokens' postings.
 
 The engine stays the record of truth: it stores every record first, and
 the index is built from it (the first search after the store opens reads
@@ -110,9 +107,8 @@ class LocalIndex:
     record's row is marked dead, and the rows are compacted when more than
     half are dead."""
 
-    def __init__(self, dimension: int, *, saturation: tuple[float, float] | None = None) -> None:
+    def __init__(self, dimension: int) -> None:
         self.dimension = dimension
-        self.saturation = saturation
         self._lengths: np.ndarray = np.zeros(0, dtype=np.float64)
         self._total_length = 0.0
         self._ids: list[str] = []
@@ -137,7 +133,7 @@ class LocalIndex:
         self._token_rows: np.ndarray = np.zeros(0, dtype=np.int64)
         self._token_values: np.ndarray = np.zeros(0, dtype=np.float64)
         self._postings: dict[int, _Posting] = {}
-        # Per token, its live rows, their saturated values and the token's
+        # Per token, its live rows, their values and the token's
         # inverse document frequency, as of the last write.
         self._weights: dict[int, tuple[np.ndarray, np.ndarray, float] | None] = {}
         self._live = 0
@@ -257,9 +253,9 @@ class LocalIndex:
 
     def restore(self, frozen: Frozen) -> None:
         """Hold exactly the rows of ``frozen`` (made by :meth:`frozen`, of
-        an index with this dimension and saturation), all live."""
+        an index with this dimension), all live."""
         n = len(frozen.ids)
-        self.__init__(self.dimension, saturation=self.saturation)  # type: ignore[misc]
+        self.__init__(self.dimension)  # type: ignore[misc]
         self._codes = _Codes(frozen.codes)
         self._ids = list(frozen.ids)
         self._row = {record_id: row for row, record_id in enumerate(self._ids)}
@@ -373,9 +369,8 @@ class LocalIndex:
         return self._best(candidates, scores[candidates].astype(np.float32), k)
 
     def _weighed(self, index: int) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """The live rows of token ``index``'s posting, their values
-        (saturated with the average length, for term counts) and the
-        token's inverse document frequency; None when no live row has it.
+        """The live rows of token ``index``'s posting, their values and
+        the token's inverse document frequency; None when no live row has it.
         Kept until the next write changes the corpus statistics."""
         if index in self._weights:
             return self._weights[index]
@@ -389,11 +384,6 @@ class LocalIndex:
             df = int(np.count_nonzero(live))
             if df:
                 rows, values = rows[live], values[live]
-                if self.saturation is not None:
-                    k1, b = self.saturation
-                    average = self._total_length / self._live
-                    length = self._lengths[rows] / (average if average > 0 else 1.0)
-                    values = values * (k1 + 1) / (values + k1 * (1 - b + b * length))
                 idf = math.log((self._live - df + 0.5) / (df + 0.5) + 1)
                 weighed = (rows, values, idf)
         self._weights[index] = weighed

@@ -465,7 +465,6 @@ class _Milvus:
             of=self._of(),
             mark=shared.mark,
             dimension=self.dimension() or 0,
-            saturation=None,
         )
         if loaded is None or loaded[1] is None:
             return False
