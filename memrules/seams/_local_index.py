@@ -54,6 +54,7 @@ conversation), its dense vector and its sparse vector (indices, values)."""
 
 _GROWTH = 1.5
 _WEIGHED = 4096  # tokens whose weighed postings are kept at most
+_SCOPES = 1024  # scopes whose live rows are kept at most
 
 
 class _Codes:
@@ -136,6 +137,12 @@ class LocalIndex:
         # Per token, its live rows, their values and the token's
         # inverse document frequency, as of the last write.
         self._weights: dict[int, tuple[np.ndarray, np.ndarray, float] | None] = {}
+        # Per scope (user, tenant, conversation or None), its live rows
+        # (ascending), as of the last write: a search then compares no
+        # code of the whole collection.
+        self._scoped: dict[tuple[str, str, str | None], np.ndarray] = {}
+        self.scope_scans = 0
+        """How many times a scope's rows were found by comparing every row's codes."""
         self._live = 0
 
     def __len__(self) -> int:
@@ -154,6 +161,7 @@ class LocalIndex:
         if not rows:
             return
         self._weights.clear()
+        self._scoped.clear()
         for record_id, _, _, _ in rows:
             self._kill(record_id)
         start = len(self._ids)
@@ -187,6 +195,7 @@ class LocalIndex:
     def delete(self, ids: Iterable[str]) -> None:
         """Remove these records (ids not held are ignored)."""
         self._weights.clear()
+        self._scoped.clear()
         for record_id in ids:
             self._kill(record_id)
         if len(self._ids) > 64 and self._live * 2 < len(self._ids):
@@ -286,25 +295,31 @@ class LocalIndex:
 
     # --- search -------------------------------------------------------------------------
 
-    def _mask(self, user: str, tenant: str, conversation: str | None) -> np.ndarray | None:
-        """The live rows of the scope, or None when no row can match."""
+    def _in_scope(self, user: str, tenant: str, conversation: str | None) -> np.ndarray:
+        """The live rows of the scope, ascending (empty when no row can
+        match); kept until the next write."""
+        key = (user, tenant, conversation)
+        found = self._scoped.get(key)
+        if found is not None:
+            return found
+        if len(self._scoped) >= _SCOPES:
+            self._scoped.clear()
         wanted = [self._codes.find(user), self._codes.find(tenant)]
         if conversation is not None:
             wanted.append(self._codes.find(conversation))
         if min(wanted) < 0:
-            return None
-        n = len(self._ids)
-        mask: np.ndarray = self._scope[0, :n] == wanted[0]
-        mask &= self._scope[1, :n] == wanted[1]
-        if conversation is not None:
-            mask &= self._scope[2, :n] == wanted[2]
-        mask &= self._alive[:n]
-        return mask
-
-    def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The ``k`` best finite scores, best first; ties in row order."""
-        finite = np.flatnonzero(np.isfinite(scores))
-        return self._best(finite, scores[finite], k)
+            rows: np.ndarray = np.zeros(0, dtype=np.int64)
+        else:
+            self.scope_scans += 1
+            n = len(self._ids)
+            mask: np.ndarray = self._scope[0, :n] == wanted[0]
+            mask &= self._scope[1, :n] == wanted[1]
+            if conversation is not None:
+                mask &= self._scope[2, :n] == wanted[2]
+            mask &= self._alive[:n]
+            rows = np.flatnonzero(mask)
+        self._scoped[key] = rows
+        return rows
 
     def _best(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The ``k`` best of ``rows`` (ascending) by their ``scores``, best
@@ -327,16 +342,16 @@ class LocalIndex:
     ) -> list[tuple[str, float]]:
         """The ``k`` records of the scope nearest ``vector`` by cosine, best
         first, with their scores."""
-        mask = self._mask(user, tenant, conversation)
-        if mask is None or not mask.any():
+        rows = self._in_scope(user, tenant, conversation)
+        if not len(rows):
             return []
         query = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(query))
-        n = len(self._ids)
-        rows = np.flatnonzero(mask)
-        scores: np.ndarray = np.full(n, -np.inf, dtype=np.float32)
-        scores[rows] = self._vectors[rows] @ (query / (norm if norm > 0 else 1.0))
-        return self._top(scores, k)
+        scores: np.ndarray = self._vectors[rows] @ (query / (norm if norm > 0 else 1.0))
+        finite = np.isfinite(scores)
+        if not finite.all():
+            rows, scores = rows[finite], scores[finite]
+        return self._best(rows, scores, k)
 
     def lexical(
         self,
@@ -351,8 +366,10 @@ class LocalIndex:
         query's sparse vector ``query`` (index: weight), best first, with
         their scores; records sharing no token with the query are not
         found."""
-        mask = self._mask(user, tenant, conversation)
-        if mask is None or not mask.any() or not query or not self._live:
+        if not query or not self._live:
+            return []
+        in_scope = self._in_scope(user, tenant, conversation)
+        if not len(in_scope):
             return []
         n = len(self._ids)
         scores: np.ndarray = np.zeros(n, dtype=np.float64)
@@ -364,8 +381,7 @@ class LocalIndex:
             rows, values, idf = found
             scores[rows] += values * (idf * float(weight))  # a row is once in a posting
             touched[rows] = True
-        touched &= mask
-        candidates = np.flatnonzero(touched)
+        candidates = in_scope[touched[in_scope]]
         return self._best(candidates, scores[candidates].astype(np.float32), k)
 
     def _weighed(self, index: int) -> tuple[np.ndarray, np.ndarray, float] | None:
