@@ -20,7 +20,6 @@ from benchmarks.memory import TENANT, TOPICS, fill
 from memrules.memory.autostore import memory_text
 from memrules.seams._lexical import document_vector, query_vector, tokens
 from memrules.seams._local_index import LocalIndex
-from memrules.seams.milvus import _term_counts
 
 N = int(sys.argv[1])
 rng = random.Random(0)
@@ -31,20 +30,13 @@ for i in range(N):
     texts.append(memory_text(fill(asked, rng), fill(answer, rng) + f" (#{i})", 4000))
     scopes.append(rng.choice(users))
 vec = np.zeros(8, np.float32)
-indexes = {}
-for engine in ("qdrant", "milvus"):
-    ix = LocalIndex(8, saturation=None if engine == "qdrant" else (1.5, 0.75))
-    rows = []
-    for i, t in enumerate(texts):
-        if engine == "qdrant":
-            sp = document_vector(t)
-        else:
-            c = _term_counts(t)
-            sp = (list(c), list(c.values()))
-        rows.append((f"id{i}", (scopes[i], TENANT, f"c{i}"), vec, sp))
-    for s in range(0, N, 2000):
-        ix.upsert(rows[s : s + 2000])
-    indexes[engine] = ix
+# Both stores index the same sparse vectors; they differ only in the query's weights.
+ix = LocalIndex(8)
+rows = [
+    (f"id{i}", (scopes[i], TENANT, f"c{i}"), vec, document_vector(t)) for i, t in enumerate(texts)
+]
+for s in range(0, N, 2000):
+    ix.upsert(rows[s : s + 2000])
 # the floor, as benchmarks/memory.py builds it
 by_token = {}
 lengths = np.zeros(N, dtype=np.float32)
@@ -78,12 +70,9 @@ def floor(query, user, k=10):
 
 
 def ours(engine, query, user):
-    if engine == "qdrant":
-        i, v = query_vector(query)
-        q = dict(zip(i, v, strict=True))
-    else:
-        q = _term_counts(query)
-    return indexes[engine].lexical(q, k=10, user=user, tenant=TENANT, conversation=None)
+    i, v = query_vector(query)
+    q = dict.fromkeys(i, 1.0) if engine == "qdrant" else dict(zip(i, v, strict=True))
+    return ix.lexical(q, k=10, user=user, tenant=TENANT, conversation=None)
 
 
 qs = [

@@ -137,7 +137,6 @@ def save(
                 "format": FORMAT,
                 "of": of,
                 "dimension": index.dimension,
-                "saturation": index.saturation,
                 "total": frozen.total,
                 "mark": mark,
                 "about": about,
@@ -180,18 +179,17 @@ def load(
     of: dict[str, Any],
     mark: list[list[Any]],
     dimension: int,
-    saturation: tuple[float, float] | None,
 ) -> tuple[LocalIndex, list[bytes] | None] | None:
     """The index saved at ``target`` and its extra bytes per row, when the
-    file is whole and was saved for this engine, collection, dimension and
-    saturation with the fingerprint ``mark``; else None (build it)."""
+    file is whole and was saved for this engine, collection and dimension
+    with the fingerprint ``mark``; else None (build it)."""
     try:
         with open(target, "rb") as file:
             data = file.read()
     except OSError:
         return None
     try:
-        return _parse(data, of=of, mark=mark, dimension=dimension, saturation=saturation)
+        return _parse(data, of=of, mark=mark, dimension=dimension)
     except Exception as exc:  # a torn or foreign file is rebuilt, never an error
         log.info("the local index at %s is not usable (%s); building it", target, exc)
         return None
@@ -203,7 +201,6 @@ def _parse(
     of: dict[str, Any],
     mark: list[list[Any]],
     dimension: int,
-    saturation: tuple[float, float] | None,
 ) -> tuple[LocalIndex, list[bytes] | None] | None:
     if not data.startswith(MAGIC):
         msg = "not a local index file"
@@ -212,12 +209,10 @@ def _parse(
     size = int.from_bytes(data[len(MAGIC) : start], "little")
     header = json.loads(data[start : start + size])
     body = memoryview(data)[start + size :]
-    wanted_saturation = list(saturation) if saturation is not None else None
     if (
         header["format"] != FORMAT
         or header["of"] != of
         or header["dimension"] != dimension
-        or header["saturation"] != wanted_saturation
     ):
         msg = "saved for another format, engine, collection or dimension"
         raise ValueError(msg)
@@ -248,7 +243,7 @@ def _parse(
     ):
         msg = "inconsistent arrays"
         raise ValueError(msg)
-    index = LocalIndex(dimension, saturation=saturation)
+    index = LocalIndex(dimension)
     index.restore(
         Frozen(
             ids=ids,

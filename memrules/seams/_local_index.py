@@ -16,16 +16,13 @@ numpy, exactly:
 - **lexical**: BM25 with the inverse document frequency
   ``ln((n - df + 0.5) / (df + 0.5) + 1)`` over every live record of the
   collection, whatever its scope, from postings per token. Each record
-  gives its sparse vector: the term weights Qdrant's engine stores, which
-  a Milvus Lite file ranks by too
-  (:func:`~memrules.seams._lexical.document_vector`; ``saturation=None``),
-  or term counts and the record's length, saturated at query time with the
-  collection's true average length (``saturation=(k1, b)``, a BM25
-  function's). Each token's posting is a pair of numpy
-  arrays a write appends to; its live rows, their saturated values and its
-  inverse document frequency are kept from one query to the next until a
-  write changes the corpus statistics, and a query scores only the rows of
-  its tokens' postings.
+  gives its sparse vector: the saturated term weights Qdrant's engine
+  stores, which a Milvus Lite file ranks by too
+  (:func:`~memrules.seams._lexical.document_vector`). Each token's posting
+  is a pair of numpy arrays a write appends to; its live rows, their
+  values and its inverse document frequency are kept from one query to
+  the next until a write changes the corpus statistics, and a query scores
+  only the rows of its tokens' postings.
 
 The engine stays the record of truth: it stores every record first, and
 the index is built from it (the first search after the store opens reads
@@ -57,6 +54,7 @@ conversation), its dense vector and its sparse vector (indices, values)."""
 
 _GROWTH = 1.5
 _WEIGHED = 4096  # tokens whose weighed postings are kept at most
+_SCOPES = 1024  # scopes whose live rows are kept at most
 
 
 class _Codes:
@@ -110,9 +108,8 @@ class LocalIndex:
     record's row is marked dead, and the rows are compacted when more than
     half are dead."""
 
-    def __init__(self, dimension: int, *, saturation: tuple[float, float] | None = None) -> None:
+    def __init__(self, dimension: int) -> None:
         self.dimension = dimension
-        self.saturation = saturation
         self._lengths: np.ndarray = np.zeros(0, dtype=np.float64)
         self._total_length = 0.0
         self._ids: list[str] = []
@@ -137,9 +134,15 @@ class LocalIndex:
         self._token_rows: np.ndarray = np.zeros(0, dtype=np.int64)
         self._token_values: np.ndarray = np.zeros(0, dtype=np.float64)
         self._postings: dict[int, _Posting] = {}
-        # Per token, its live rows, their saturated values and the token's
+        # Per token, its live rows, their values and the token's
         # inverse document frequency, as of the last write.
         self._weights: dict[int, tuple[np.ndarray, np.ndarray, float] | None] = {}
+        # Per scope (user, tenant, conversation or None), its live rows
+        # (ascending), as of the last write: a search then compares no
+        # code of the whole collection.
+        self._scoped: dict[tuple[str, str, str | None], np.ndarray] = {}
+        self.scope_scans = 0
+        """How many times a scope's rows were found by comparing every row's codes."""
         self._live = 0
 
     def __len__(self) -> int:
@@ -158,6 +161,7 @@ class LocalIndex:
         if not rows:
             return
         self._weights.clear()
+        self._scoped.clear()
         for record_id, _, _, _ in rows:
             self._kill(record_id)
         start = len(self._ids)
@@ -191,6 +195,7 @@ class LocalIndex:
     def delete(self, ids: Iterable[str]) -> None:
         """Remove these records (ids not held are ignored)."""
         self._weights.clear()
+        self._scoped.clear()
         for record_id in ids:
             self._kill(record_id)
         if len(self._ids) > 64 and self._live * 2 < len(self._ids):
@@ -257,9 +262,9 @@ class LocalIndex:
 
     def restore(self, frozen: Frozen) -> None:
         """Hold exactly the rows of ``frozen`` (made by :meth:`frozen`, of
-        an index with this dimension and saturation), all live."""
+        an index with this dimension), all live."""
         n = len(frozen.ids)
-        self.__init__(self.dimension, saturation=self.saturation)  # type: ignore[misc]
+        self.__init__(self.dimension)  # type: ignore[misc]
         self._codes = _Codes(frozen.codes)
         self._ids = list(frozen.ids)
         self._row = {record_id: row for row, record_id in enumerate(self._ids)}
@@ -290,25 +295,31 @@ class LocalIndex:
 
     # --- search -------------------------------------------------------------------------
 
-    def _mask(self, user: str, tenant: str, conversation: str | None) -> np.ndarray | None:
-        """The live rows of the scope, or None when no row can match."""
+    def _in_scope(self, user: str, tenant: str, conversation: str | None) -> np.ndarray:
+        """The live rows of the scope, ascending (empty when no row can
+        match); kept until the next write."""
+        key = (user, tenant, conversation)
+        found = self._scoped.get(key)
+        if found is not None:
+            return found
+        if len(self._scoped) >= _SCOPES:
+            self._scoped.clear()
         wanted = [self._codes.find(user), self._codes.find(tenant)]
         if conversation is not None:
             wanted.append(self._codes.find(conversation))
         if min(wanted) < 0:
-            return None
-        n = len(self._ids)
-        mask: np.ndarray = self._scope[0, :n] == wanted[0]
-        mask &= self._scope[1, :n] == wanted[1]
-        if conversation is not None:
-            mask &= self._scope[2, :n] == wanted[2]
-        mask &= self._alive[:n]
-        return mask
-
-    def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The ``k`` best finite scores, best first; ties in row order."""
-        finite = np.flatnonzero(np.isfinite(scores))
-        return self._best(finite, scores[finite], k)
+            rows: np.ndarray = np.zeros(0, dtype=np.int64)
+        else:
+            self.scope_scans += 1
+            n = len(self._ids)
+            mask: np.ndarray = self._scope[0, :n] == wanted[0]
+            mask &= self._scope[1, :n] == wanted[1]
+            if conversation is not None:
+                mask &= self._scope[2, :n] == wanted[2]
+            mask &= self._alive[:n]
+            rows = np.flatnonzero(mask)
+        self._scoped[key] = rows
+        return rows
 
     def _best(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The ``k`` best of ``rows`` (ascending) by their ``scores``, best
@@ -331,16 +342,16 @@ class LocalIndex:
     ) -> list[tuple[str, float]]:
         """The ``k`` records of the scope nearest ``vector`` by cosine, best
         first, with their scores."""
-        mask = self._mask(user, tenant, conversation)
-        if mask is None or not mask.any():
+        rows = self._in_scope(user, tenant, conversation)
+        if not len(rows):
             return []
         query = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(query))
-        n = len(self._ids)
-        rows = np.flatnonzero(mask)
-        scores: np.ndarray = np.full(n, -np.inf, dtype=np.float32)
-        scores[rows] = self._vectors[rows] @ (query / (norm if norm > 0 else 1.0))
-        return self._top(scores, k)
+        scores: np.ndarray = self._vectors[rows] @ (query / (norm if norm > 0 else 1.0))
+        finite = np.isfinite(scores)
+        if not finite.all():
+            rows, scores = rows[finite], scores[finite]
+        return self._best(rows, scores, k)
 
     def lexical(
         self,
@@ -355,8 +366,10 @@ class LocalIndex:
         query's sparse vector ``query`` (index: weight), best first, with
         their scores; records sharing no token with the query are not
         found."""
-        mask = self._mask(user, tenant, conversation)
-        if mask is None or not mask.any() or not query or not self._live:
+        if not query or not self._live:
+            return []
+        in_scope = self._in_scope(user, tenant, conversation)
+        if not len(in_scope):
             return []
         n = len(self._ids)
         scores: np.ndarray = np.zeros(n, dtype=np.float64)
@@ -368,14 +381,12 @@ class LocalIndex:
             rows, values, idf = found
             scores[rows] += values * (idf * float(weight))  # a row is once in a posting
             touched[rows] = True
-        touched &= mask
-        candidates = np.flatnonzero(touched)
+        candidates = in_scope[touched[in_scope]]
         return self._best(candidates, scores[candidates].astype(np.float32), k)
 
     def _weighed(self, index: int) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """The live rows of token ``index``'s posting, their values
-        (saturated with the average length, for term counts) and the
-        token's inverse document frequency; None when no live row has it.
+        """The live rows of token ``index``'s posting, their values and
+        the token's inverse document frequency; None when no live row has it.
         Kept until the next write changes the corpus statistics."""
         if index in self._weights:
             return self._weights[index]
@@ -389,11 +400,6 @@ class LocalIndex:
             df = int(np.count_nonzero(live))
             if df:
                 rows, values = rows[live], values[live]
-                if self.saturation is not None:
-                    k1, b = self.saturation
-                    average = self._total_length / self._live
-                    length = self._lengths[rows] / (average if average > 0 else 1.0)
-                    values = values * (k1 + 1) / (values + k1 * (1 - b + b * length))
                 idf = math.log((self._live - df + 0.5) / (df + 0.5) + 1)
                 weighed = (rows, values, idf)
         self._weights[index] = weighed

@@ -44,6 +44,7 @@ from typing import Any
 
 from memrules._core.checks import check_api_key_env
 from memrules._core.errors import CollectionError, ConfigError, StoreError
+from memrules._core.messages import Message
 from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import (
@@ -73,6 +74,7 @@ _IDENTITY = "memrules.embedder"
 _FLUSH_ROWS = 1024
 """Rows a Milvus Lite store writes before it flushes them into a segment."""
 _QUERY_WINDOW = 16_384  # the most rows one Milvus query returns
+_DECODED = 4096  # hits whose decoded messages a collection's index keeps at most
 _SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 _FIELDS = ["id", "text", "conversation_id", "user", "tenant", "turn", "exchange", "message"]
 
@@ -139,7 +141,10 @@ class _Shared:
     a saved index is its JSON bytes until a hit needs it. ``mark`` is the
     fingerprint of the collection's files when this process opened them
     (None once it changed them while the index was not built), ``saved``
-    whether the index is the one saved.
+    whether the index is the one saved. ``decoded`` holds the messages of
+    recent hits, each with the row it was decoded from (a write replaces a
+    record's row, so a message is used only while its row is the one
+    held): a search that finds them again decodes nothing.
 
     Before this process's engine holds the file, the saved index may answer
     searches (see :meth:`_Milvus.search_unopened`): ``unlocked`` is then the
@@ -152,6 +157,7 @@ class _Shared:
         self.lock = threading.RLock()
         self.index: LocalIndex | None = None
         self.rows: dict[str, dict[str, Any] | bytes] = {}
+        self.decoded: dict[str, tuple[dict[str, Any], Message]] = {}
         self.holders = 0
         self.mark = mark
         self.saved = False
@@ -162,6 +168,7 @@ class _Shared:
     def drop(self) -> None:
         self.index = None
         self.rows = {}
+        self.decoded = {}
         self.mark, self.saved, self.unlocked = None, False, None
 
 
@@ -368,7 +375,6 @@ class _Milvus:
             of=self._of(),
             mark=now,
             dimension=int(found["dimension"]),
-            saturation=None,
         )
         if loaded is None or loaded[1] is None:
             return False
@@ -638,9 +644,13 @@ class _Milvus:
         index keeps."""
         shared = self._share()
         assert shared is not None
+        hits = []
         with shared.lock:
-            rows = [(self._kept_row(shared, i), i, score) for i, score in found]
-        return [_hit(row, i, score) for row, i, score in rows if row is not None]
+            for record_id, score in found:
+                row = self._kept_row(shared, record_id)
+                if row is not None:
+                    hits.append(_hit(row, record_id, score, _decoded(shared, record_id, row)))
+        return hits
 
     @staticmethod
     def _kept_row(shared: _Shared, record_id: str) -> dict[str, Any] | None:
@@ -667,7 +677,6 @@ class _Milvus:
             of=self._of(),
             mark=shared.mark,
             dimension=self.dimension() or 0,
-            saturation=None,
         )
         if loaded is None or loaded[1] is None:
             return False
@@ -877,9 +886,22 @@ def _parts(scope: Scope) -> dict[str, Any]:
     }
 
 
-def _hit(row: Any, record_id: str, score: float) -> RecallHit:
+def _decoded(shared: _Shared, record_id: str, row: dict[str, Any]) -> Message:
+    """The message of ``row`` (the row ``shared`` holds for ``record_id``),
+    decoded once while that row is held."""
+    kept = shared.decoded.get(record_id)
+    if kept is not None and kept[0] is row:
+        return kept[1]
+    if len(shared.decoded) >= _DECODED:
+        shared.decoded.clear()
+    message = decode_message(row["message"])
+    shared.decoded[record_id] = (row, message)
+    return message
+
+
+def _hit(row: Any, record_id: str, score: float, message: Message | None = None) -> RecallHit:
     return RecallHit(
-        message=decode_message("".join(row["message"])),
+        message=decode_message("".join(row["message"])) if message is None else message,
         score=score,
         conversation_id=row["conversation_id"] or None,
         user=row["user"] or None,

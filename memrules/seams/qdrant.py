@@ -254,7 +254,6 @@ class _Qdrant:
                     of=self._of(),
                     mark=self._mark,
                     dimension=dimension or 0,
-                    saturation=None,
                 )
                 if loaded is not None:
                     self._index, self._saved = loaded[0], True

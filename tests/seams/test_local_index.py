@@ -10,7 +10,6 @@ import random
 from typing import Any
 
 import numpy as np
-import pytest
 
 from memrules.seams._local_index import LocalIndex, Row
 from tests.seams.test_store_exact import same_ranking
@@ -51,16 +50,13 @@ def _same(a: LocalIndex, b: LocalIndex, rng: random.Random) -> None:
             assert a.dense(vector, k=10, **where) == b.dense(vector, k=10, **where)
 
 
-@pytest.mark.parametrize("saturation", [None, (1.5, 0.75)])
-def test_a_restored_index_ranks_exactly_as_the_one_it_was_taken_from(
-    saturation: tuple[float, float] | None,
-) -> None:
+def test_a_restored_index_ranks_exactly_as_the_one_it_was_taken_from() -> None:
     rng = random.Random(7)
-    built = LocalIndex(D, saturation=saturation)
+    built = LocalIndex(D)
     rows = _rows(rng, 0, 1500)
     for start in range(0, len(rows), 400):
         built.upsert(rows[start : start + 400])
-    restored = LocalIndex(D, saturation=saturation)
+    restored = LocalIndex(D)
     restored.restore(built.frozen())
     assert len(restored) == len(built)
     _same(built, restored, rng)
@@ -74,17 +70,15 @@ def test_a_restored_index_ranks_exactly_as_the_one_it_was_taken_from(
         index.delete([f"id{i}" for i in range(1, 1700, 3)])
     assert len(restored) == len(built) == len(range(2, 1700, 3))
     _same(built, restored, rng)
-    again = LocalIndex(D, saturation=saturation)
+    again = LocalIndex(D)
     again.restore(restored.frozen())
     _same(built, again, rng)
 
 
 def _bm25(
-    live: dict[str, Row], query: dict[int, float], user: str, tenant: str, saturation: Any
+    live: dict[str, Row], query: dict[int, float], user: str, tenant: str
 ) -> list[tuple[str, float]]:
     n = len(live)
-    lengths = {i: sum(r[3][1]) for i, r in live.items()}
-    average = sum(lengths.values()) / n
     terms = {i: dict(zip(*r[3], strict=True)) for i, r in live.items()}
     scored = []
     for record_id, row in live.items():
@@ -96,21 +90,14 @@ def _bm25(
                 continue
             df = sum(1 for t in terms.values() if term in t)
             idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
-            value = terms[record_id][term]
-            if saturation is not None:
-                k1, b = saturation
-                value = value * (k1 + 1) / (value + k1 * (1 - b + b * lengths[record_id] / average))
-            score += value * idf * weight
+            score += terms[record_id][term] * idf * weight
         scored.append((record_id, score))
     return sorted(scored, key=lambda pair: -pair[1])[:10]
 
 
-@pytest.mark.parametrize("saturation", [None, (1.5, 0.75)])
-def test_lexical_search_is_bm25_over_the_live_rows(
-    saturation: tuple[float, float] | None,
-) -> None:
+def test_lexical_search_is_bm25_over_the_live_rows() -> None:
     rng = random.Random(3)
-    index = LocalIndex(D, saturation=saturation)
+    index = LocalIndex(D)
     rows = _rows(rng, 0, 400)
     index.upsert(rows)
     live = {r[0]: r for r in rows}
@@ -120,7 +107,7 @@ def test_lexical_search_is_bm25_over_the_live_rows(
     for step in range(2):
         for query, user, _ in _queries(rng)[:15]:
             got = index.lexical(query, k=10, user=user, tenant="t0", conversation=None)
-            same_ranking(got, _bm25(live, query, user, "t0", saturation))
+            same_ranking(got, _bm25(live, query, user, "t0"))
         if step == 0:  # after a write, the statistics follow it
             more = _rows(random.Random(4), 400, 500)
             index.upsert(more)
