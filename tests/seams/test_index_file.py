@@ -5,15 +5,13 @@ files changed: results are always those of the exact scan.
 Each step runs in a process of its own (:mod:`tests.support.index_process`),
 as applications run: one writes and exits (or is killed), the next
 searches. Where several stores take the same step (the damaged files), one
-process takes it for all of them, each store in its own place. Oracles: a numpy cosine scan of the toy embedder's vectors and
-BM25 written out (:mod:`tests.seams.test_store_exact`)."""
+process takes it for all of them, each store in its own place. Oracles: a
+numpy cosine scan of the toy embedder's vectors and BM25 written out
+(:mod:`tests.seams.test_store_exact`)."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from memrules.seams import Scope
 from memrules.seams._index_file import snapshot_path
 from tests.seams.test_store_exact import QUERIES, bm25, in_scope, records, same_ranking, scopes
 from tests.support.index_process import vector
+from tests.support.processes import module_json
 from tests.support.seams import FILE_BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,21 +31,7 @@ HELD = records(240)
 
 
 def _run(*args: str) -> Any:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.index_process", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if "--kill" in args:
-        assert done.returncode == -9, done.stderr[-3000:]
-        return {}
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return module_json("tests.support.index_process", *args, killed="--kill" in args)
 
 
 def _write(backend: str, place: Path, start: int, stop: int, *flags: str) -> None:

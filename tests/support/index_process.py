@@ -1,7 +1,7 @@
 """One process of the saved-index tests: writes records to an embedded
 store, or searches it and says whether it loaded the saved index.
 
-    python -m tests.support.index_process write BACKEND START STOP PLACE... [--kill] [--search-first]
+    python -m tests.support.index_process write BACKEND START STOP PLACE... [--kill|--search-first]
     python -m tests.support.index_process search BACKEND PLACE...
     python -m tests.support.index_process forget BACKEND PLACE USER TENANT
 
