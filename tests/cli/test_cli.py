@@ -11,6 +11,7 @@ import pytest
 
 from memrules import from_openai
 from memrules._cli.main import _parser, _pipeline, main
+from tests.support.processes import memrules
 
 ROOT = Path(__file__).resolve().parents[2]
 HISTORY = ROOT / "examples" / "agent_history.json"
@@ -33,14 +34,7 @@ SEED_CONFIG = (
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memrules", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=120,
-        cwd=ROOT,
-    )
+    return memrules(*args, stdin=stdin)
 
 
 def invoke(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from memrules._cli.main import main
 from memrules._runtime.progress import Progress
 from memrules._trace.record import read_trace
 from tests.support.chat_server import ChatServer
+from tests.support.processes import memrules
 from tests.support.seams import needs_memory_extras
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,11 +139,7 @@ def test_a_summary_that_keeps_the_answer_keeps_the_fact(tmp_path: Path) -> None:
 
 
 def _eval(*args: str, seed: str = "0") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "memrules", "eval", *args],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600,
-    )  # fmt: skip
+    return memrules("eval", *args, seed=seed)
 
 
 def test_the_shipped_dataset_with_three_configs_prints_the_table(

@@ -23,6 +23,7 @@ from memrules._core.errors import MemrulesError, OutputError
 from memrules.graph import MemoryGraph
 from memrules.graph.snapshot import GraphSnapshot, save_snapshot
 from tests.support.chat_server import ChatServer
+from tests.support.processes import memrules
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL = Path("/dev/full")
@@ -49,15 +50,7 @@ def dev_full_stays_a_device() -> Iterator[None]:
 
 
 def run(*args: str, stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memrules", *args],
-        stdout=stdout,  # type: ignore[arg-type]
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    return memrules(*args, stdout=stdout)
 
 
 def assert_one_line(done: subprocess.CompletedProcess[str], *words: str) -> None:

@@ -4,15 +4,14 @@ files changed: results are always those of the exact scan.
 
 Each step runs in a process of its own (:mod:`tests.support.index_process`),
 as applications run: one writes and exits (or is killed), the next
-searches. Oracles: a numpy cosine scan of the toy embedder's vectors and
-BM25 written out (:mod:`tests.seams.test_store_exact`)."""
+searches. Where several stores take the same step (the damaged files), one
+process takes it for all of them, each store in its own place. Oracles: a
+numpy cosine scan of the toy embedder's vectors and BM25 written out
+(:mod:`tests.seams.test_store_exact`)."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,29 +23,25 @@ from memrules.seams import Scope
 from memrules.seams._index_file import snapshot_path
 from tests.seams.test_store_exact import QUERIES, bm25, in_scope, records, same_ranking, scopes
 from tests.support.index_process import vector
+from tests.support.processes import module_json
 from tests.support.seams import FILE_BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]
 HELD = records(240)
 
 
-def _run(*args: str) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.index_process", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if "--kill" in args:
-        assert done.returncode == -9, done.stderr[-3000:]
-        return {}
-    assert done.returncode == 0, done.stderr[-3000:]
-    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return out
+def _run(*args: str) -> Any:
+    return module_json("tests.support.index_process", *args, killed="--kill" in args)
+
+
+def _write(backend: str, place: Path, start: int, stop: int, *flags: str) -> None:
+    _run("write", backend, str(start), str(stop), str(place), *flags)
+
+
+def _search(backend: str, place: Path) -> dict[str, Any]:
+    (found,) = _run("search", backend, str(place))
+    assert isinstance(found, dict)
+    return found
 
 
 def _snapshot(backend: str, place: Path) -> Path:
@@ -80,20 +75,20 @@ def test_the_next_process_loads_the_saved_index_and_finds_the_same(
     backend: str, tmp_path: Path
 ) -> None:
     place = tmp_path / "store"
-    _run("write", backend, str(place), "0", "120")
-    _run("write", backend, str(place), "120", "200", "--search-first")
+    _write(backend, place, 0, 120)
+    _write(backend, place, 120, 200, "--search-first")
     assert _snapshot(backend, place).is_file()
-    first = _run("search", backend, str(place))
+    first = _search(backend, place)
     assert first["loaded"] is True
     _exact(first, HELD[:200])
     # The same as an index built again from the engine.
     _snapshot(backend, place).unlink()
-    rebuilt = _run("search", backend, str(place))
+    rebuilt = _search(backend, place)
     assert rebuilt["loaded"] is False
     for key, hits in rebuilt["rankings"].items():
         same_ranking([tuple(h) for h in first["rankings"][key]], [tuple(h) for h in hits])
     # That process saved what it built: the next one loads it.
-    assert _run("search", backend, str(place))["loaded"] is True
+    assert _search(backend, place)["loaded"] is True
 
 
 @pytest.mark.parametrize("backend", FILE_BACKENDS)
@@ -102,33 +97,29 @@ def test_a_write_the_saved_index_misses_is_never_hidden(backend: str, tmp_path: 
     searching: the engine changed after the save, so the next process
     builds the index again and finds every record."""
     place = tmp_path / "store"
-    _run("write", backend, str(place), "0", "100")
-    _run("write", backend, str(place), "100", "160", "--kill")  # no save
-    after_kill = _run("search", backend, str(place))
+    _write(backend, place, 0, 100)
+    _write(backend, place, 100, 160, "--kill")  # no save
+    after_kill = _search(backend, place)
     assert after_kill["loaded"] is False
     _exact(after_kill, HELD[:160])
-    _run("write", backend, str(place), "160", "200", "--search-first", "--kill")  # loaded, no save
-    after_second = _run("search", backend, str(place))
+    _write(backend, place, 160, 200, "--search-first", "--kill")  # loaded, no save
+    after_second = _search(backend, place)
     assert after_second["loaded"] is False
     _exact(after_second, HELD[:200])
     forgotten = _run("forget", backend, str(place), "u1", "t1")["forgotten"]
     assert forgotten == len(in_scope(HELD[:200], Scope(user="u1", tenant="t1")))
     kept = [r for r in HELD[:200] if (r.scope.user, r.scope.tenant) != ("u1", "t1")]
-    after_forget = _run("search", backend, str(place))
+    after_forget = _search(backend, place)
     _exact(after_forget, kept)
-    again = _run("search", backend, str(place))
+    again = _search(backend, place)
     assert again["loaded"] is True
     _exact(again, kept)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "foreign", "empty"])
-@pytest.mark.parametrize("backend", FILE_BACKENDS)
-def test_a_torn_corrupt_or_foreign_saved_index_is_built_again(
-    backend: str, damage: str, tmp_path: Path
-) -> None:
-    place = tmp_path / "store"
-    _run("write", backend, str(place), "0", "150")
-    target = _snapshot(backend, place)
+DAMAGES = ("truncated", "flipped", "garbage", "foreign", "empty")
+
+
+def _damage(damage: str, target: Path, foreign: Path) -> None:
     data = target.read_bytes()
     if damage == "truncated":
         target.write_bytes(data[: len(data) // 2])
@@ -141,9 +132,31 @@ def test_a_torn_corrupt_or_foreign_saved_index_is_built_again(
     elif damage == "empty":
         target.write_bytes(b"")
     else:  # another store's index of the same collection name, moved in
-        other = tmp_path / "other"
-        _run("write", backend, str(other), "150", "240")
-        target.write_bytes(_snapshot(backend, other).read_bytes())
-    found = _run("search", backend, str(place))
-    assert found["loaded"] is False
-    _exact(found, HELD[:150])
+        target.write_bytes(foreign.read_bytes())
+
+
+@pytest.fixture(scope="module", params=FILE_BACKENDS)
+def damaged(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """One store a damage, each written by one process and searched by the
+    next after its saved index was damaged: what each search found."""
+    backend: str = request.param
+    root = tmp_path_factory.mktemp(f"damaged-{backend}")
+    places = {damage: root / damage for damage in DAMAGES}
+    other = root / "other"
+    _run("write", backend, "0", "150", *(str(p) for p in places.values()))
+    _write(backend, other, 150, 240)
+    for damage, place in places.items():
+        _damage(damage, _snapshot(backend, place), _snapshot(backend, other))
+    found = _run("search", backend, *(str(p) for p in places.values()))
+    return backend, dict(zip(DAMAGES, found, strict=True))
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_torn_corrupt_or_foreign_saved_index_is_built_again(
+    damaged: tuple[str, dict[str, dict[str, Any]]], damage: str
+) -> None:
+    _backend, found = damaged
+    assert found[damage]["loaded"] is False
+    _exact(found[damage], HELD[:150])

@@ -16,7 +16,7 @@ from memrules._core.errors import StoreError
 from memrules._core.messages import Message, message
 from memrules._core.seam_records import DEFAULT_CONTEXT, Scope, StoredMessage, build_records
 from memrules.seams import Embedder, MessageStore, Seams
-from tests.seams.test_store_batching import Counted
+from tests.support.counted_store import counted, counted_store
 from tests.support.seams import CLIENT_BACKENDS, HAS_MILVUS, maker
 from tests.support.valkey_search import needs_valkey_search
 
@@ -39,15 +39,7 @@ HISTORY = (
 def store(
     request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
 ) -> Iterator[MessageStore]:
-    made = maker(request.param, tmp_path, Counted(local_embedder))()
-    yield made
-    made.close()
-
-
-def counted(store: MessageStore) -> Counted:
-    embedder = store.embedder
-    assert isinstance(embedder, Counted)
-    return embedder
+    yield from counted_store(request.param, tmp_path, local_embedder)
 
 
 # --- what the model reads ----------------------------------------------------------------

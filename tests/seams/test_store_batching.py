@@ -19,37 +19,8 @@ from memrules._core.errors import ConfigError, EmbedderError
 from memrules._core.messages import Message, message
 from memrules._core.seam_records import Scope, StoredMessage, build_records
 from memrules.seams import Embedder, MessageStore, Seams
+from tests.support.counted_store import counted, counted_store
 from tests.support.seams import CLIENT_BACKENDS, maker
-
-
-class Counted:
-    """The real local model, counting its calls (the texts of each); a
-    text holding ``POISON`` fails the call, as a model that cannot embed it;
-    with ``gate`` set, the first call waits for it."""
-
-    def __init__(self, model: Embedder) -> None:
-        self.model = model
-        self.calls: list[list[str]] = []
-        self.entered = threading.Event()
-        self.gate: threading.Event | None = None
-
-    @property
-    def dimension(self) -> int:
-        return self.model.dimension
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        return self.model.identity
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls.append(list(texts))
-        if self.gate is not None and len(self.calls) == 1:
-            self.entered.set()
-            assert self.gate.wait(30)
-        if any("POISON" in t for t in texts):
-            msg = "this model cannot embed POISON"
-            raise EmbedderError(msg)
-        return self.model.embed(texts)
 
 
 def conversation(n: int, *, poison: bool = False) -> tuple[Message, ...]:
@@ -66,15 +37,7 @@ def conversation(n: int, *, poison: bool = False) -> tuple[Message, ...]:
 def store(
     request: pytest.FixtureRequest, tmp_path: Path, local_embedder: Embedder
 ) -> Iterator[MessageStore]:
-    made = maker(request.param, tmp_path, Counted(local_embedder))()
-    yield made
-    made.close()
-
-
-def counted(store: MessageStore) -> Counted:
-    embedder = store.embedder
-    assert isinstance(embedder, Counted)
-    return embedder
+    yield from counted_store(request.param, tmp_path, local_embedder)
 
 
 def test_remember_many_embeds_every_conversation_in_one_model_call(store: MessageStore) -> None:

@@ -6,11 +6,7 @@ under a running plugin never let an offload drop messages."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +17,7 @@ from memrules import MemoryConfig, MemoryPlugin, Request, load_pipeline
 from memrules.seams import Embedder, milvus_store, qdrant_store
 from memrules.strategies import offload
 from tests.support.chat_server import ChatServer
+from tests.support.processes import module_json
 from tests.support.seams import FILE_BACKENDS, KEPT_BACKENDS, needs_local
 from tests.support.store_process import SAID, SCHEDULER, history
 from tests.support.strategies import COUNTER
@@ -59,18 +56,7 @@ def _config(backend: str, where: Path, embedder: str) -> Path:
 
 
 def _run(action: str, config: Path) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.store_process", action, str(config)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = module_json("tests.support.store_process", action, str(config))
     return out
 
 

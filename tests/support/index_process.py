@@ -1,16 +1,21 @@
 """One process of the saved-index tests: writes records to an embedded
 store, or searches it and says whether it loaded the saved index.
 
-    python -m tests.support.index_process write BACKEND PLACE START STOP [--kill] [--search-first]
-    python -m tests.support.index_process search BACKEND PLACE
+    python -m tests.support.index_process write BACKEND START STOP PLACE... [--kill|--search-first]
+    python -m tests.support.index_process search BACKEND PLACE...
     python -m tests.support.index_process forget BACKEND PLACE USER TENANT
 
 ``write`` stores ``records(240)[START:STOP]`` (of the exact-search tests)
-and closes the store (which saves its index), or with ``--kill`` is killed
-(SIGKILL) once the write is acknowledged; ``--search-first`` searches before
-writing, so the write goes to a loaded index. ``search`` prints one JSON
-line: ``loaded`` (the index came from the saved file) and the rankings of
-every query and scope of the exact-search tests, dense and lexical."""
+in the store at each PLACE and closes it (which saves its index), or with
+``--kill`` is killed (SIGKILL) once the last write is acknowledged;
+``--search-first`` searches before writing, so the write goes to a loaded
+index. ``search`` prints one JSON line, a list with one entry per PLACE:
+``loaded`` (the index came from the saved file) and the rankings of every
+query and scope of the exact-search tests, dense and lexical.
+
+Several places in one process are several stores of their own (each place
+its own files, its own saved index): a test with many independent stores
+pays for one interpreter start instead of one per store."""
 
 from __future__ import annotations
 
@@ -66,24 +71,32 @@ def rankings(store: MessageStore) -> dict[str, list[list[Any]]]:
 
 
 def main(argv: list[str]) -> None:
-    action, backend, place = argv[:3]
-    store = open_store(backend, place)
+    action, backend = argv[:2]
+    words = [a for a in argv[2:] if not a.startswith("--")]
     if action == "write":
-        start, stop = int(argv[3]), int(argv[4])
-        if "--search-first" in argv:
-            store.search("budget", k=3, scope=Scope(user="u1", tenant="t1"), mode="lexical")
-        store.add(records(240)[start:stop])
-        if "--kill" in argv:
-            sys.stdout.flush()
-            os.kill(os.getpid(), signal.SIGKILL)
-        store.close()
+        start, stop, places = int(words[0]), int(words[1]), words[2:]
+        for place in places:
+            store = open_store(backend, place)
+            if "--search-first" in argv:
+                store.search("budget", k=3, scope=Scope(user="u1", tenant="t1"), mode="lexical")
+            store.add(records(240)[start:stop])
+            if "--kill" in argv and place == places[-1]:
+                sys.stdout.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
+            store.close()
         print(json.dumps({"wrote": stop - start}))
     elif action == "search":
-        found = rankings(store)
-        print(json.dumps({"loaded": loaded(store), "rankings": found}))
-        store.close()
+        found = []
+        for place in words:
+            store = open_store(backend, place)
+            ranked = rankings(store)  # the first search loads (or builds) the index
+            found.append({"loaded": loaded(store), "rankings": ranked})
+            store.close()
+        print(json.dumps(found))
     elif action == "forget":
-        gone = store.delete_scope(Scope(user=argv[3], tenant=argv[4]))
+        place, user, tenant = words
+        store = open_store(backend, place)
+        gone = store.delete_scope(Scope(user=user, tenant=tenant))
         store.close()
         print(json.dumps({"forgotten": gone}))
 

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from memrules import ReplayMismatch, from_openai, load_pipeline, record_trace, r
 from memrules._core.messages import Conversation
 from memrules._trace.record import dump_line
 from tests.support.chat_server import ChatServer
+from tests.support.processes import memrules as run_memrules
 from tests.support.seams import FILE_BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,12 +79,7 @@ def summary(messages: list[dict[str, Any]]) -> str:
 
 
 def memrules(*args: str, seed: str = "0") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
-    env.pop("LIVE_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "memrules", *args],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=180,
-    )  # fmt: skip
+    return run_memrules(*args, seed=seed, unset=("LIVE_KEY",))
 
 
 @pytest.fixture(scope="module", params=FILE_BACKENDS)

@@ -36,6 +36,7 @@ from memrules._engine.contract import StrategyContext
 from memrules._trace.canonical import canonical_config, config_sha256, rebuild_config
 from memrules._trace.record import dump_line, read_trace
 from memrules.strategies import sliding_window
+from tests.support.processes import memrules as run_memrules
 from tests.support.seams import config_params, needs_memory_extras
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -518,11 +519,7 @@ def test_replay_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def _memrules(seed: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "memrules", *args],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
-    )  # fmt: skip
+    return run_memrules(*args, seed=seed)
 
 
 def test_traces_and_replays_are_the_same_bytes_under_any_hash_seed(tmp_path: Path) -> None:
