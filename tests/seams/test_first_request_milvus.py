@@ -41,7 +41,7 @@ def _stored(store: MessageStore, held: list[StoredMessage]) -> None:
 
 def test_the_saved_index_answers_before_the_engine_opens(tmp_path: Path) -> None:
     place = tmp_path / "store"
-    _run("write", "milvus", str(place), "0", "120")
+    _run("write", "milvus", "0", "120", str(place))
     assert _snapshot("milvus", place).is_file()
     store = open_store("milvus", str(place))
     try:
@@ -68,14 +68,14 @@ def test_a_write_made_after_the_saved_index_was_loaded_is_never_hidden(
     yet): the search sees the write, from the index that writer saved or
     from the engine."""
     place = tmp_path / "store"
-    _run("write", "milvus", str(place), "0", "100")
+    _run("write", "milvus", "0", "100", str(place))
     store = open_store("milvus", str(place))
     try:
         assert store.check() is True
         store.warm()
         assert loaded(store)
         assert not _engine_open(store)
-        _run("write", "milvus", str(place), "100", "160", *(() if saved else ("--kill",)))
+        _run("write", "milvus", "100", "160", str(place), *(() if saved else ("--kill",)))
         _stored(store, HELD[:160])
     finally:
         store.close()
@@ -86,14 +86,14 @@ def test_a_write_before_the_engine_held_the_file_drops_the_loaded_index(tmp_path
     is dropped when the engine takes the file (its fingerprint then is not
     the one the index was loaded under), and built from the engine."""
     place = tmp_path / "store"
-    _run("write", "milvus", str(place), "0", "100")
+    _run("write", "milvus", "0", "100", str(place))
     store = open_store("milvus", str(place))
     try:
         store.check()
         store.warm()
         assert loaded(store)
         assert not _engine_open(store)
-        _run("write", "milvus", str(place), "100", "160", "--kill")
+        _run("write", "milvus", "100", "160", str(place), "--kill")
         store.add(HELD[160:200])  # opens the engine: the loaded index is settled first
         assert _engine_open(store)
         assert not loaded(store)
@@ -136,7 +136,7 @@ def test_a_collection_made_again_before_the_engine_opened_is_refused(tmp_path: P
     from tests.seams.test_index_file import ROOT
 
     place = tmp_path / "store"
-    _run("write", "milvus", str(place), "0", "60")
+    _run("write", "milvus", "0", "60", str(place))
     store = open_store("milvus", str(place))
     try:
         assert store.check() is True
