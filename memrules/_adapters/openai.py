@@ -463,25 +463,10 @@ def write_back(
     an earlier result never reach it). ``keep`` gets this call's flat
     dicts: the request hook passes one conversation's last ``keep`` as its
     next ``written``."""
-    out: list[Any] = []
-    if written is not None or keep is not None:
-        return _write_back_kept(conversation, source, raws, hints, written or {}, keep)
-    position: dict[int, int] | None = None
-    known = min(len(source), len(raws))
-    for j, message in enumerate(conversation):
-        i = hints[j] if j < len(hints) else None
-        if i is None or not 0 <= i < known or source[i] is not message:
-            if position is None:
-                position = dict(zip(map(id, source[:known]), range(known), strict=True))
-            i = position.get(id(message))
-        if i is None:
-            _write_one(message, j, out)
-        else:
-            out.append(raws[i])
-    return out
+    return _write_back(conversation, source, raws, hints, {} if written is None else written, keep)
 
 
-def _write_back_kept(
+def _write_back(
     conversation: Sequence[Message],
     source: Sequence[Message],
     raws: Sequence[Any],
@@ -489,8 +474,9 @@ def _write_back_kept(
     written: Written,
     keep: Written | None,
 ) -> list[Any]:
-    """:func:`write_back` taking the flat dicts ``written`` has and putting
-    this call's in ``keep``."""
+    """:func:`write_back`: each message found in ``source`` (by its hint,
+    else by one look-up table of ``source``) is its raw message; the others
+    are ``written``'s copies or converted, and put in ``keep`` when given."""
     out: list[Any] = []
     position: dict[int, int] | None = None
     known = min(len(source), len(raws))
@@ -510,6 +496,8 @@ def _write_back_kept(
         else:
             start = len(out)
             _write_one(message, j, out)
+            if keep is None:
+                continue
             if len(out) != start + 1 or not set(map(type, out[start].values())) <= _FLAT:
                 continue
             made = dict(out[start])

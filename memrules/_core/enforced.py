@@ -58,6 +58,13 @@ class Tracks(Protocol):
     def links(self, conversation: Conversation) -> ToolLinks:
         """The tool links of ``conversation``."""
 
+    def noted(self, owner: object) -> object | None:
+        """What ``owner`` kept with :meth:`note` for this conversation, or None."""
+
+    def note(self, owner: object, value: object) -> None:
+        """Keep ``value`` for ``owner``: what a check worked out about the
+        conversation's last input, read back only by ``owner``."""
+
 
 @attrs.frozen(kw_only=True, slots=True)
 class Enforced:

@@ -238,7 +238,7 @@ def enforce(
     else:
         first_system, last_user = track.first_system, track.last_user
     if len(after) == len(before):
-        rewritten = _in_place(before, after, (first_system, last_user))
+        rewritten = _in_place(before, after, (first_system, last_user), measure)
         if rewritten is not None:
             return rewritten
     window = None if track is None else _window(before, after, track)
@@ -320,7 +320,10 @@ def enforce(
 
 
 def _in_place(
-    before: Conversation, after: Conversation, survivors: Sequence[int | None]
+    before: Conversation,
+    after: Conversation,
+    survivors: Sequence[int | None],
+    measure: Tracks | None = None,
 ) -> Enforced | None:
     """The result for ``after`` when it rewrote messages of ``before`` in
     place and nothing else: as many messages, every other one the very
@@ -349,12 +352,53 @@ def _in_place(
         m.parts for m in itertools.compress(now, map("assistant".__eq__, roles))
     ):
         return None
-    objects = set(map(id, before))
-    if len(objects) != len(before) or not objects.isdisjoint(map(id, now)):
-        return None  # a repeated or moved object: the general matching places it
+    with _IDS_LOCK:
+        objects = _distinct_ids(before, measure)
+        if objects is None or not objects.isdisjoint(map(id, now)):
+            return None  # a repeated or moved object: the general matching places it
     return Enforced(
         messages=after, replaced=_diagonal(changed), origin=_holed(len(before), changed)
     )
+
+
+@attrs.frozen(slots=True, eq=False)
+class _Ids:
+    """The ids of a conversation's messages, all distinct objects: the last
+    input :func:`_distinct_ids` was asked about in a measure."""
+
+    source: Conversation
+    ids: set[int]
+
+
+_IDS = object()
+"""The key :func:`_distinct_ids` keeps its note under in a measure."""
+
+_IDS_LOCK = threading.Lock()
+
+
+def _distinct_ids(before: Conversation, measure: Tracks | None) -> set[int] | None:
+    """The ids of ``before``'s messages when they are distinct objects, else
+    None. With ``measure`` (the conversation's), taken from the last input
+    it was asked about there: only the positions where ``before`` holds
+    another object, and the messages past that input's end, are looked at
+    (that input is kept, so no id it holds is reused). The caller holds
+    ``_IDS_LOCK``."""
+    noted = None if measure is None else measure.noted(_IDS)
+    if isinstance(noted, _Ids) and len(noted.source) <= len(before):
+        last, ids = noted.source, noted.ids
+        moved = list(itertools.compress(itertools.count(), map(operator.is_not, before, last)))
+        ids.difference_update(map(id, map(last.__getitem__, moved)))
+        ids.update(map(id, map(before.__getitem__, moved)))
+        ids.update(map(id, before[len(last) :]))
+    else:
+        ids = set(map(id, before))
+    if len(ids) != len(before):
+        if measure is not None:
+            measure.note(_IDS, None)
+        return None
+    if measure is not None:
+        measure.note(_IDS, _Ids(before, ids))
+    return ids
 
 
 def _holed(size: int, holes: Sequence[int]) -> tuple[int | None, ...]:

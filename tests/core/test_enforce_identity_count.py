@@ -1,0 +1,62 @@
+"""The in-place reading of :func:`enforce` looks up the ids of a warm
+request's input only where it holds other objects than the last input
+the conversation's measure saw there (counted, not timed)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import memrules._core.invariants as invariants
+from memrules import MemoryConfig, MemoryPlugin
+from memrules.strategies import clear_tool_results
+
+
+def _messages(rounds: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Find where the parser loses a token."},
+    ]
+    for r in range(rounds):
+        call = {
+            "id": f"call_{r}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{r}.py"})},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"call_{r}",
+                "content": "\n".join(f"{k:4d}  value_{r}_{k} = compute({k})" for k in range(20)),
+            }
+        )
+    return messages
+
+
+def test_warm_in_place_check_looks_up_the_new_messages_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = MemoryPlugin(
+        MemoryConfig(max_tokens=20_000, strategies=[clear_tool_results(keep_pairs=2)])
+    )
+    messages = _messages(400)
+    plugin.on_openai_request({"model": "gpt-4o", "messages": messages[:-4]}, conversation_id="c")
+    looked_up = 0
+
+    def counted(value: object) -> int:
+        nonlocal looked_up
+        looked_up += 1
+        return id(value)
+
+    monkeypatch.setattr(invariants, "id", counted, raising=False)
+    sent = plugin.on_openai_request({"model": "gpt-4o", "messages": messages}, conversation_id="c")
+    cleared = sum(
+        m.get("content") == "[memrules: tool result cleared to save context]"
+        for m in sent["messages"]
+    )
+    assert cleared == 398
+    # The replaced messages' ids, and the input's that it does not share
+    # with the last input: the two new messages and the two whose result
+    # was cleared since (a cold check looks up all 802 of the input's too).
+    assert looked_up <= cleared + 10
