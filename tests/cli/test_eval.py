@@ -168,6 +168,7 @@ def test_the_shipped_dataset_with_three_configs_prints_the_table(
     assert figures["max_tokens"] == 800
 
 
+@pytest.mark.slow
 @needs_memory_extras
 def test_jobs_change_nothing_but_timings_and_the_trace_replays(tmp_path: Path) -> None:
     subset = tmp_path / "subset.jsonl"

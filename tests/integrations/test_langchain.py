@@ -343,7 +343,9 @@ def _from(messages: list[Any]) -> Conversation:
     return from_langchain(messages)
 
 
-@pytest.mark.parametrize("mode", ["llm_input_messages", "remove_messages"])
+@pytest.mark.parametrize(
+    "mode", [pytest.param("llm_input_messages", marks=pytest.mark.slow), "remove_messages"]
+)
 def test_a_200_step_langgraph_agent_keeps_every_tool_pair(mode: str) -> None:
     from langgraph.prebuilt import create_react_agent
 

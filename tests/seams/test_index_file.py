@@ -24,7 +24,7 @@ from memrules.seams._index_file import snapshot_path
 from tests.seams.test_store_exact import QUERIES, bm25, in_scope, records, same_ranking, scopes
 from tests.support.index_process import vector
 from tests.support.processes import module_json
-from tests.support.seams import FILE_BACKENDS
+from tests.support.seams import FILE_BACKENDS, slow_but
 
 ROOT = Path(__file__).resolve().parents[2]
 HELD = records(240)
@@ -70,7 +70,7 @@ def _exact(found: dict[str, Any], held: list[StoredMessage]) -> None:
                 same_ranking(got, want)
 
 
-@pytest.mark.parametrize("backend", FILE_BACKENDS)
+@pytest.mark.parametrize("backend", slow_but("milvus", FILE_BACKENDS))
 def test_the_next_process_loads_the_saved_index_and_finds_the_same(
     backend: str, tmp_path: Path
 ) -> None:
@@ -91,7 +91,7 @@ def test_the_next_process_loads_the_saved_index_and_finds_the_same(
     assert _search(backend, place)["loaded"] is True
 
 
-@pytest.mark.parametrize("backend", FILE_BACKENDS)
+@pytest.mark.parametrize("backend", slow_but("milvus", FILE_BACKENDS))
 def test_a_write_the_saved_index_misses_is_never_hidden(backend: str, tmp_path: Path) -> None:
     """A writer killed before it saved, and a writer that wrote before
     searching: the engine changed after the save, so the next process

@@ -7,6 +7,7 @@ import importlib.util
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,6 +94,16 @@ BACKENDS = [
 
 FILE_BACKENDS = _backends("milvus", "qdrant-disk")
 """The backends that keep what they hold in a file or directory."""
+
+
+def slow_but(first: str, params: list[Any]) -> list[Any]:
+    """``params`` with every backend but ``first`` marked ``slow``: a test
+    that costs tens of seconds a backend runs on ``first`` (the default
+    store) by default, and on the others with ``-m slow``."""
+    return [
+        p if p.values[0] == first else pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow))
+        for p in params
+    ]
 CLIENT_BACKENDS = _backends("milvus", "qdrant", "valkey")
 """One of each client (Qdrant in memory and on disk share their code)."""
 KEPT_BACKENDS = _backends("milvus", "qdrant-disk", "valkey")

@@ -585,6 +585,7 @@ ROUTE_HEADER = (
 )
 
 
+@pytest.mark.slow
 @needs_memory_extras
 def test_trace_headers_with_seam_sections_are_the_same_bytes_under_any_hash_seed(
     tmp_path: Path,
