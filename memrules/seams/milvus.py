@@ -513,9 +513,13 @@ class _Milvus:
         """Which of ``ids`` the collection holds. On a Milvus Lite file whose
         local index is built, the index answers (no query): it follows
         every write and delete this process makes, and no other process
-        writes the file while this one holds it."""
+        writes the file while this one holds it. An index loaded before the
+        engine held the file is settled against the files first (another
+        process may have written or deleted since: then it is dropped, and
+        the engine answers)."""
         shared = self._share()
         if shared is not None:
+            self._open()
             with shared.lock:
                 if shared.index is not None:
                     return {i for i in ids if i in shared.rows}

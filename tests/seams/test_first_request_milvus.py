@@ -155,3 +155,32 @@ def test_a_collection_made_again_before_the_engine_opened_is_refused(tmp_path: P
             store.search("budget", k=5, scope=Scope(user="u1", tenant="t1"), mode="dense")
     finally:
         store.close()
+
+
+def test_a_record_another_process_forgot_before_the_engine_opened_is_written_again(
+    tmp_path: Path,
+) -> None:
+    """The saved index was loaded before the engine opened the file; another
+    process then forgets a scope; this process stores the same records
+    again: they are written (the index that still held them is settled
+    against the files before it says which records are new), and the
+    engine holds every one of them."""
+    place = tmp_path / "store"
+    _run("write", "milvus", "0", "100", str(place))
+    store = open_store("milvus", str(place))
+    try:
+        assert store.check() is True
+        store.warm()
+        assert loaded(store)
+        assert not _engine_open(store)
+        _run("forget", "milvus", str(place), "u1", "t1")
+        forgotten = [r for r in HELD[:100] if (r.scope.user, r.scope.tenant) == ("u1", "t1")]
+        assert forgotten
+        store.add(HELD[:100])
+        backend: Any = store._backend  # type: ignore[attr-defined]
+        rows = backend._ready("kept").query(
+            "kept", filter='user == "u1" and tenant == "t1"', output_fields=["id"]
+        )
+        assert {row["id"] for row in rows} == {r.id for r in forgotten}
+    finally:
+        store.close()
