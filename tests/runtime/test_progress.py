@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from memrules._cli import compact, streams
 from memrules._cli import main as _cli
 from memrules._runtime.progress import Progress, ProgressObserver, is_terminal
 
@@ -141,8 +142,8 @@ def test_compact_on_a_real_terminal_shows_progress_and_clean_output(
     history = _large(tmp_path / "h.json")
     monkeypatch.setattr(sys, "stderr", terminal)
     monkeypatch.setattr(
-        _cli,
-        "_progress",
+        compact,
+        "progress_line",
         lambda args: Progress(None if args.no_progress else sys.stderr, delay=0, interval=0.001),
     )
     assert terminal.isatty()
@@ -176,9 +177,9 @@ def test_compact_into_a_pipe_shows_no_progress(tmp_path: Path) -> None:
 def test_no_progress_turns_it_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     args = _cli._parser().parse_args(["compact", "--no-progress", "--config", "c", "x"])
     monkeypatch.setattr(sys, "stderr", FakeTerminal())
-    assert not _cli._progress(args).enabled
+    assert not streams.progress_line(args).enabled
     args = _cli._parser().parse_args(["compact", "--config", "c", "x"])
-    assert _cli._progress(args).enabled
+    assert streams.progress_line(args).enabled
 
 
 def test_bench_reports_each_section(monkeypatch: pytest.MonkeyPatch) -> None:
