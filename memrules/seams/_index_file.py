@@ -14,7 +14,14 @@ saved index only when it is the same, so a snapshot is never trusted for an
 engine that changed after it was saved: a write by another
 process, a writer killed before it saved, a collection dropped and made
 again, or a directory copied elsewhere (its inodes differ) all change the
-fingerprint, and the index is built from the engine as before. A file that
+fingerprint, and the index is built from the engine as before. A file's
+size and modification time alone miss a write that rewrites it in place
+at the same size within one tick of the file system's clock, so the
+fingerprint also holds the collection's **write counter**
+(``memrules-index/<collection>.writes``): a random value a store gives it
+(:func:`count_write`), under the engine's lock, before each write it
+makes, so every write through memrules changes the fingerprint whatever
+the files' times say. A file that
 is torn, corrupt (its checksum is kept), of another format version, engine,
 collection or dimension is ignored the same way: loading never fails a
 search, it only saves the build.
@@ -26,19 +33,33 @@ body and where each array is in it), then the body (the arrays' bytes).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import threading
 import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from memrules._core.errors import StoreError
 from memrules._io.files import AtomicFile
 from memrules.seams._local_index import Frozen, LocalIndex
 
-__all__ = ["FORMAT", "MAGIC", "fingerprint", "header", "load", "save", "snapshot_path"]
+__all__ = [
+    "FORMAT",
+    "MAGIC",
+    "count_write",
+    "counted",
+    "fingerprint",
+    "header",
+    "load",
+    "save",
+    "snapshot_path",
+    "writes_path",
+]
 
 log = logging.getLogger("memrules.seams")
 
@@ -61,15 +82,71 @@ def snapshot_path(root: str, collection: str) -> str:
     return os.path.join(root, "memrules-index", f"{collection}.index")
 
 
-def fingerprint(directory: str) -> list[list[Any]] | None:
+def writes_path(root: str, collection: str) -> str:
+    """Where the write counter of ``collection`` of the store in directory
+    ``root`` is kept."""
+    return os.path.join(root, "memrules-index", f"{collection}.writes")
+
+
+_COUNTER = "memrules write counter"  # the counter's entry in a fingerprint
+
+
+def count_write(root: str, collection: str) -> str:
+    """Give the write counter of ``collection`` (in the store directory
+    ``root``) a new random value, and return it. A store calls this while
+    its engine holds the files and **before** it writes, so a fingerprint
+    taken after the write began differs from every one taken before, even
+    when the write leaves each file's size and time as they were. The value
+    is replaced atomically (a new file renamed over the old one) but not
+    synced: the engine's own files carry the write across a crash. Raises
+    :class:`StoreError` when it cannot be written (the write is not made:
+    a saved index could otherwise hide it)."""
+    target = writes_path(root, collection)
+    value = os.urandom(16).hex()
+    temporary = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(temporary, "w", encoding="ascii") as file:
+            file.write(value)
+        os.replace(temporary, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        msg = f"could not count a write of collection {collection!r} in {target}: {exc}"
+        raise StoreError(msg) from exc
+    return value
+
+
+def counted(mark: list[list[Any]] | None) -> str | None:
+    """The write counter's value in the fingerprint ``mark`` (None when it
+    has none: no write was counted yet, or no counter was read)."""
+    if mark and mark[0] and mark[0][0] == _COUNTER:
+        return str(mark[0][1])
+    return None
+
+
+def fingerprint(directory: str, *, writes: str | None = None) -> list[list[Any]] | None:
     """Every file under ``directory`` as ``[relative path, size, mtime in
     ns, inode]``, in path order (``[]`` when it does not exist), but for
     SQLite's shared memory, an empty SQLite log and the folders of indexes
     an engine derives from its data files; None when it cannot be read
-    whole (a file vanished while it was walked)."""
+    whole (a file vanished while it was walked). With ``writes`` (the path
+    of the collection's write counter, :func:`writes_path`), the counter's
+    value comes first, as ``["memrules write counter", value]``, when it
+    has one; it is read before the files are walked (a write counted after
+    that changes the next fingerprint, whichever files it reached). Without
+    the directory there is no fingerprint to trust, counter or not: ``[]``."""
+    found: list[list[Any]] = []
+    if writes is not None:
+        try:
+            with open(writes, encoding="ascii") as file:
+                found.append([_COUNTER, file.read()])
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError):
+            return None
     if not os.path.isdir(directory):
         return []
-    found: list[list[Any]] = []
     for where, folders, names in os.walk(directory):
         folders[:] = sorted(f for f in folders if f not in _DERIVED_FOLDERS)
         for name in sorted(names):

@@ -198,7 +198,7 @@ class _Indexes:
             root = os.path.join(uri, "collections")
             names = sorted(os.listdir(root)) if os.path.isdir(root) else []
             for name in names:
-                self._marks[(uri, name)] = _index_file.fingerprint(os.path.join(root, name))
+                self._marks[(uri, name)] = _fingerprint(uri, name)
 
     def opened(self, uri: str) -> bool:
         """Whether this process's engine has opened ``uri`` (and holds its lock)."""
@@ -257,6 +257,15 @@ class _Indexes:
 
 
 _LOCAL = _Indexes()
+
+
+def _fingerprint(uri: str, collection: str) -> list[list[Any]] | None:
+    """The fingerprint of ``collection``'s files in the Milvus Lite file
+    ``uri`` and of its write counter (see :mod:`memrules.seams._index_file`)."""
+    return _index_file.fingerprint(
+        os.path.join(uri, "collections", collection),
+        writes=_index_file.writes_path(uri, collection),
+    )
 
 
 def is_server(uri: str) -> bool:
@@ -331,9 +340,6 @@ class _Milvus:
         opened yet: the saved index may answer until it does."""
         return self._files is not None and self._client is None and not _LOCAL.opened(self.uri)
 
-    def _collection_files(self) -> str:
-        return os.path.join(self.uri, "collections", self.collection)
-
     def _saved_header(self) -> dict[str, Any] | None:
         """The saved index's header, when the collection's files are as
         they were when it was saved (taken now) and it names the
@@ -347,7 +353,7 @@ class _Milvus:
             return None
         if "identity" not in found["about"] or not found.get("mark"):
             return None
-        if found["mark"] != _index_file.fingerprint(self._collection_files()):
+        if found["mark"] != _fingerprint(self.uri, self.collection):
             return None
         return found
 
@@ -367,7 +373,7 @@ class _Milvus:
             found["about"]["identity"], sort_keys=True
         ):
             return False  # saved for a collection other than the one checked: ask the engine
-        now = _index_file.fingerprint(self._collection_files())
+        now = _fingerprint(self.uri, self.collection)
         if not now:
             return False
         loaded = _index_file.load(
@@ -410,7 +416,7 @@ class _Milvus:
         if _LOCAL.opened(self.uri):
             self._open()  # settle it against the fingerprint taken under the lock
             return
-        if _index_file.fingerprint(self._collection_files()) != shared.unlocked:
+        if _fingerprint(self.uri, self.collection) != shared.unlocked:
             shared.drop()
 
     def _ready(self, collection: str) -> Any:
@@ -466,6 +472,7 @@ class _Milvus:
         from pymilvus import DataType, Function, FunctionType
 
         client = self._open()
+        self._count_write(self.collection)
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True)
@@ -596,6 +603,7 @@ class _Milvus:
             return
         self._open()  # an index loaded before the engine opened is settled first
         with shared.lock:
+            self._count_write(self.collection)
             if shared.index is None:
                 shared.mark = None  # the saved index would miss this write
             shared.saved = False
@@ -689,12 +697,19 @@ class _Milvus:
         shared.rows = dict(zip(index.live_ids(), extra, strict=True))
         return True
 
+    def _count_write(self, collection: str) -> None:
+        """Before a write to ``collection`` of a Milvus Lite file (the
+        engine holds it): give its write counter a new value, so no saved
+        index or fingerprint taken before the write matches after it."""
+        if self._files is not None:
+            _index_file.count_write(self.uri, collection)
+
     def _save(self, shared: _Shared) -> None:
         """Save ``shared``'s index beside the engine's files, with their
         fingerprint now (the last store of the collection closed)."""
         if shared.index is None or shared.saved or not os.path.isdir(self.uri):
             return
-        mark = _index_file.fingerprint(os.path.join(self.uri, "collections", self.collection))
+        mark = _fingerprint(self.uri, self.collection)
         if not mark:
             return
         ids = shared.index.live_ids()
@@ -827,6 +842,7 @@ class _Milvus:
         if ids:
             if collection != self.collection:
                 try:
+                    self._count_write(collection)
                     self._ready(collection).delete(collection, filter=_filter(scope))
                 finally:  # another store of this file may search that collection
                     _LOCAL.drop((self.uri, collection))

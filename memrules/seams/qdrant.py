@@ -79,6 +79,9 @@ class _Qdrant:
         self._mark: list[list[Any]] | None = None
         self._saved = False
         self._tuned = False
+        # On disk: the collection's write counter as this process last knew it
+        # under local mode's lock (what a fingerprint at close must still hold).
+        self._counter: str | None = None
 
     def _open(self) -> Any:
         if self._client is None:
@@ -96,7 +99,8 @@ class _Qdrant:
                 else:
                     self._client = QdrantClient(path=self.path)
                     # Taken once local mode holds the directory's lock.
-                    self._mark = _index_file.fingerprint(self._directory())
+                    self._mark = self._fingerprint()
+                    self._counter = _index_file.counted(self._mark)
             if self._files is not None:
                 self._files.watch(self._files.root, self._storage())
         return self._client
@@ -108,6 +112,23 @@ class _Qdrant:
     def _storage(self) -> str:
         """Where local mode keeps this collection's points."""
         return os.path.join(self._directory(), "storage.sqlite")
+
+    def _fingerprint(self) -> list[list[Any]] | None:
+        """The fingerprint of this collection's files and write counter."""
+        assert self._files is not None
+        return _index_file.fingerprint(
+            self._directory(), writes=_index_file.writes_path(self._files.root, self.collection)
+        )
+
+    def _count_write(self, collection: str | None = None) -> None:
+        """Before a write to ``collection`` (this store's by default), on
+        disk: give its write counter a new value, while local mode holds the
+        directory, so no saved index taken before the write matches after."""
+        if self._files is None:
+            return
+        value = _index_file.count_write(self._files.root, collection or self.collection)
+        if collection in (None, self.collection):
+            self._counter = value
 
     def identity(self) -> dict[str, Any] | None:
         client = self._open()
@@ -135,6 +156,7 @@ class _Qdrant:
         from qdrant_client import models
 
         client = self._open()
+        self._count_write()
         client.create_collection(
             self.collection,
             vectors_config={
@@ -227,6 +249,8 @@ class _Qdrant:
         index (the engine may hold part of the write), so the next search
         builds it again from what the engine holds. A write the index does
         not follow (it is not built yet) makes the saved index stale."""
+        self._open()
+        self._count_write()
         if self._index is None:
             self._mark = None
         self._saved = False
@@ -410,6 +434,7 @@ class _Qdrant:
             if collection == self.collection:
                 self._index = None  # built again, without them, by the next search
                 self._mark, self._saved = None, False
+            self._count_write(collection)
             client.delete(
                 collection, points_selector=models.FilterSelector(filter=selected), wait=True
             )
@@ -421,17 +446,25 @@ class _Qdrant:
 
     def close(self) -> None:
         if self._client is not None:
+            mark = None
+            if self._files is not None and self._index is not None and not self._saved:
+                # The files as local mode leaves them, taken while it still
+                # holds the directory: once it lets go, another process may
+                # write before a fingerprint taken then, which would hold
+                # that write the index lacks.
+                if _close_storage(self._client):
+                    mark = self._fingerprint()
+                if mark and _index_file.counted(mark) != self._counter:
+                    mark = None  # a write this process did not count: not saved
             self._client.close()
             self._client = None
-            if self._files is not None and self._index is not None and not self._saved:
-                # The files as local mode left them, then the index that matches them.
-                mark = _index_file.fingerprint(self._directory())
-                if mark:
-                    target = _index_file.snapshot_path(self._files.root, self.collection)
-                    _index_file.save(target, self._index, of=self._of(), mark=mark)
+            if mark and self._index is not None and self._files is not None:
+                target = _index_file.snapshot_path(self._files.root, self.collection)
+                _index_file.save(target, self._index, of=self._of(), mark=mark)
         self._index = None
         self._mark, self._saved = None, False
         self._tuned = False
+        self._counter = None
 
 
 def _commit_to_the_log(client: Any, collection: str) -> None:
@@ -453,6 +486,24 @@ def _commit_to_the_log(client: Any, collection: str) -> None:
         connection.execute("PRAGMA synchronous=NORMAL")
     except Exception:  # another qdrant-client layout: keep its own settings
         return
+
+
+def _close_storage(client: Any) -> bool:
+    """Close the SQLite files of every collection local mode holds,
+    leaving its directory lock held (:meth:`QdrantClient.close` closes
+    them, then lets go of the lock); whether it could. On the last close
+    SQLite folds its write-ahead log into the file and removes the log, so
+    the files are as the next process finds them. Local mode's collections
+    are qdrant-client's own (``QdrantClient._client.collections``, not a
+    public API): when they are not where this looks, nothing is closed and
+    no index is saved (the next process builds it)."""
+    try:
+        collections = list(client._client.collections.values())
+        for collection in collections:
+            collection.close()
+    except Exception:  # another qdrant-client layout: the next process builds the index
+        return False
+    return True
 
 
 class _Deferred:
