@@ -40,9 +40,10 @@ def test_a_write_made_while_another_process_closes_is_never_hidden(tmp_path: Pat
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
-        assert closing.stdout is not None and closing.stdin is not None
-        said = closing.stdout.readline()
-        assert said.strip() == "released", closing.stderr.read() if closing.stderr else said
+        assert closing.stdout is not None
+        assert closing.stdin is not None
+        said = closing.stdout.readline()  # the process stopped after the release
+        assert said.strip() == "released", said
         # The lock is free and the closing process has not saved its index yet.
         _run("write", "qdrant", "140", "180", str(place))
         closing.stdin.write("go\n")
