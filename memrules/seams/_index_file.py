@@ -286,11 +286,7 @@ def _parse(
     size = int.from_bytes(data[len(MAGIC) : start], "little")
     header = json.loads(data[start : start + size])
     body = memoryview(data)[start + size :]
-    if (
-        header["format"] != FORMAT
-        or header["of"] != of
-        or header["dimension"] != dimension
-    ):
+    if header["format"] != FORMAT or header["of"] != of or header["dimension"] != dimension:
         msg = "saved for another format, engine, collection or dimension"
         raise ValueError(msg)
     if header["mark"] != mark:
