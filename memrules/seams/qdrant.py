@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
+import logging
 import os
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memrules._core.checks import check_api_key_env
-from memrules._core.errors import ConfigError, StoreError
+from memrules._core.errors import CollectionError, ConfigError, StoreError
 from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
@@ -49,6 +52,8 @@ MEMORY = ":memory:"
 """The ``path`` that keeps a local-mode store in memory only."""
 
 _IDENTITY = "memrules_embedder"
+
+log = logging.getLogger("memrules.seams")
 
 
 def _point_id(record_id: str) -> str:
@@ -82,28 +87,152 @@ class _Qdrant:
         # On disk: the collection's write counter as this process last knew it
         # under local mode's lock (what a fingerprint at close must still hold).
         self._counter: str | None = None
+        # Before local mode opens (on disk): the saved index may answer
+        # searches. ``_unlocked`` is the fingerprint it was loaded under
+        # (checked before each search, and once local mode holds the
+        # directory), ``_rows`` each live record's payload as saved (JSON
+        # bytes, decoded when a hit needs it), ``_unconfirmed`` the identity
+        # the saved index answered the start-up check with, until local mode
+        # confirms the collection is that one.
+        self._unlocked: list[list[Any]] | None = None
+        self._rows: dict[str, bytes | dict[str, Any]] | None = None
+        self._unconfirmed: dict[str, Any] | None = None
+        self._identity: dict[str, Any] | None = None
+        self._opening = threading.Lock()  # held while local mode opens
+        self._state = threading.RLock()  # the index against the background opening
+        self._opener: threading.Thread | None = None
 
     def _open(self) -> Any:
-        if self._client is None:
-            import warnings
+        with self._opening:
+            if self._client is None:
+                import warnings
 
-            from qdrant_client import QdrantClient
+                from qdrant_client import QdrantClient
 
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # local mode warns about payload indexes
-                if self.url is not None:
-                    key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-                    self._client = QdrantClient(url=self.url, api_key=key or None)
-                elif self.path == MEMORY:
-                    self._client = QdrantClient(location=MEMORY)
-                else:
-                    self._client = QdrantClient(path=self.path)
-                    # Taken once local mode holds the directory's lock.
-                    self._mark = self._fingerprint()
-                    self._counter = _index_file.counted(self._mark)
-            if self._files is not None:
-                self._files.watch(self._files.root, self._storage())
-        return self._client
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # local mode warns about payload indexes
+                    if self.url is not None:
+                        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+                        client = QdrantClient(url=self.url, api_key=key or None)
+                    elif self.path == MEMORY:
+                        client = QdrantClient(location=MEMORY)
+                    else:
+                        client = QdrantClient(path=self.path)
+                        # Taken once local mode holds the directory's lock.
+                        self._settle(self._fingerprint())
+                if self._files is not None:
+                    self._files.watch(self._files.root, self._storage())
+                self._client = client
+            client = self._client
+        if self._unconfirmed is not None:
+            self._confirm(client, self._unconfirmed)
+        return client
+
+    def _settle(self, mark: list[list[Any]] | None) -> None:
+        """Take ``mark``, the fingerprint local mode found the files with
+        once it held the directory: an index loaded from the saved file
+        before then stays only when the files are still as it was loaded
+        under (no other process wrote in between); the hits are read from
+        local mode from now on."""
+        with self._state:
+            self._mark = mark
+            self._counter = _index_file.counted(mark)
+            if self._unlocked is not None and mark != self._unlocked:
+                self._index, self._saved = None, False
+            self._unlocked, self._rows = None, None
+
+    def _confirm(self, client: Any, identity: dict[str, Any]) -> None:
+        """Check that the collection local mode holds is the one the saved
+        index was checked as at start-up (another process may have dropped
+        and made it again, for another embedder, before local mode opened):
+        a :class:`CollectionError` on every call until it is."""
+        stored = None
+        if client.collection_exists(self.collection):
+            stored = (client.get_collection(self.collection).config.metadata or {}).get(_IDENTITY)
+        if json.dumps(stored, sort_keys=True) != json.dumps(identity, sort_keys=True):
+            msg = (
+                f"collection {self.collection!r} at {self.path} was dropped or made again "
+                f"(for embedder {json.dumps(stored, sort_keys=True)}) after this store was "
+                f"checked for {json.dumps(identity, sort_keys=True)}; open the store again"
+            )
+            raise CollectionError(msg)
+        self._unconfirmed = None
+
+    # --- before local mode opens (on disk) ------------------------------------------------
+
+    def _unopened(self) -> bool:
+        """Whether this is local mode on disk, not opened yet: the saved
+        index may answer until it is."""
+        return self._files is not None and self._client is None
+
+    def _saved_header(self) -> dict[str, Any] | None:
+        """The saved index's header, when local mode has not opened, the
+        collection's files (and write counter) are as they were when it was
+        saved (taken now), and it names the collection's embedder identity
+        and holds each record's payload; else None (ask local mode)."""
+        if not self._unopened():
+            return None
+        assert self._files is not None
+        found = _index_file.header(
+            _index_file.snapshot_path(self._files.root, self.collection), of=self._of()
+        )
+        if found is None or not isinstance(found.get("about"), dict):
+            return None
+        if "identity" not in found["about"] or not found.get("mark"):
+            return None
+        if not any(a[0] == "extra" for a in found.get("arrays", ())):
+            return None
+        if found["mark"] != self._fingerprint():
+            return None
+        return found
+
+    def _load_unopened(self) -> bool:
+        """Load the saved index, with each record's payload, before local
+        mode opens the directory, when the files are as they were when it
+        was saved and it is of the collection checked at start-up; whether
+        it did."""
+        found = self._saved_header()
+        if found is None or self._unconfirmed is None:
+            return False
+        if json.dumps(self._unconfirmed, sort_keys=True) != json.dumps(
+            found["about"]["identity"], sort_keys=True
+        ):
+            return False  # saved for a collection other than the one checked
+        assert self._files is not None
+        now = self._fingerprint()
+        if not now:
+            return False
+        loaded = _index_file.load(
+            _index_file.snapshot_path(self._files.root, self.collection),
+            of=self._of(),
+            mark=now,
+            dimension=int(found["dimension"]),
+        )
+        if loaded is None or loaded[1] is None:
+            return False
+        index, extra = loaded[0], loaded[1]
+        self._index, self._saved, self._unlocked = index, True, now
+        self._rows = dict(zip(index.live_ids(), extra, strict=True))
+        return True
+
+    def _open_in_background(self) -> None:
+        """Open local mode in a thread of its own, once the saved index
+        answered a search (not sooner: importing ``qdrant_client`` holds the
+        interpreter's lock, and would slow the first request); a failure is
+        logged here and raised by the next call that needs local mode."""
+        if self._opener is not None:
+            return
+
+        def opening() -> None:
+            try:
+                self._open()
+            except Exception as exc:
+                log.info(
+                    "Qdrant local mode at %s did not open in the background: %s", self.path, exc
+                )
+
+        self._opener = threading.Thread(target=opening, name="memrules-qdrant-open", daemon=True)
+        self._opener.start()
 
     def _directory(self) -> str:
         """Where local mode keeps this collection's files."""
@@ -131,6 +260,11 @@ class _Qdrant:
             self._counter = value
 
     def identity(self) -> dict[str, Any] | None:
+        saved = self._saved_header()
+        if saved is not None:  # the files are as they were when it was saved
+            known: dict[str, Any] = saved["about"]["identity"]
+            self._unconfirmed = self._identity = known
+            return known
         client = self._open()
         if not client.collection_exists(self.collection):
             return None
@@ -142,9 +276,13 @@ class _Qdrant:
                 f"{_IDENTITY!r}); name another collection"
             )
             raise StoreError(msg)
+        self._identity = identity
         return identity
 
     def dimension(self) -> int | None:
+        saved = self._saved_header()
+        if saved is not None:
+            return int(saved["dimension"])
         client = self._open()
         if not client.collection_exists(self.collection):
             return None
@@ -167,6 +305,7 @@ class _Qdrant:
             },
             metadata={_IDENTITY: identity},
         )
+        self._identity = identity
         if self.url is not None:  # local mode has no payload indexes
             for field in ("conversation_id", "user", "tenant"):
                 client.create_payload_index(
@@ -269,51 +408,79 @@ class _Qdrant:
         first time), or None for a server."""
         if self.url is not None:
             return None
-        if self._index is None:
-            client = self._open()
-            dimension = self.dimension()
-            if self._mark is not None and self._files is not None:
-                loaded = _index_file.load(
-                    _index_file.snapshot_path(self._files.root, self.collection),
-                    of=self._of(),
-                    mark=self._mark,
-                    dimension=dimension or 0,
-                )
-                if loaded is not None:
-                    self._index, self._saved = loaded[0], True
-                    return self._index
-            index = LocalIndex(dimension or 0)
-            offset: Any = None
-            while True:
-                points, offset = client.scroll(
-                    self.collection,
-                    limit=1024,
-                    offset=offset,
-                    with_payload=["user", "tenant", "conversation_id"],
-                    with_vectors=True,
-                )
-                index.upsert(
+        with self._state:
+            unlocked = self._unlocked
+            if unlocked is not None and self._client is None and self._fingerprint() != unlocked:
+                # another process wrote since the saved index was loaded
+                self._index, self._saved = None, False
+                self._unlocked, self._rows = None, None
+            if self._index is not None or self._load_unopened():
+                return self._index
+        client = self._open()
+        with self._state:
+            return self._index if self._index is not None else self._built(client)
+
+    def _built(self, client: Any) -> LocalIndex:
+        """The local index loaded from the saved file (while the files are
+        as local mode found them) or built from local mode's points."""
+        dimension = self.dimension()
+        if self._mark is not None and self._files is not None:
+            loaded = _index_file.load(
+                _index_file.snapshot_path(self._files.root, self.collection),
+                of=self._of(),
+                mark=self._mark,
+                dimension=dimension or 0,
+            )
+            if loaded is not None:
+                self._index, self._saved = loaded[0], True
+                return self._index
+        index = LocalIndex(dimension or 0)
+        offset: Any = None
+        while True:
+            points, offset = client.scroll(
+                self.collection,
+                limit=1024,
+                offset=offset,
+                with_payload=["user", "tenant", "conversation_id"],
+                with_vectors=True,
+            )
+            index.upsert(
+                (
+                    _record_id(point.id),
                     (
-                        _record_id(point.id),
-                        (
-                            (point.payload or {}).get("user", ""),
-                            (point.payload or {}).get("tenant", ""),
-                            (point.payload or {}).get("conversation_id", ""),
-                        ),
-                        point.vector["dense"],
-                        (point.vector["lexical"].indices, point.vector["lexical"].values)
-                        if "lexical" in point.vector
-                        else ([], []),
-                    )
-                    for point in points
+                        (point.payload or {}).get("user", ""),
+                        (point.payload or {}).get("tenant", ""),
+                        (point.payload or {}).get("conversation_id", ""),
+                    ),
+                    point.vector["dense"],
+                    (point.vector["lexical"].indices, point.vector["lexical"].values)
+                    if "lexical" in point.vector
+                    else ([], []),
                 )
-                if offset is None:
-                    break
-            self._index = index
-        return self._index
+                for point in points
+            )
+            if offset is None:
+                break
+        self._index = index
+        return index
 
     def _fetch(self, found: list[tuple[str, float]]) -> list[RecallHit]:
-        """The records the local index found, read back from the engine, in order."""
+        """The records the local index found, in order: from the payloads
+        saved with the index while local mode has not opened (which it then
+        does, in the background), else read back from local mode."""
+        with self._state:
+            rows = self._rows
+            if rows is not None:
+                hits = []
+                for record_id, score in found:
+                    row = rows.get(record_id)
+                    if isinstance(row, bytes):
+                        row = rows[record_id] = json.loads(row)
+                    if row is not None:
+                        hits.append(_hit_of(row, record_id, score))
+        if rows is not None:
+            self._open_in_background()
+            return hits
         if not found:
             return []
         points = self._open().retrieve(
@@ -445,9 +612,14 @@ class _Qdrant:
         return {"engine": self.engine, "collection": self.collection}
 
     def close(self) -> None:
+        opener, self._opener = self._opener, None
+        if opener is not None:
+            opener.join()  # local mode opening in the background is closed with the rest
         if self._client is not None:
             mark = None
+            extra = None
             if self._files is not None and self._index is not None and not self._saved:
+                extra = _payloads(self._client, self.collection, self._index.live_ids())
                 # The files as local mode leaves them, taken while it still
                 # holds the directory: once it lets go, another process may
                 # write before a fingerprint taken then, which would hold
@@ -460,11 +632,15 @@ class _Qdrant:
             self._client = None
             if mark and self._index is not None and self._files is not None:
                 target = _index_file.snapshot_path(self._files.root, self.collection)
-                _index_file.save(target, self._index, of=self._of(), mark=mark)
+                about = {"identity": self._identity} if self._identity is not None else None
+                _index_file.save(
+                    target, self._index, of=self._of(), mark=mark, extra=extra, about=about
+                )
         self._index = None
         self._mark, self._saved = None, False
         self._tuned = False
         self._counter = None
+        self._unlocked, self._rows, self._unconfirmed = None, None, None
 
 
 def _commit_to_the_log(client: Any, collection: str) -> None:
@@ -486,6 +662,33 @@ def _commit_to_the_log(client: Any, collection: str) -> None:
         connection.execute("PRAGMA synchronous=NORMAL")
     except Exception:  # another qdrant-client layout: keep its own settings
         return
+
+
+def _payloads(client: Any, collection: str, ids: list[str]) -> list[bytes] | None:
+    """The payload of each of ``ids`` (the local index's live rows, in row
+    order) as JSON bytes, read from local mode: saved with the index, so
+    the next process answers its first searches before local mode opens;
+    None when local mode does not hold exactly those records."""
+    try:
+        found: dict[str, bytes] = {}
+        offset: Any = None
+        while True:
+            points, offset = client.scroll(
+                collection, limit=1024, offset=offset, with_payload=True, with_vectors=False
+            )
+            for point in points:
+                found[_record_id(point.id)] = json.dumps(point.payload or {}).encode("utf-8")
+            if offset is None:
+                break
+    except Exception as exc:  # saving the payloads only spares the next process a wait
+        log.info("the payloads of %r were not saved with its index: %s", collection, exc)
+        return None
+    if len(found) != len(ids):
+        return None
+    try:
+        return [found[i] for i in ids]
+    except KeyError:
+        return None
 
 
 def _close_storage(client: Any) -> bool:
@@ -559,7 +762,10 @@ def _parts(scope: Scope) -> dict[str, Any]:
 
 
 def _hit(point: Any, score: float) -> RecallHit:
-    p = point.payload or {}
+    return _hit_of(point.payload or {}, _record_id(point.id), score)
+
+
+def _hit_of(p: dict[str, Any], record_id: str, score: float) -> RecallHit:
     return RecallHit(
         message=decode_message(p["message"]),
         score=score,
@@ -569,7 +775,7 @@ def _hit(point: Any, score: float) -> RecallHit:
         turn=p["turn"],
         exchange=p["exchange"],
         text=p["text"],
-        id=_record_id(point.id),
+        id=record_id,
     )
 
 
