@@ -666,29 +666,27 @@ def _commit_to_the_log(client: Any, collection: str) -> None:
 
 def _payloads(client: Any, collection: str, ids: list[str]) -> list[bytes] | None:
     """The payload of each of ``ids`` (the local index's live rows, in row
-    order) as JSON bytes, read from local mode: saved with the index, so
-    the next process answers its first searches before local mode opens;
-    None when local mode does not hold exactly those records."""
+    order) as JSON bytes, read from local mode by id (a read that checks
+    no filter point by point): saved with the index, so the next process
+    answers its first searches before local mode opens; None when local
+    mode does not hold every one of them."""
+    found: dict[str, bytes] = {}
     try:
-        found: dict[str, bytes] = {}
-        offset: Any = None
-        while True:
-            points, offset = client.scroll(
-                collection, limit=1024, offset=offset, with_payload=True, with_vectors=False
+        for start in range(0, len(ids), 512):
+            points = client.retrieve(
+                collection,
+                ids=[_point_id(i) for i in ids[start : start + 512]],
+                with_payload=True,
+                with_vectors=False,
             )
             for point in points:
                 found[_record_id(point.id)] = json.dumps(point.payload or {}).encode("utf-8")
-            if offset is None:
-                break
     except Exception as exc:  # saving the payloads only spares the next process a wait
         log.info("the payloads of %r were not saved with its index: %s", collection, exc)
         return None
     if len(found) != len(ids):
         return None
-    try:
-        return [found[i] for i in ids]
-    except KeyError:
-        return None
+    return [found[i] for i in ids]
 
 
 def _close_storage(client: Any) -> bool:
