@@ -79,3 +79,29 @@ def test_every_counted_write_changes_the_fingerprint(tmp_path: Path) -> None:
         marks.append(fingerprint(str(tmp_path / "files"), writes=counter))
     assert len({repr(m) for m in marks}) == 4
     assert [m[1:] for m in marks[1:] if m] == [marks[0]] * 3  # the files' part unchanged
+
+
+@pytest.mark.parametrize("backend", ["milvus", "qdrant"])
+def test_each_write_and_forget_counts(tmp_path: Path, backend: str) -> None:
+    """Every write and forget through a store on disk gives the
+    collection's write counter a new value (before it writes: see the
+    module docs)."""
+    if backend == "milvus":
+        pytest.importorskip("pymilvus")
+    place = tmp_path / "store"
+    root = f"{place}.db" if backend == "milvus" else str(place)
+    counter = Path(root) / "memrules-index" / "kept.writes"
+    seen: list[str] = []
+    store = open_store(backend, str(place))
+    try:
+        store.add(HELD[:20])
+        seen.append(counter.read_text())
+        store.add(HELD[20:40])
+        seen.append(counter.read_text())
+        store.delete_scope(Scope(user="u1", tenant="t1"))
+        seen.append(counter.read_text())
+        store.delete_scope(GONE)
+        seen.append(counter.read_text())
+    finally:
+        store.close()
+    assert len(set(seen)) == 4
