@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from memrules._core.errors import StoreError
 from memrules.seams import MessageStore, Scope
 from tests.seams.test_index_file import HELD, _exact, _run, _snapshot
 from tests.support.index_process import loaded, open_store, rankings
@@ -107,3 +108,44 @@ def test_the_first_search_imports_no_qdrant_client(tmp_path: Path) -> None:
     assert answers[1]["imported"] is True  # no saved index: local mode opened first
     assert answers[0]["hits"] == answers[1]["hits"]
     assert answers[0]["hits"]
+
+
+REMADE = """
+import sys
+from qdrant_client import QdrantClient
+from memrules.seams import qdrant_store
+from tests.seams.test_store_exact import records
+from tests.support.index_process import Toy
+
+client = QdrantClient(path=sys.argv[1])
+client.delete_collection("kept")
+client.close()
+
+
+class Other(Toy):
+    identity = {"name": "another-embedder", "dimension": 8}
+
+
+store = qdrant_store(path=sys.argv[1], collection="kept", embedder=Other())
+store.add(records(240)[:10])
+store.close()
+"""
+
+
+def test_a_collection_made_again_before_local_mode_opens_is_refused(tmp_path: Path) -> None:
+    """Another process drops the collection and makes it again for another
+    embedder after this one checked it from the saved index: once local
+    mode opens, the store refuses it (never searches it as the one checked)."""
+    place = tmp_path / "store"
+    _run("write", "qdrant", "0", "60", str(place))
+    store = open_store("qdrant", str(place))
+    try:
+        assert store.check() is True
+        store.warm()
+        assert loaded(store)
+        done = run_python("-c", REMADE, str(place))
+        assert done.returncode == 0, done.stderr[-4000:]
+        with pytest.raises(StoreError, match="dropped or made again"):
+            store.search("budget", k=5, scope=Scope(user="u1", tenant="t1"), mode="dense")
+    finally:
+        store.close()
