@@ -330,16 +330,48 @@ def _in_place(
     object it was, every new one where the one it replaces was, with its
     role, tool calls and tool results (so pairing closure has nothing to
     mend), not a survivor, not a user message (which could stand in for
-    the most recent one) and not an empty assistant message. None for any
-    other output (the general reading then decides). Costs C-level passes
-    over the messages and the replaced ones."""
-    changed = list(itertools.compress(itertools.count(), map(operator.is_not, before, after)))
-    if not changed:
-        return unchanged(before)
+    the most recent one) and not an empty assistant message, and no
+    replacing message one of the input's. None for any other output (the
+    general reading then decides).
+
+    With ``measure`` (the conversation's), the check starts from the
+    closest in-place rewrite it accepted there (the same strategy's on the
+    last request): a position where both the input and the output hold the
+    very objects they held then passed then, so only the other positions
+    and the new messages are looked at. Costs pointer passes over the
+    messages and C-level passes over the positions that changed."""
     if any(s is not None and after[s] is not before[s] for s in survivors):
         return None
-    was = list(map(before.__getitem__, changed))
-    now = list(map(after.__getitem__, changed))
+    with _IDS_LOCK:
+        notes = _rewrites_noted(measure)
+        start = _closest_rewrite(notes, before, after)
+        if start is None:
+            checked = _check_whole(before, after)
+        else:
+            note, differs = start
+            if len(differs) <= len(before) // _CONTINUED:
+                notes = tuple(n for n in notes if n is not note)  # continued: taken over
+            else:  # another strategy's: it stays as it was
+                note = attrs.evolve(note, ids=set(note.ids), new_ids=set(note.new_ids))
+            checked = _check_from(before, after, note, differs)
+        if isinstance(checked, Enforced):
+            return checked
+        if checked is None:
+            if measure is not None and start is not None:
+                measure.note(_IDS, notes)
+            return None
+        if measure is not None:
+            measure.note(_IDS, (checked, *notes[: _REWRITES_KEPT - 1]))
+    changed = checked.changed
+    return Enforced(
+        messages=after, replaced=_diagonal(changed), origin=_holed(len(before), changed)
+    )
+
+
+def _replaceable(was: Sequence[Message], now: Sequence[Message]) -> bool:
+    """Whether each of ``now`` may stand in place of the one of ``was``:
+    the same role (not a user's), tool calls and tool results, and an
+    assistant message with something in it (C-level passes)."""
     roles = list(map(_ROLE, now))
     if (
         "user" in roles
@@ -347,58 +379,136 @@ def _in_place(
         or any(map(operator.ne, map(_CALLS, now), map(_CALLS, was)))
         or any(map(operator.ne, map(_RESULTS, now), map(_RESULTS, was)))
     ):
-        return None
-    if "assistant" in roles and not all(
+        return False
+    return "assistant" not in roles or all(
         m.parts for m in itertools.compress(now, map("assistant".__eq__, roles))
-    ):
-        return None
-    with _IDS_LOCK:
-        objects = _distinct_ids(before, measure)
-        if objects is None or not objects.isdisjoint(map(id, now)):
-            return None  # a repeated or moved object: the general matching places it
-    return Enforced(
-        messages=after, replaced=_diagonal(changed), origin=_holed(len(before), changed)
     )
 
 
+def _check_whole(before: Conversation, after: Conversation) -> _Rewrite | Enforced | None:
+    """The in-place check of every position: the accepted rewrite, the
+    unchanged result when nothing changed, or None."""
+    changed = list(itertools.compress(itertools.count(), map(operator.is_not, before, after)))
+    if not changed:
+        return unchanged(before)
+    now = list(map(after.__getitem__, changed))
+    if not _replaceable(list(map(before.__getitem__, changed)), now):
+        return None
+    ids = set(map(id, before))
+    if len(ids) != len(before) or not ids.isdisjoint(map(id, now)):
+        return None  # a repeated or moved object: the general matching places it
+    new_ids = set(map(id, now))
+    if len(new_ids) != len(now):  # one object replacing several: no note
+        return _Rewrite(source=(), output=(), changed=changed, ids=set(), new_ids=set())
+    return _Rewrite(source=before, output=after, changed=changed, ids=ids, new_ids=new_ids)
+
+
+def _check_from(
+    before: Conversation, after: Conversation, note: _Rewrite, differs: list[int]
+) -> _Rewrite | Enforced | None:
+    """The in-place check from ``note``, an accepted rewrite no longer
+    than ``before``, at whose ``differs`` positions the input or the
+    output holds another object than the note's (each later position is
+    new). ``note``'s sets become the result's."""
+    source, output, n = note.source, note.output, len(before)
+    common = len(source)
+    looked = differs + list(range(common, n)) if common < n else differs
+    at_before = list(map(before.__getitem__, looked))
+    at_after = list(map(after.__getitem__, looked))
+    fresh = list(itertools.compress(looked, map(operator.is_not, at_before, at_after)))
+    if differs:
+        gone = set(differs)
+        changed = sorted([*itertools.filterfalse(gone.__contains__, note.changed), *fresh])
+    else:
+        changed = [*note.changed, *fresh]
+    if not changed:
+        return unchanged(before)
+    now = list(map(after.__getitem__, fresh))
+    if not _replaceable(list(map(before.__getitem__, fresh)), now):
+        return None
+    ids, new_ids = note.ids, note.new_ids
+    moved = list(
+        itertools.compress(
+            differs, map(operator.is_not, at_before, map(source.__getitem__, differs))
+        )
+    )
+    left = itertools.compress(
+        differs,
+        map(operator.is_not, map(source.__getitem__, differs), map(output.__getitem__, differs)),
+    )
+    ids.difference_update(map(id, map(source.__getitem__, moved)))
+    entered = list(map(id, map(before.__getitem__, moved)))
+    entered.extend(map(id, before[common:]))
+    ids.update(entered)
+    new_ids.difference_update(map(id, map(output.__getitem__, left)))
+    replacing = list(map(id, now))
+    new_ids.update(replacing)
+    if len(ids) != n or not new_ids.isdisjoint(entered) or not ids.isdisjoint(replacing):
+        return None  # a repeated or moved object: the general matching places it
+    if len(new_ids) != len(changed):  # one object replacing several: no note
+        return _Rewrite(source=(), output=(), changed=changed, ids=set(), new_ids=set())
+    return _Rewrite(source=before, output=after, changed=changed, ids=ids, new_ids=new_ids)
+
+
 @attrs.frozen(slots=True, eq=False)
-class _Ids:
-    """The ids of a conversation's messages, all distinct objects: the last
-    input :func:`_distinct_ids` was asked about in a measure."""
+class _Rewrite:
+    """An in-place rewrite the check accepted in a measure: its input and
+    output (each kept, so no id the sets hold is reused), the positions it
+    replaced (ascending), the ids of the input's messages and of the
+    replacing ones (each all distinct)."""
 
     source: Conversation
+    output: Conversation
+    changed: list[int]
     ids: set[int]
+    new_ids: set[int]
 
 
 _IDS = object()
-"""The key :func:`_distinct_ids` keeps its note under in a measure."""
+"""The key the in-place check keeps its notes under in a measure."""
 
 _IDS_LOCK = threading.Lock()
 
+_CONTINUED = 8
+"""A note that differs from an input at no more than one position in this
+many is the one that input continues (its sets are taken over, not copied)."""
 
-def _distinct_ids(before: Conversation, measure: Tracks | None) -> set[int] | None:
-    """The ids of ``before``'s messages when they are distinct objects, else
-    None. With ``measure`` (the conversation's), taken from the last input
-    it was asked about there: only the positions where ``before`` holds
-    another object, and the messages past that input's end, are looked at
-    (that input is kept, so no id it holds is reused). The caller holds
-    ``_IDS_LOCK``."""
+_REWRITES_KEPT = 3
+"""How many accepted rewrites the check keeps per measure: one per
+strategy that rewrites in place in a pipeline (a note for each keeps the
+one it continues on the next request)."""
+
+
+def _rewrites_noted(measure: Tracks | None) -> tuple[_Rewrite, ...]:
     noted = None if measure is None else measure.noted(_IDS)
-    if isinstance(noted, _Ids) and len(noted.source) <= len(before):
-        last, ids = noted.source, noted.ids
-        moved = list(itertools.compress(itertools.count(), map(operator.is_not, before, last)))
-        ids.difference_update(map(id, map(last.__getitem__, moved)))
-        ids.update(map(id, map(before.__getitem__, moved)))
-        ids.update(map(id, before[len(last) :]))
-    else:
-        ids = set(map(id, before))
-    if len(ids) != len(before):
-        if measure is not None:
-            measure.note(_IDS, None)
-        return None
-    if measure is not None:
-        measure.note(_IDS, _Ids(before, ids))
-    return ids
+    if not isinstance(noted, tuple):
+        return ()
+    return tuple(n for n in noted if isinstance(n, _Rewrite) and n.source)
+
+
+def _closest_rewrite(
+    notes: tuple[_Rewrite, ...], before: Conversation, after: Conversation
+) -> tuple[_Rewrite, list[int]] | None:
+    """The note no longer than ``before`` whose input and output differ
+    from ``before`` and ``after`` at the fewest positions, and those
+    positions (pointer passes); None without one."""
+    best: tuple[_Rewrite, list[int]] | None = None
+    for note in notes:
+        if len(note.source) > len(before):
+            continue
+        differs = list(
+            itertools.compress(
+                itertools.count(),
+                map(
+                    operator.or_,
+                    map(operator.is_not, before, note.source),
+                    map(operator.is_not, after, note.output),
+                ),
+            )
+        )
+        if best is None or len(differs) < len(best[1]):
+            best = (note, differs)
+    return best
 
 
 def _holed(size: int, holes: Sequence[int]) -> tuple[int | None, ...]:
