@@ -233,19 +233,21 @@ def _batches(lengths: list[int], size: int) -> list[list[int]]:
     (four short messages of one ``remember`` go through in one run; the
     turns of a chat session, 40 to 170 tokens each with their context,
     are padded by 6%)."""
+    import numpy as np
+
     order = sorted(range(len(lengths)), key=lengths.__getitem__)
     # cost[j]: the least cost of the first j texts (in order); start[j]:
-    # where the last run of that split starts. Ties keep the earlier runs full.
-    cost = [0] * (len(order) + 1)
+    # where the last run of that split starts (the latest, of equal costs).
+    cost: Any = np.zeros(len(order) + 1, dtype=np.int64)
     start = [0] * (len(order) + 1)
     for j in range(1, len(order) + 1):
         width = lengths[order[j - 1]]
-        best, where = -1, j - 1
-        for i in range(max(0, j - size), j):
-            here = cost[i] + _RUN_TOKENS + (j - i) * width
-            if best < 0 or here <= best:
-                best, where = here, i
-        cost[j], start[j] = best, where
+        first = max(0, j - size)
+        # Runs starting at j-1, j-2, ... first: the latest is tried first.
+        here = cost[first:j][::-1] + np.arange(1, j - first + 1) * width
+        best = int(np.argmin(here))
+        cost[j] = int(here[best]) + _RUN_TOKENS
+        start[j] = j - 1 - best
     batches: list[list[int]] = []
     j = len(order)
     while j:
