@@ -5,11 +5,16 @@ Real stores, the real local model, counted."""
 
 from __future__ import annotations
 
+import datetime
+import itertools
+import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memrules import MemoryConfig, Pipeline
 from memrules._core.errors import StoreError
@@ -215,8 +220,115 @@ def test_one_conversation_runs_the_model_once(store: MessageStore, local_embedde
 def test_texts_of_very_different_lengths_run_apart() -> None:
     from memrules.seams.embedders import _batches
 
-    assert _batches([13, 20, 30, 38], 32) == [[0, 1, 2, 3]]
+    assert _batches([13, 20, 30, 24], 32) == [[0, 1, 3, 2]]
+    assert _batches([13, 20, 30, 38], 32) == [[0, 1], [2, 3]]  # 13 padded to 38 costs more
     assert _batches([12, 200, 14], 32) == [[0, 2], [1]]  # a long one is not padded to
     assert _batches([20] * 5, 2) == [[0, 1], [2, 3], [4]]
     many = _batches([10 + n for n in range(100)], 32)
-    assert [len(b) for b in many] == [32, 32, 32, 4]
+    assert [len(b) for b in many] == [8] * 9 + [7] * 4
+
+
+def _cost(lengths: Sequence[int], batches: Sequence[Sequence[int]]) -> int:
+    from memrules.seams.embedders import _RUN_TOKENS
+
+    return sum(_RUN_TOKENS + len(b) * max(lengths[i] for i in b) for b in batches)
+
+
+def _least_cost(lengths: Sequence[int], size: int) -> int:
+    """The least cost of any split of the sorted lengths into stretches of
+    at most ``size``, by trying every split."""
+    ordered = sorted(lengths)
+    best = None
+    for cuts in itertools.product((False, True), repeat=max(0, len(ordered) - 1)):
+        runs, run = [], [0]
+        for i, cut in enumerate(cuts, start=1):
+            if cut:
+                runs.append(run)
+                run = []
+            run.append(i)
+        runs.append(run)
+        if all(len(r) <= size for r in runs):
+            cost = _cost(ordered, runs)
+            best = cost if best is None else min(best, cost)
+    assert best is not None
+    return best
+
+
+@given(
+    lengths=st.lists(st.integers(min_value=3, max_value=256), min_size=1, max_size=9),
+    size=st.integers(min_value=1, max_value=9),
+)
+def test_texts_are_split_into_runs_at_the_least_cost(lengths: list[int], size: int) -> None:
+    """Every text in exactly one run of at most ``size``, shortest first,
+    and no split of the sorted lengths costs less (a run, plus its texts
+    padded to its longest)."""
+    from memrules.seams.embedders import _batches
+
+    batches = _batches(lengths, size)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert all(0 < len(b) <= size for b in batches)
+    widths = [lengths[i] for b in batches for i in b]
+    assert widths == sorted(widths)
+    assert _cost(lengths, batches) == _least_cost(lengths, size)
+
+
+def _session(turns: int) -> tuple[Message, ...]:
+    """A chat session's turns of 6 to 50 words, in a fixed order."""
+    words = [
+        "we",
+        "went",
+        "to",
+        "the",
+        "lake",
+        "on",
+        "saturday",
+        "and",
+        "my",
+        "sister",
+        "brought",
+        "her",
+        "new",
+        "puppy",
+        "along",
+    ]
+    rng = random.Random(7)
+    return tuple(
+        said(
+            ("user", "assistant")[n % 2],
+            ("Melanie", "Caroline")[n % 2],
+            " ".join(rng.choice(words) for _ in range(rng.randint(6, 50))),
+        )
+        for n in range(turns)
+    )
+
+
+def test_a_session_of_turns_is_padded_little(store: MessageStore, local_embedder: Any) -> None:
+    """Remembering one session of 24 turns of very different lengths (each
+    with the turn before it and the day) feeds the model at most 10% more
+    tokens than the texts hold, in few runs."""
+    model = local_embedder.load()
+    fed: list[tuple[int, int]] = []  # (texts, their padded width) of each run
+    held: list[int] = []
+    session = model.session
+
+    class Counting:
+        def run(self, names: Any, feeds: dict[str, Any]) -> Any:
+            fed.append(feeds["input_ids"].shape)
+            held.append(int(feeds["attention_mask"].sum()))
+            return session.run(names, feeds)
+
+    model.session = Counting()
+    try:
+        pipeline = Pipeline.from_config(MemoryConfig(), seams=Seams(store=store))
+        pipeline.remember(
+            _session(24),
+            conversation_id="c1",
+            user="ana",
+            tenant="acme",
+            session_time=datetime.datetime(2023, 5, 8, tzinfo=datetime.UTC),
+        )
+    finally:
+        model.session = session
+    assert sum(n for n, _ in fed) == 24
+    assert sum(n * width for n, width in fed) <= 1.10 * sum(held)
+    assert len(fed) <= 8
