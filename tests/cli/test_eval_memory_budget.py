@@ -26,7 +26,8 @@ def _conversation() -> dict[str, Any]:
     one."""
     messages: list[dict[str, Any]] = []
     for i, (name, colour) in enumerate(zip(NAMES, COLOURS, strict=True)):
-        messages.append({"id": f"f{i}", "role": "user", "content": f"{name} flies a {colour} kite."})
+        fact = f"{name} flies a {colour} kite."
+        messages.append({"id": f"f{i}", "role": "user", "content": fact})
         messages.append({"id": f"r{i}", "role": "assistant", "content": "Noted."})
     for i in range(12):
         messages.append({"id": f"p{i}", "role": "user", "content": f"Padding line {i} here."})
