@@ -391,7 +391,8 @@ class RouteRetrieval:
 
     With ``retrieval_tokens`` set, memory is part of the budget rather
     than on top of it: the context is compacted to the budget less
-    ``retrieval_tokens`` (:func:`memrules.memory.retrieve.reserved`), and
+    ``retrieval_tokens`` (but to no less than half the budget:
+    :func:`memrules.memory.retrieve.reserved`), and
     the memories go in, best first and at most ``retrieval_limit``, while
     the request with the memory message still fits the whole budget
     (:func:`memrules.memory.retrieve.fill`): how many are recalled follows

@@ -260,12 +260,13 @@ def insert_memory_message(messages: Conversation, memory: Message) -> Conversati
 
 def reserved(budget: Budget, route: RouteRetrieval) -> Budget:
     """The budget the context is compacted to when memory shares ``budget``:
-    a token budget less the route's ``retrieval_tokens`` (at least one
-    token); a message budget, no budget, or a route that reserves nothing
-    leave it as it is."""
+    a token budget less the route's ``retrieval_tokens``, but never less
+    than half of it (a reservation set for a large budget does not starve
+    the context of a small one); a message budget, no budget, or a route
+    that reserves nothing leave it as it is."""
     if route.retrieval_tokens is None or budget.kind != "tokens":
         return budget
-    return Budget.tokens(max(1, budget.limit - route.retrieval_tokens))
+    return Budget.tokens(max(budget.limit - route.retrieval_tokens, (budget.limit + 1) // 2, 1))
 
 
 def fill(

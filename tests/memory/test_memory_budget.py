@@ -37,7 +37,9 @@ def test_retrieval_tokens_is_a_route_key() -> None:
 def test_reserved_takes_the_share_from_a_token_budget_only() -> None:
     route = RouteRetrieval(retrieval_tokens=1200)
     assert reserved(Budget.tokens(4000), route) == Budget.tokens(2800)
-    assert reserved(Budget.tokens(1000), route) == Budget.tokens(1)
+    assert reserved(Budget.tokens(2000), route) == Budget.tokens(1000)  # at least half
+    assert reserved(Budget.tokens(601), route) == Budget.tokens(301)
+    assert reserved(Budget.tokens(1), route) == Budget.tokens(1)
     assert reserved(Budget.messages(30), route) == Budget.messages(30)
     assert reserved(Budget.UNLIMITED, route) is Budget.UNLIMITED
     assert reserved(Budget.tokens(4000), RouteRetrieval()) == Budget.tokens(4000)
