@@ -430,6 +430,21 @@ class RouteRetrieval:
         if problems:
             raise ConfigError(problems)
 
+    @property
+    def __memrules_canonical__(self) -> dict[str, Any]:
+        """This entry in a trace's canonical config (``memrules._trace.canonical``):
+        its fields, ``retrieval_tokens`` only when set, so an entry that
+        reserves nothing reads and hashes as one that never named the key."""
+        out: dict[str, Any] = {
+            "enabled": self.enabled,
+            "retrieval_limit": self.retrieval_limit,
+            "auto_store": self.auto_store,
+            "threshold": self.threshold,
+        }
+        if self.retrieval_tokens is not None:
+            out["retrieval_tokens"] = self.retrieval_tokens
+        return out
+
     def threshold_in(self, store: RetrievalStoreConfig) -> float:
         """The threshold this route uses: its own, else the store's."""
         return store.threshold if self.threshold is None else float(self.threshold)

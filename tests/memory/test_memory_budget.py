@@ -117,3 +117,18 @@ def test_the_yaml_entry_reads_retrieval_tokens() -> None:
     assert node is not None
     route = memory_section(node)
     assert route == RouteRetrieval(retrieval_limit=60, retrieval_tokens=1200)
+
+
+def test_a_trace_names_retrieval_tokens_only_when_set() -> None:
+    """A route that reserves nothing has the canonical entry (and so the
+    config hash) of one written without the key; one that reserves names it."""
+    from memrules._config.load import load_config
+    from memrules._trace.canonical import canonical_config
+
+    base = "stores:\n  memory: {backend: qdrant, path: ':memory:'}\nmemory: {retrieval_limit: 5"
+    plain = canonical_config(load_config(base + "}\n"))
+    assert plain["memory"] == {
+        "enabled": True, "retrieval_limit": 5, "auto_store": False, "threshold": None,
+    }  # fmt: skip
+    reserving = canonical_config(load_config(base + ", retrieval_tokens: 900}\n"))
+    assert reserving["memory"] == {**plain["memory"], "retrieval_tokens": 900}
