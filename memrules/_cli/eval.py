@@ -23,13 +23,26 @@ messages. For each pipeline the figures are:
   Each conversation gets a fresh store of the config's backend, local (a
   Milvus Lite file in a temporary directory, Qdrant in memory), so the
   figures depend on nothing but the dataset and the config;
+- with a ``memory:`` entry in the config (retrieval memory, the memories
+  a route injects), "recalled" is instead what that memory message would
+  hold, asked of the same store: the route's ``retrieval_limit`` hits
+  (not ``-k``), the route's threshold, the reflection gate, and, with
+  ``retrieval_tokens``, inside the budget: the context is compacted to the
+  budget less ``retrieval_tokens`` and the memories go in while the
+  request with the memory message fits the whole budget
+  (:func:`memrules.memory.retrieve.fill`), so the tokens after count the
+  memory message too and never pass the budget. Without
+  ``retrieval_tokens`` the memory message goes on top of the budget, as
+  the plugin sends it;
 - **kept or recalled**: the share of questions answerable either way;
   and in ``--json`` only, beside it, **any evidence kept or recalled**:
   the share with at least one evidence message in the context or among
   the hits (or kept or recalled), the looser count a benchmark such as
   LoCoMo reports (``any_evidence_kept_or_recalled_share``);
 - **p50** and **p95** of the time ``apply`` took per request (with
-  ``--trace``, recording it too).
+  ``--trace``, recording it too), and in ``--json`` the p50 and p95 of
+  the time recall took per question (the search, and for a ``memory:``
+  entry the gate and the fill: ``recall_p50_ms``).
 
 Conversations are independent: ``--jobs N`` runs them in N processes, with
 results identical to one (only the timings move), and a trace (``--trace``)
@@ -81,6 +94,7 @@ from memrules._cli.eval_figures import (
 )
 from memrules._cli.eval_output import figures_json, render_table
 from memrules._config.load import MemoryConfig, load_config
+from memrules._core.budget import Budget
 from memrules._core.errors import MemrulesError
 from memrules._core.messages import Conversation, Message, message
 from memrules._core.repair import input_problems
@@ -100,6 +114,9 @@ from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.progress import Progress
 from memrules._trace.record import TraceWriter, messages_json, pipeline_header, run_line
 from memrules._trace.record import _header as trace_header
+from memrules.memory.config import RetrievalStoreConfig, RouteRetrieval
+from memrules.memory.gate import Recalled, reflect
+from memrules.memory.retrieve import fill, insert_memory_message, reserved, stored_at
 from memrules.seams._log import RecordingLog
 from memrules.seams.embedders import local_embedder
 
@@ -146,6 +163,25 @@ def load_configs(settings: EvalSettings) -> list[MemoryConfig]:
         _budgeted(load_config(path, allow_imports=settings.allow_imports), settings.max_tokens)
         for path in settings.configs
     ]
+
+
+def _memory(config: MemoryConfig) -> tuple[RouteRetrieval, RetrievalStoreConfig] | None:
+    """The route's memory entry and store settings, when it injects memories."""
+    route, store = config.memory, config.memory_store
+    if route is None or not route.enabled or store is None:
+        return None
+    return route, store
+
+
+@attrs.frozen(kw_only=True, slots=True)
+class _Recall:
+    """What recall gave one question: the messages that count as recalled
+    (the hits, or those the memory message holds whole), the request as
+    sent (with the memory message, when one went in) and how long it took."""
+
+    found: tuple[Message, ...]
+    sent: Conversation
+    seconds: float
 
 
 def _normal(text: str) -> str:
@@ -283,26 +319,45 @@ class _Worker:
     ) -> Iterator[RequestFigures]:
         scope = {"conversation_id": conversation.id, "user": conversation.user, "tenant": None}
         previous: Sent | None = None
+        memory = _memory(self.configs[index])
+        budget = pipeline.budget()
+        compact_to: Budget | None = None
+        if memory is not None and memory[0].retrieval_tokens is not None:
+            compact_to = reserved(budget, memory[0])
         for question, request in _requests(conversation):
-            inputs = {**scope, "budget": None, "messages": messages_json(request)}
+            inputs = {
+                **scope,
+                "budget": None if compact_to is None else compact_to.to_dict(),
+                "messages": messages_json(request),
+            }
 
             def apply(request: Conversation = request) -> CompressionResult:
                 return pipeline.apply(
-                    request, conversation_id=conversation.id, user=conversation.user
+                    request,
+                    budget=compact_to,
+                    conversation_id=conversation.id,
+                    user=conversation.user,
                 )
 
             started = time.perf_counter()
             result: CompressionResult = self._run("apply", index, inputs, apply, lines)
             seconds = time.perf_counter() - started
             report = result.report
-            counts = pipeline.counter.counts(result.messages)
-            framing = max(0, report.tokens_after - sum(counts))
-            sent = Sent(messages=result.messages, counts=counts, overhead=framing)
+            recall: _Recall | None = None
+            if question is not None:
+                recall = self._recall(index, pipeline, conversation, question, result, lines)
+            messages = result.messages if recall is None else recall.sent
+            tokens_after = report.tokens_after
+            if messages is not result.messages:
+                tokens_after = pipeline.count(messages)
+            counts = pipeline.counter.counts(messages)
+            framing = max(0, tokens_after - sum(counts))
+            sent = Sent(messages=messages, counts=counts, overhead=framing)
             cache = measure(previous, sent, CACHE_RULE)
             previous = sent
             figures = RequestFigures(
                 tokens_before=report.tokens_before,
-                tokens_after=report.tokens_after,
+                tokens_after=tokens_after,
                 broken=len(input_problems(result.messages)),
                 question=question is not None,
                 seconds=seconds,
@@ -313,12 +368,14 @@ class _Worker:
             )
             if question is not None:
                 kept = _holds(question, result.messages[:-1], conversation)
-                hits = self._recall(index, pipeline, conversation, question, scope, lines)
+                hits = None if recall is None else recall.found
                 recalled = None if hits is None else _holds(question, hits, conversation)
                 figures = attrs.evolve(
                     figures,
                     kept=kept,
                     recalled=recalled,
+                    recall_seconds=None if recall is None else recall.seconds,
+                    recall_count=None if hits is None else len(hits),
                     question_id=question.id,
                     category=question.category,
                     evidence=_evidence(question, result, conversation, hits),
@@ -367,13 +424,18 @@ class _Worker:
         pipeline: Pipeline,
         conversation: EvalConversation,
         question: Question,
-        scope: dict[str, Any],
+        result: CompressionResult,
         lines: list[dict[str, Any]],
-    ) -> list[Message] | None:
-        """The messages of the ``k`` hits of ``recall(question)`` (None without a store)."""
+    ) -> _Recall | None:
+        """What recall gives ``question`` after the request compacted to
+        ``result`` (None without a store): the ``k`` hits of
+        ``recall(question)``, or with a ``memory:`` entry the memory
+        message the route would inject (see the module docs)."""
         if pipeline.seams.store is None:
             return None
-        k = self.settings.k
+        memory = _memory(self.configs[index])
+        k = self.settings.k if memory is None else memory[0].retrieval_limit
+        scope = {"conversation_id": conversation.id, "user": conversation.user, "tenant": None}
         inputs = {"query": question.question, "k": k, "mode": None, **scope}
 
         def recall() -> Any:
@@ -381,8 +443,37 @@ class _Worker:
                 question.question, k=k, conversation_id=conversation.id, user=conversation.user
             )
 
+        started = time.perf_counter()
         hits = self._run("recall", index, inputs, recall, lines)
-        return [h.message for h in hits]
+        if memory is None:
+            found = tuple(h.message for h in hits)
+            return _Recall(found=found, sent=result.messages, seconds=time.perf_counter() - started)
+        route, settings = memory
+        threshold = route.threshold_in(settings)
+        by_id = {h.id: h.message for h in hits}
+        candidates = [
+            Recalled(id=h.id, text=h.message.text, score=h.score, stored_at=stored_at(h.message))
+            for h in hits
+            if h.score >= threshold
+        ]
+        gate = reflect(candidates, settings.reflection, now=None, marker=settings.marker)
+        chosen = gate.memories
+        sent = result.messages
+        if route.retrieval_tokens is not None:
+            sent, chosen = fill(
+                result.messages,
+                gate.memories,
+                budget=pipeline.budget(),
+                count=pipeline.count,
+                marker=settings.marker,
+                limit=route.retrieval_limit,
+            )
+        elif gate.message() is not None:
+            block = gate.message()
+            assert block is not None
+            sent = insert_memory_message(result.messages, block)
+        found = tuple(by_id[m.id] for m in chosen if m.id != gate.cut)
+        return _Recall(found=found, sent=sent, seconds=time.perf_counter() - started)
 
 
 def _model(seam: str, endpoint: Endpoint | None) -> ChatModel | None:

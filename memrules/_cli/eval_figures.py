@@ -120,6 +120,11 @@ class RequestFigures:
     cached: int = 0
     cost: float = 0.0
     scored: Scored | None = None
+    recall_seconds: float | None = None
+    """How long recall took for the question (None without a store)."""
+    recall_count: int | None = None
+    """How many messages recall gave the question whole (the hits, or the
+    memories of the memory message; None without a store)."""
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -146,6 +151,9 @@ class PipelineFigures:
     judged: int = 0
     correct: int = 0
     intervals: tuple[tuple[str, tuple[float, float] | None], ...] = ()
+    recall_p50_ms: float | None = None
+    recall_p95_ms: float | None = None
+    """The p50 and p95 of the time recall took per question (None without a store)."""
     any_evidence: int | None = None
     """Questions with at least one evidence message kept in the context or
     among the hits, or kept or recalled: LoCoMo's own count (any evidence
@@ -266,6 +274,7 @@ def pipeline_figures(
 ) -> PipelineFigures:
     asked = [r for r in requests if r.question]
     times = [r.seconds * 1000 for r in requests]
+    recall_times = [r.recall_seconds * 1000 for r in asked if r.recall_seconds is not None]
     scored = [r.scored for r in asked if r.scored is not None]
     return PipelineFigures(
         name=name,
@@ -289,6 +298,8 @@ def pipeline_figures(
         correct=sum(s.score == 1 for s in scored),
         intervals=_intervals(requests, has_store, settings),
         any_evidence=sum(_any_evidence(r) for r in asked) if has_store else None,
+        recall_p50_ms=_percentile(recall_times, 0.5) if recall_times else None,
+        recall_p95_ms=_percentile(recall_times, 0.95) if recall_times else None,
     )
 
 

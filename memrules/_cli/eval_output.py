@@ -58,6 +58,8 @@ def _line(config: str, r: RequestFigures) -> dict[str, Any]:
         "tokens_after": r.tokens_after,
         "cache": {"sent_tokens": r.sent, "cached_tokens": r.cached, "cost_units": round(r.cost, 3)},
     }
+    if r.recall_seconds is not None:
+        line["recall"] = {"messages": r.recall_count, "ms": round(r.recall_seconds * 1000, 3)}
     if r.scored is not None:
         line["answer"] = r.scored.to_dict()
     return line
@@ -209,6 +211,14 @@ def figures_json(
                 "any_evidence_kept_or_recalled_share": r.any_evidence_share,
                 "p50_ms": round(r.p50_ms, 3),
                 "p95_ms": round(r.p95_ms, 3),
+                **(
+                    {
+                        "recall_p50_ms": round(r.recall_p50_ms, 3),
+                        "recall_p95_ms": round(r.recall_p95_ms or 0.0, 3),
+                    }
+                    if r.recall_p50_ms is not None
+                    else {}
+                ),
                 "cache": {
                     "rule": CACHE_RULE.name,
                     "sent_tokens": r.sent,

@@ -26,6 +26,7 @@ whether it uses it::
       retrieval_limit: 5
       auto_store: true
       # threshold: 0.4               # this route's own; inherits stores.memory's when omitted
+      # retrieval_tokens: 1200       # memory within the budget: the context gets the rest
 
 **The threshold** is compared with the score of the search mode: a cosine
 in dense mode (-1 to 1; the default is 0.3, measured for the local
@@ -384,13 +385,24 @@ class RouteRetrieval:
     """One route's ``memory`` entry: whether it retrieves (``enabled``), how
     many memories at most (``retrieval_limit``, 1 to 100), whether it
     stores completed turns (``auto_store``; off by default: storing what
-    users say is a choice to make on purpose), and its own ``threshold``
-    (None: the store's)."""
+    users say is a choice to make on purpose), its own ``threshold``
+    (None: the store's), and the share of the request's token budget the
+    memory message may take (``retrieval_tokens``, None: none reserved).
+
+    With ``retrieval_tokens`` set, memory is part of the budget rather
+    than on top of it: the context is compacted to the budget less
+    ``retrieval_tokens`` (but to no less than half the budget:
+    :func:`memrules.memory.retrieve.reserved`), and
+    the memories go in, best first and at most ``retrieval_limit``, while
+    the request with the memory message still fits the whole budget
+    (:func:`memrules.memory.retrieve.fill`): how many are recalled follows
+    from the budget, and a short context leaves room for more."""
 
     enabled: bool = True
     retrieval_limit: int = 5
     auto_store: bool = False
     threshold: float | None = None
+    retrieval_tokens: int | None = None
 
     def __attrs_post_init__(self) -> None:
         problems = []
@@ -409,8 +421,29 @@ class RouteRetrieval:
             )
         if self.threshold is not None and not _is_number(self.threshold):
             problem("threshold", f"threshold={self.threshold!r} must be a number, or null")
+        if self.retrieval_tokens is not None and not _is_whole(self.retrieval_tokens, 1):
+            problem(
+                "retrieval_tokens",
+                f"retrieval_tokens={self.retrieval_tokens!r} must be a whole number of at "
+                "least 1, or null",
+            )
         if problems:
             raise ConfigError(problems)
+
+    @property
+    def __memrules_canonical__(self) -> dict[str, Any]:
+        """This entry in a trace's canonical config (``memrules._trace.canonical``):
+        its fields, ``retrieval_tokens`` only when set, so an entry that
+        reserves nothing reads and hashes as one that never named the key."""
+        out: dict[str, Any] = {
+            "enabled": self.enabled,
+            "retrieval_limit": self.retrieval_limit,
+            "auto_store": self.auto_store,
+            "threshold": self.threshold,
+        }
+        if self.retrieval_tokens is not None:
+            out["retrieval_tokens"] = self.retrieval_tokens
+        return out
 
     def threshold_in(self, store: RetrievalStoreConfig) -> float:
         """The threshold this route uses: its own, else the store's."""
@@ -543,8 +576,8 @@ def memory_section(node: Node) -> RouteRetrieval | list[ConfigProblem] | None:
         return None
     if not node.is_mapping:
         message = (
-            "memory is a mapping (enabled, retrieval_limit, auto_store, threshold), got "
-            f"{node.plain()!r}"
+            "memory is a mapping (enabled, retrieval_limit, auto_store, threshold, "
+            f"retrieval_tokens), got {node.plain()!r}"
         )
         return [_problem(message, "memory", node.line)]
     known = [f.name for f in attrs.fields(RouteRetrieval)]

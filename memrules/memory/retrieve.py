@@ -18,22 +18,31 @@ The I/O (embedding the question, searching the store) is the shell's
   message: one system message right after the first system message (first
   when there is none). A memory message the request already holds (the
   plugin's own, from an earlier request the client kept) is taken out
-  before the request is measured, and the new one takes its place.
+  before the request is measured, and the new one takes its place;
+- :func:`reserved` and :func:`fill` put memory inside the request's budget
+  (a route's ``retrieval_tokens``): the context is compacted to the budget
+  less the reservation, then memories go in, best first, while the request
+  with the memory message still fits the whole budget. How many are
+  recalled follows from the budget rather than from a fixed count, and a
+  request never goes over its budget for memory's sake: when not even the
+  first memory fits, none goes in.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
+from memrules._core.budget import Budget
 from memrules._core.conversation import is_turn_start
 from memrules._core.messages import Conversation, Message
 from memrules._core.seam_records import MAX_SCOPE_CHARS, RecallHit
 from memrules.memory.classify import is_small_talk
-from memrules.memory.gate import GateResult, Recalled
+from memrules.memory.config import RouteRetrieval
+from memrules.memory.gate import GateResult, Recalled, memory_message, render
 
 __all__ = [
     "MEMORY_METADATA",
@@ -41,10 +50,12 @@ __all__ = [
     "RetrievalReport",
     "RetrievalStatus",
     "SkipReason",
+    "fill",
     "insert_memory_message",
     "is_memory_message",
     "plan",
     "question",
+    "reserved",
     "scope_problem",
     "select",
     "stored_at",
@@ -245,3 +256,55 @@ def insert_memory_message(messages: Conversation, memory: Message) -> Conversati
     first = next((i for i, m in enumerate(messages) if m.role == "system"), None)
     at = 0 if first is None else first + 1
     return (*messages[:at], memory, *messages[at:])
+
+
+def reserved(budget: Budget, route: RouteRetrieval) -> Budget:
+    """The budget the context is compacted to when memory shares ``budget``:
+    a token budget less the route's ``retrieval_tokens``, but never less
+    than half of it (a reservation set for a large budget does not starve
+    the context of a small one); a message budget, no budget, or a route
+    that reserves nothing leave it as it is."""
+    if route.retrieval_tokens is None or budget.kind != "tokens":
+        return budget
+    return Budget.tokens(max(budget.limit - route.retrieval_tokens, (budget.limit + 1) // 2, 1))
+
+
+def fill(
+    context: Conversation,
+    memories: Sequence[Recalled],
+    *,
+    budget: Budget,
+    count: Callable[[Conversation], int],
+    marker: str,
+    limit: int,
+) -> tuple[Conversation, tuple[Recalled, ...]]:
+    """``context`` with one memory message holding the longest run of
+    ``memories`` (best first, at most ``limit``) with which the request
+    still fits ``budget``, measured by ``count`` (the pipeline's tokens of
+    a whole request), and the memories it holds; ``context`` as it was,
+    with no memories, when not even the first fits (or ``context`` alone
+    does not).
+
+    The run's length is found by bisection (a request's tokens do not fall
+    as memories are added, so a few measures find it), and what comes
+    back is a request that was measured and fits, whatever ``count``
+    says of other lengths."""
+    candidates = tuple(memories[:limit])
+
+    def request(n: int) -> Conversation:
+        return insert_memory_message(context, memory_message(render(candidates[:n], marker)))
+
+    def fits(n: int) -> bool:
+        sent = request(n)
+        return not budget.is_over(messages=len(sent), tokens=count(sent))
+
+    low, high = 0, len(candidates)  # low: fits (or 0); above high: does not
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    if low == 0:
+        return context, ()
+    return request(low), candidates[:low]
