@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from memrules._config.load import MemoryConfig
-from memrules._core.budget import ContextWindowResolver
+from memrules._core.budget import Budget, ContextWindowResolver
 from memrules._core.checks import is_whole
 from memrules._core.errors import ConfigError, ObserverError
 from memrules._core.messages import Conversation, Message, message
@@ -36,12 +36,14 @@ from memrules.graph.state import (
     ConversationState,
 )
 from memrules.memory.config import RetrievalStoreConfig
-from memrules.memory.gate import reflect
+from memrules.memory.gate import reflect, within
 from memrules.memory.retrieve import (
     Retrieval,
     RetrievalReport,
+    fill,
     insert_memory_message,
     is_memory_message,
+    reserved,
     strip_memory_messages,
 )
 
@@ -212,9 +214,11 @@ def step(
     _notify(observers, usage)
     state, warned_messages, warn = _warn(state, messages, usage, config, memo)
     policy = config.cache
+    budget = pipeline.budget(usage.window)
+    shared = None if settings is None or config.memory is None else config.memory
     compaction = pipeline.apply(
         warned_messages,
-        budget=pipeline.budget(usage.window),
+        budget=budget if shared is None else reserved(budget, shared),
         memo=memo,
         conversation_id=request.conversation_id,
         user=request.user,
@@ -228,7 +232,7 @@ def step(
         compaction.messages, state, context, received, warned_messages, compaction, pipeline
     )
     sent, memory, memory_tokens = _inject_memory(
-        sent, settings, retrieval, received.stale_memory, now, pipeline
+        sent, settings, retrieval, received.stale_memory, now, pipeline, budget
     )
     if len(sent) != len(request.messages) or any(
         a is not b for a, b in zip(sent, request.messages, strict=True)
@@ -341,13 +345,32 @@ def _inject_memory(
     stale_memory: Message | None,
     now: float | None,
     pipeline: Pipeline,
+    budget: Budget,
 ) -> tuple[Conversation, RetrievalReport | None, int]:
     """Stage 5: ``sent`` with what the gate kept of ``retrieval`` as one
-    memory message, the report, and the message's tokens (outside the
-    budget). Nothing on a route without memory or when nothing was asked."""
+    memory message, the report, and the message's tokens. Nothing on a
+    route without memory or when nothing was asked.
+
+    On a route with ``memory.retrieval_tokens`` the context was compacted
+    to :func:`~memrules.memory.retrieve.reserved` and the message holds the
+    longest run of the gate's memories with which the whole request fits
+    ``budget`` (:func:`~memrules.memory.retrieve.fill`; those left out are
+    reported over budget); otherwise the message goes on top of the
+    budget."""
     if settings is None or retrieval is None:
         return sent, None, 0
     gate = reflect(retrieval.memories, settings.reflection, now=now, marker=settings.marker)
+    route = pipeline.config.memory
+    if route is not None and route.retrieval_tokens is not None and gate.memories:
+        _, chosen = fill(
+            sent,
+            gate.memories,
+            budget=budget,
+            count=pipeline.count,
+            marker=settings.marker,
+            limit=route.retrieval_limit,
+        )
+        gate = within(gate, chosen, settings.marker)
     memory_tokens = 0
     if gate.text is not None:
         memory_message = (

@@ -66,7 +66,16 @@ from memrules.memory.text import (
     text_units,
 )
 
-__all__ = ["GateResult", "Recalled", "decay", "jaccard", "memory_message", "reflect", "render"]
+__all__ = [
+    "GateResult",
+    "Recalled",
+    "decay",
+    "jaccard",
+    "memory_message",
+    "reflect",
+    "render",
+    "within",
+]
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -281,4 +290,22 @@ def reflect(
         duplicates=tuple(duplicates),
         over_budget=tuple(over),
         cut=cut,
+    )
+
+
+def within(gate: GateResult, chosen: Sequence[Recalled], marker: str) -> GateResult:
+    """``gate`` narrowed to ``chosen``, the first of its memories that fit
+    the request's budget (:func:`memrules.memory.retrieve.fill`); the rest
+    are reported over budget, ahead of those the gate itself left out."""
+    kept = tuple(chosen)
+    if kept == gate.memories:
+        return gate
+    text = render(kept, marker) if kept else None
+    return attrs.evolve(
+        gate,
+        memories=kept,
+        text=text,
+        tokens=0 if text is None else estimate_tokens(text),
+        over_budget=tuple(m.id for m in gate.memories[len(kept) :]) + gate.over_budget,
+        cut=gate.cut if any(m.id == gate.cut for m in kept) else None,
     )
