@@ -175,7 +175,10 @@ def decay(
 def jaccard(a: str, b: str) -> float:
     """The Jaccard similarity of the word sets (:func:`text_units`) of
     ``a`` and ``b``: 1 for two texts without words."""
-    left, right = set(text_units(a)), set(text_units(b))
+    return _overlap(frozenset(text_units(a)), frozenset(text_units(b)))
+
+
+def _overlap(left: frozenset[str], right: frozenset[str]) -> float:
     if not left and not right:
         return 1.0
     return len(left & right) / len(left | right)
@@ -200,22 +203,24 @@ def _blocked(
 def _deduplicated(
     memories: Iterable[Recalled], threshold: float
 ) -> tuple[list[Recalled], list[tuple[str, str]]]:
-    kept: list[Recalled] = []
+    # Each memory's words and numbers are read once, not once per pair.
+    kept: list[tuple[Recalled, frozenset[str], tuple[str, ...]]] = []
     dropped = []
     for m in memories:
+        units, held = frozenset(text_units(m.text)), numbers(m.text)
         twin = next(
             (
                 k
-                for k in kept
-                if jaccard(m.text, k.text) >= threshold and numbers(m.text) == numbers(k.text)
+                for k, k_units, k_held in kept
+                if k_held == held and _overlap(units, k_units) >= threshold
             ),
             None,
         )
         if twin is None:
-            kept.append(m)
+            kept.append((m, units, held))
         else:
             dropped.append((m.id, twin.id))
-    return kept, dropped
+    return [k for k, _, _ in kept], dropped
 
 
 def _fit(memory: Recalled, marker: str, budget: int) -> Recalled | None:
@@ -268,9 +273,14 @@ def reflect(
     chosen: list[Recalled] = []
     cut: str | None = None
     over: list[str] = []
+    # The message is the header and one line per memory: each line is
+    # quoted once, and only the joined text is estimated again.
+    lines = [header(marker)]
     for i, m in enumerate(unique):
-        if estimate_tokens(render([*chosen, m], marker)) <= budget:
+        line = memory_line(m.text, m.stored_at, marker)
+        if estimate_tokens("\n".join([*lines, line])) <= budget:
             chosen.append(m)
+            lines.append(line)
             continue
         if not chosen:
             fitted = _fit(m, marker, budget)
