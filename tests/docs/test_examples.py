@@ -8,7 +8,11 @@ run depends on its language:
   holds the checkout's ``configs/``, ``examples/`` and ``benchmarks/``;
 - ``sh``: run by bash, with ``.venv/bin/memrules`` and ``.venv/bin/python``
   (and a bare ``memrules`` or ``python``) meaning this checkout's command and
-  the running interpreter;
+  the running interpreter; each ``memrules`` command is a fork of one
+  interpreter that imported the command line once
+  (:mod:`tests.support.cli_forkserver`), with the command's own standard
+  streams, directory, environment and arguments, which prints and exits as a
+  new ``python -m memrules`` does (checked below);
 - ``console``: each ``$ `` line run the same way, and what it prints compared
   with the lines shown under it;
 - ``yaml`` without a title: loaded with :func:`memrules.load_config`;
@@ -32,13 +36,17 @@ import contextlib
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.docs.blocks import ROOT, Block, all_blocks, page_blocks, runnable
+from tests.support.cli_forkserver import client_script
 
 BLOCKS = all_blocks()
 RUNNABLE = [b for b in BLOCKS if runnable(b)]
@@ -76,36 +84,68 @@ def _matches(shown: str, printed: str) -> bool:
     return re.fullmatch(pattern, "".join(f"{line}\n" for line in _lines(printed))) is not None
 
 
-def _bin(cwd: Path) -> Path:
+def _pythonpath() -> str:
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
+@pytest.fixture(scope="module")
+def cli_server() -> Iterator[Path]:
+    """The socket of a :mod:`tests.support.cli_forkserver` for this module's
+    ``memrules`` commands (a short path: a socket's is at most 107 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="memrules-cli-", dir="/tmp"))
+    path = folder / "socket"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.cli_forkserver", str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": _pythonpath()},
+    )
+    assert server.stdout is not None
+    assert server.stdin is not None
+    try:
+        assert server.stdout.readline() == "ready\n"
+        yield path
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+        shutil.rmtree(folder)
+
+
+def _bin(cwd: Path, server: Path) -> Path:
     """A directory with ``python`` (the running interpreter) and ``memrules``
-    (``python -m memrules``, this checkout's), standing for ``.venv/bin``."""
+    (this checkout's command, started by ``server``), standing for ``.venv/bin``."""
     bin_dir = cwd.parent / f"{cwd.name}-bin"
     if not bin_dir.is_dir():
         bin_dir.mkdir()
-        for name, run in (("python", ""), ("memrules", " -m memrules")):
-            command = bin_dir / name  # a script, not a link: a venv is found by its path
-            command.write_text(f'#!/bin/sh\nexec "{sys.executable}"{run} "$@"\n')
+        python = bin_dir / "python"  # a script, not a link: a venv is found by its path
+        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        (bin_dir / "memrules").write_text(client_script(sys.executable, server))
+        for command in bin_dir.iterdir():
             command.chmod(0o755)
     return bin_dir
 
 
-def _environment(tmp_path: Path) -> dict[str, str]:
+def _environment(tmp_path: Path, server: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{_bin(tmp_path)}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PATH"] = f"{_bin(tmp_path, server)}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = _pythonpath()
     env["TMPDIR"] = str(tmp_path)
     env["NO_COLOR"] = "1"
     return env
 
 
-def _shell(command: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    script = command.replace(".venv/bin/", f"{_bin(cwd)}/")
+def _shell(
+    command: str, cwd: Path, timeout: float, server: Path
+) -> subprocess.CompletedProcess[str]:
+    script = command.replace(".venv/bin/", f"{_bin(cwd, server)}/")
     return subprocess.run(
         ["bash", "-eo", "pipefail", "-c", script],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env=_environment(cwd),
+        env=_environment(cwd, server),
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
@@ -121,9 +161,9 @@ def _run_python(block: Block, code: str, cwd: Path, monkeypatch: pytest.MonkeyPa
     return out.getvalue()
 
 
-def _run_console(block: Block, cwd: Path) -> None:
+def _run_console(block: Block, cwd: Path, server: Path) -> None:
     for command, shown in block.console_steps():
-        done = _shell(command, cwd, block.timeout)
+        done = _shell(command, cwd, block.timeout, server)
         printed = done.stdout + done.stderr
         assert _matches(shown, printed), (
             f"{block}: `{command}` printed:\n{printed}\nthe docs show:\n{shown}"
@@ -132,7 +172,7 @@ def _run_console(block: Block, cwd: Path) -> None:
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=str)
 def test_the_block_runs_as_written(
-    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_server: Path
 ) -> None:
     for module, extra in block.needs:
         pytest.importorskip(module, reason=f"needs the {extra} extra")
@@ -147,11 +187,11 @@ def test_the_block_runs_as_written(
         if block.language == "python":
             printed = _run_python(block, code, cwd, monkeypatch)
         elif block.language == "sh":
-            done = _shell(code, cwd, block.timeout)
+            done = _shell(code, cwd, block.timeout, cli_server)
             assert done.returncode == 0, f"{block}:\n{done.stdout}\n{done.stderr}"
             printed = done.stdout
         elif block.language == "console":
-            _run_console(block, cwd)
+            _run_console(block, cwd, cli_server)
             return
         else:  # yaml
             from memrules import load_config
@@ -192,3 +232,61 @@ def test_the_shown_outputs_follow_a_block_that_runs() -> None:
         if b.title == "Output" and not any(r.output_block is b for r in RUNNABLE)
     ]
     assert not orphans, orphans
+
+
+MINE = """from memrules import strategy_factory
+
+
+@strategy_factory
+def keep_newest(*, count: int):
+    def keep(conversation, context):
+        if len(conversation) <= count + 1:
+            return conversation
+        return (conversation[0], *conversation[-count:])
+
+    return keep
+"""
+# What a docs line relies on: standard input and output redirected, the exit
+# status and stderr of a failure, the working directory and PYTHONPATH.
+FORKED_OR_FRESH = [
+    "memrules compact --config configs/tiny_budget.yaml - < examples/agent_history.json"
+    ' > out.json; echo "status $?"; wc -c < out.json',
+    "memrules check missing.yaml configs/tiny_budget.yaml",
+    "memrules compact --no-such-option",
+    "cd sub && PYTHONPATH=.. memrules compact --config ../mine.yaml --allow-imports mine"
+    " ../examples/agent_history.json",
+]
+
+
+@pytest.mark.parametrize("command", FORKED_OR_FRESH)
+def test_a_forked_command_prints_and_exits_as_a_new_interpreter_does(
+    command: str, tmp_path: Path, cli_server: Path
+) -> None:
+    """The docs' ``memrules`` lines run as forks of one interpreter: what each
+    prints on stdout and stderr, and its exit status, are a new ``python -m
+    memrules``'s, wherever it runs, whatever its ``PYTHONPATH``."""
+    cwd = tmp_path / "scratch"
+    cwd.mkdir()
+    for name in SHIPPED:
+        (cwd / name).symlink_to(ROOT / name, target_is_directory=True)
+    (cwd / "sub").mkdir()
+    (cwd / "mine.py").write_text(MINE, encoding="utf-8")
+    (cwd / "mine.yaml").write_text(
+        'strategies:\n  - type: "mine:keep_newest"\n    count: 2\n', encoding="utf-8"
+    )
+    fresh = tmp_path / "fresh-bin"
+    fresh.mkdir()
+    (fresh / "memrules").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m memrules "$@"\n')
+    (fresh / "memrules").chmod(0o755)
+    env = _environment(cwd, cli_server)
+    runs = []
+    for path in (env["PATH"], f"{fresh}{os.pathsep}{env['PATH']}"):
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command],
+            capture_output=True, text=True, cwd=cwd, env={**env, "PATH": path},
+            timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        runs.append((done.returncode, done.stdout, done.stderr))
+    forked, new = runs
+    assert forked == new
+    assert new[1] or new[2]  # each case prints something, to compare

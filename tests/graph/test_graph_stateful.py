@@ -10,6 +10,7 @@ held when it was made: the persistence promise.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any
@@ -36,7 +37,7 @@ from memrules.graph import (
     MemoryGraph,
     MergePolicy,
 )
-from memrules.testing import NODE_IDS, RELATIONSHIP_IDS, graph_nodes, graph_parts
+from memrules.testing import NODE_IDS, RELATIONSHIP_IDS, graph_nodes, graph_relationships
 
 BIG = GraphLimits(max_nodes=10_000, max_relationships=10_000)
 
@@ -237,6 +238,28 @@ def invalid_snapshots(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         broken.append(("infinite weight", {**data, "relationships": inf}))
     broken.append(("future version", {**data, "version": 2}))
     return broken
+
+
+# --- the parts the rules draw ------------------------------------------------------
+
+Parts = tuple[tuple[GraphNode, ...], tuple[GraphRelationship, ...]]
+_NODE_LISTS = st.lists(graph_nodes(), max_size=6)
+
+
+@functools.cache
+def _relationship_lists(node_ids: tuple[str, ...]) -> st.SearchStrategy[list[GraphRelationship]]:
+    return st.lists(graph_relationships(node_ids), max_size=8)
+
+
+@st.composite
+def graph_parts(draw: st.DrawFn) -> Parts:
+    """What :func:`memrules.testing.graph_parts` draws, drawn as it does,
+    from strategies built once (per node ids) rather than at every draw:
+    building and checking them was most of this test's time."""
+    nodes = draw(_NODE_LISTS)
+    if not nodes:
+        return (), ()
+    return tuple(nodes), tuple(draw(_relationship_lists(tuple(n.id for n in nodes))))
 
 
 # --- the machine --------------------------------------------------------------------
