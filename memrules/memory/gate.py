@@ -286,12 +286,13 @@ def reflect(
             fitted = _fit(m, marker, budget)
             if fitted is not None:
                 chosen.append(fitted)
+                lines.append(memory_line(fitted.text, fitted.stored_at, marker))
                 cut = m.id
                 over = [n.id for n in unique[i + 1 :]]
                 break
         over = [n.id for n in unique[i:]]
         break
-    text = render(chosen, marker) if chosen else None
+    text = "\n".join(lines) if chosen else None
     return GateResult(
         memories=tuple(chosen),
         text=text,
