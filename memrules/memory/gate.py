@@ -48,7 +48,7 @@ of itself; no blocked memory and no duplicate is ever injected.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -71,6 +71,7 @@ __all__ = [
     "Recalled",
     "decay",
     "jaccard",
+    "longest",
     "memory_message",
     "reflect",
     "render",
@@ -223,6 +224,20 @@ def _deduplicated(
     return [k for k, _, _ in kept], dropped
 
 
+def longest(fits: Callable[[int], bool], most: int) -> int:
+    """The largest ``n`` in ``0..most`` for which ``fits(n)`` holds (0 when
+    none above 0 does), by bisection: ``fits`` must hold up to some ``n``
+    and not beyond it, as a measure that never falls as ``n`` grows gives."""
+    low, high = 0, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def _fit(memory: Recalled, marker: str, budget: int) -> Recalled | None:
     """``memory`` with its text cut (at a character boundary, then
     :data:`CUT_MARKER`) to the longest prefix whose message fits ``budget``;
@@ -232,16 +247,8 @@ def _fit(memory: Recalled, marker: str, budget: int) -> Recalled | None:
         text = f"{cut_text(memory.text, length)} {CUT_MARKER}"
         return estimate_tokens(render((attrs.evolve(memory, text=text),), marker)) <= budget
 
-    # The estimate never falls as the prefix grows, so the longest prefix
-    # that fits is found by bisection.
-    low, high = 0, len(memory.text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
-    prefix = cut_text(memory.text, low)
+    # The estimate never falls as the prefix grows.
+    prefix = cut_text(memory.text, longest(fits, len(memory.text)))
     if not prefix.strip():
         return None
     return attrs.evolve(memory, text=f"{prefix} {CUT_MARKER}")

@@ -42,7 +42,7 @@ from memrules._core.messages import Conversation, Message
 from memrules._core.seam_records import MAX_SCOPE_CHARS, RecallHit
 from memrules.memory.classify import is_small_talk
 from memrules.memory.config import RouteRetrieval
-from memrules.memory.gate import GateResult, Recalled, memory_message, render
+from memrules.memory.gate import GateResult, Recalled, longest, memory_message, render
 
 __all__ = [
     "MEMORY_METADATA",
@@ -298,13 +298,7 @@ def fill(
         sent = request(n)
         return not budget.is_over(messages=len(sent), tokens=count(sent))
 
-    low, high = 0, len(candidates)  # low: fits (or 0); above high: does not
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
+    low = longest(fits, len(candidates))
     if low == 0:
         return context, ()
     return request(low), candidates[:low]
