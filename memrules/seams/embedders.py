@@ -128,6 +128,15 @@ def _load_model(threads: int | None) -> _Model:
     # affinity mask a container sets), not as many as the machine has.
     options.intra_op_num_threads = threads or _usable_cores()
     options.inter_op_num_threads = 1
+    # Threads that wait for work sleep instead of spinning. Spinning keeps
+    # both cores busy between the model's runs and between its parallel
+    # steps, taking them from what else runs: the store's writes, Milvus
+    # Lite's server process, the host application. Measured on the LoCoMo
+    # dev sessions remembered into Milvus Lite (two threads, two cores
+    # shared with other jobs): 8.4-8.6 turns/s and 20-21 s of CPU spinning,
+    # 23.1-23.7 turns/s and 13 s without; the vectors are the same, bit
+    # for bit (benchmarks/locomo/README.md).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
     try:
         session = onnxruntime.InferenceSession(
