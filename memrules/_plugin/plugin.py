@@ -243,7 +243,11 @@ class MemoryPlugin:
     :mod:`memrules.memory`), ``memory_store`` replaces the store
     ``stores.memory`` opens (shared by every plugin of the config),
     ``memory_observers`` get its events (metrics), and ``clock`` gives the
-    time memories are stamped and decayed by. The memory collection is
+    time memories are stamped and decayed by. The embedding model begins
+    loading here, first, in a background thread (:meth:`close` waits for
+    it), so that it loads while the pipeline's encoder and the state store
+    do; a model that cannot load says so at its first use, in the
+    retrieval's ``error``. The memory collection is
     checked here: one its embedder cannot use raises
     :class:`~memrules._core.errors.ConfigError`; a store that is down is logged,
     and requests go on without memory until it is back.
@@ -1002,7 +1006,8 @@ class MemoryPlugin:
         return self._pipeline.compress(messages)
 
     def close(self) -> None:
-        """Release what this plugin opened: the state store's connections,
+        """Release what this plugin opened (after the memory route's model,
+        if it is still loading, has loaded): the state store's connections,
         the offload store its config's ``store:`` section built (one passed
         as ``store`` stays open), its hold on the shared ``stores.memory``
         store (the last plugin of a config closes it; a ``memory_store``
