@@ -102,6 +102,7 @@ update.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -163,7 +164,7 @@ from memrules.memory.metrics import RetrievalObserver
 from memrules.memory.retrieve import (
     Retrieval,
 )
-from memrules.memory.service import ListedRecord, RetrievalService
+from memrules.memory.service import ListedRecord, RetrievalService, load_ahead
 from memrules.memory.shared import SHARED_STORES
 from memrules.seams._log import seam_call
 
@@ -242,7 +243,11 @@ class MemoryPlugin:
     :mod:`memrules.memory`), ``memory_store`` replaces the store
     ``stores.memory`` opens (shared by every plugin of the config),
     ``memory_observers`` get its events (metrics), and ``clock`` gives the
-    time memories are stamped and decayed by. The memory collection is
+    time memories are stamped and decayed by. The embedding model begins
+    loading here, first, in a background thread (:meth:`close` waits for
+    it), so that it loads while the pipeline's encoder and the state store
+    do; a model that cannot load says so at its first use, in the
+    retrieval's ``error``. The memory collection is
     checked here: one its embedder cannot use raises
     :class:`~memrules._core.errors.ConfigError`; a store that is down is logged,
     and requests go on without memory until it is back.
@@ -277,14 +282,77 @@ class MemoryPlugin:
         if not isinstance(edits_in_place, bool):
             msg = f"edits_in_place={edits_in_place!r} must be True or False"
             raise ValueError(msg)
+        self._memory: RetrievalService | None = None
+        self._shared: RetrievalStoreConfig | None = None
+        self._loading: threading.Thread | None = None
+        self._built_store: VectorStore | None = None
+        self._states: StateStore  # set by _build; close() works without it
+        self._tracer: PluginTracer | None = None
+        settings = memory_settings(config)
+        try:
+            if settings is not None:
+                # The memory store first, and its model loading from here on:
+                # it loads while the pipeline's encoder and the state store
+                # load (the first request waits for whatever is left of it).
+                if memory_store is None:
+                    memory_store = SHARED_STORES.acquire(settings)
+                    self._shared = settings
+                self._loading = load_ahead(memory_store)
+            self._build(
+                config,
+                summarizer=summarizer,
+                store=store,
+                counter=counter,
+                max_conversations=max_conversations,
+                conversation_id_of=conversation_id_of,
+                state_store=state_store,
+                trace=trace,
+                clock=clock,
+                edits_in_place=edits_in_place,
+            )
+            if settings is not None:
+                assert config.memory is not None
+                assert memory_store is not None
+                if self._tracer is not None:
+                    memory_store = self._tracer.memory_store(settings, memory_store)
+                self._memory = RetrievalService(
+                    settings,
+                    config.memory,
+                    store=memory_store,
+                    observers=memory_observers,
+                    clock=LoggedClock(clock),
+                    source=config.source,
+                    loading=self._loading,
+                )
+                self._memory.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(
+        self,
+        config: MemoryConfig,
+        *,
+        summarizer: Summarizer | None,
+        store: VectorStore | None,
+        counter: TokenCounter | None,
+        max_conversations: int,
+        conversation_id_of: Callable[[Mapping[str, Any]], str | None],
+        state_store: StateStore | None,
+        trace: str | os.PathLike[str] | None,
+        clock: Callable[[], float],
+        edits_in_place: bool,
+    ) -> None:
+        """The pipeline, the state store, the tracer and the conversation
+        caches (everything but retrieval memory)."""
         self._pipeline = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
         # The offload store the config's ``store:`` section built is this
         # plugin's to close; one passed in is its giver's.
         built = self._pipeline.seams.store
-        self._built_store: VectorStore | None = built if store is None else None
-        self._states: StateStore = (
+        self._built_store = built if store is None else None
+        self._states = (
             state_store
             if state_store is not None
             else open_state_store(
@@ -299,7 +367,6 @@ class MemoryPlugin:
         # Tracing (memrules._trace.record): the seams, the graph extractor, the
         # resolver and the state store go through the seam log, and each
         # request writes a trace line.
-        self._tracer: PluginTracer | None = None
         if trace is not None:
             self._tracer = PluginTracer(trace, self._pipeline, self._states)
             self._pipeline, self._states = self._tracer.pipeline, self._tracer.states
@@ -308,29 +375,6 @@ class MemoryPlugin:
             lambda: ConversationCache(pipeline, edits_in_place=edits_in_place), max_conversations
         )
         self._clock = clock
-        self._memory: RetrievalService | None = None
-        self._shared: RetrievalStoreConfig | None = None
-        settings = memory_settings(config)
-        if settings is not None:
-            assert config.memory is not None
-            if memory_store is None:
-                memory_store = SHARED_STORES.acquire(settings)
-                self._shared = settings
-            try:
-                if self._tracer is not None:
-                    memory_store = self._tracer.memory_store(settings, memory_store)
-                self._memory = RetrievalService(
-                    settings,
-                    config.memory,
-                    store=memory_store,
-                    observers=memory_observers,
-                    clock=LoggedClock(clock),
-                    source=config.source,
-                )
-                self._memory.start()
-            except BaseException:
-                self.close()
-                raise
 
     @classmethod
     def from_config(
@@ -962,14 +1006,18 @@ class MemoryPlugin:
         return self._pipeline.compress(messages)
 
     def close(self) -> None:
-        """Release what this plugin opened: the state store's connections,
+        """Release what this plugin opened (after the memory route's model,
+        if it is still loading, has loaded): the state store's connections,
         the offload store its config's ``store:`` section built (one passed
         as ``store`` stays open), its hold on the shared ``stores.memory``
         store (the last plugin of a config closes it; a ``memory_store``
         passed in stays open, its giver's to close), and finish the trace.
         ``with plugin:`` calls it at the end of the block; calling it again
         does nothing more."""
-        close = getattr(self._states, "close", None)
+        loading, self._loading = self._loading, None
+        if loading is not None:
+            loading.join()  # a model still loading is not left running
+        close = getattr(getattr(self, "_states", None), "close", None)
         if callable(close):
             close()
         if self._shared is not None:

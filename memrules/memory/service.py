@@ -57,7 +57,7 @@ from memrules.memory.retrieve import (
 )
 from memrules.memory.shared import SHARED_STORES
 
-__all__ = ["ListedRecord", "RetrievalService"]
+__all__ = ["ListedRecord", "RetrievalService", "load_ahead"]
 
 log = logging.getLogger("memrules.memory")
 
@@ -101,6 +101,23 @@ def _load_model(load: Callable[[], object]) -> None:
         log.debug("%r did not run ahead of its first use: %s", load, exc)
 
 
+def load_ahead(store: object) -> threading.Thread | None:
+    """Begin loading ``store``'s embedding model in a background thread,
+    when its embedder has a ``load`` (the local model; a remote embedder
+    loads nothing), so that the model loads while the caller goes on
+    opening the rest; the thread, for its owner to join, or None. A load
+    that fails is not kept: the model's first use loads it again and
+    raises that error there (a retrieval with ``status="error"``)."""
+    load = getattr(getattr(store, "embedder", None), "load", None)
+    if not callable(load):
+        return None
+    thread = threading.Thread(
+        target=_load_model, args=(load,), name="memrules-model-load", daemon=True
+    )
+    thread.start()
+    return thread
+
+
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
@@ -122,6 +139,7 @@ class RetrievalService:
         observers: Iterable[RetrievalObserver] = (),
         clock: Callable[[], float] = time.time,
         source: str | None = None,
+        loading: threading.Thread | None = None,
     ) -> None:
         self.settings = settings
         self.route = route
@@ -130,8 +148,10 @@ class RetrievalService:
         self.observers = tuple(observers)
         self.clock = clock
         self.source = source
-        self.loading: threading.Thread | None = None
-        """The thread that loads the embedding model, from :meth:`start`."""
+        self.loading: threading.Thread | None = loading
+        """The thread that loads the embedding model: ``loading``, begun by
+        the caller (see :func:`load_ahead`), else the one :meth:`start`
+        begins."""
         self.indexing: threading.Thread | None = None
         """The thread that builds the store's search index, from :meth:`start`."""
 
@@ -161,12 +181,8 @@ class RetrievalService:
         """Open and check the collection (see the module docs). Raises
         :class:`~memrules._core.errors.ConfigError` when it cannot be used with
         the embedder; logs, and goes on, when the store is down."""
-        load = getattr(getattr(self.store, "embedder", None), "load", None)
-        if callable(load) and self.loading is None:
-            self.loading = threading.Thread(
-                target=_load_model, args=(load,), name="memrules-model-load", daemon=True
-            )
-            self.loading.start()
+        if self.loading is None:
+            self.loading = load_ahead(self.store)
         check = getattr(self.store, "check", None)
         if not callable(check):
             return
