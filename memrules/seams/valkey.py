@@ -16,8 +16,10 @@ PREFIX``) with these fields:
   empty;
 - ``terms``: a ``TEXT`` field of the text's lexical tokens
   (:func:`memrules.seams._lexical.tokens`, joined by spaces, no stemming, no
-  stop words), ranked by the module's BM25: the index splits words exactly
-  as the other backends do.
+  stop words), ranked by the module's BM25 (``SCORER BM25STD``, each query
+  token an optional clause, their union a required one weighted 0 by the
+  ``$weight`` query attribute): the index splits words exactly as the
+  other backends do.
 
 The other fields of the hash are read back, not indexed: the indexed text,
 the conversation, user and tenant ids, the turn and exchange keys, the
