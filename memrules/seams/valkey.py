@@ -16,8 +16,10 @@ PREFIX``) with these fields:
   empty;
 - ``terms``: a ``TEXT`` field of the text's lexical tokens
   (:func:`memrules.seams._lexical.tokens`, joined by spaces, no stemming, no
-  stop words), ranked by the module's BM25: the index splits words exactly
-  as the other backends do.
+  stop words), ranked by the module's BM25 (``SCORER BM25STD``, each query
+  token an optional clause, their union a required one weighted 0 by the
+  ``$weight`` query attribute): the index splits words exactly as the
+  other backends do.
 
 The other fields of the hash are read back, not indexed: the indexed text,
 the conversation, user and tenant ids, the turn and exchange keys, the
@@ -62,7 +64,6 @@ from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_
 from memrules.seams._lexical import tokens
 from memrules.seams._store import (
     DEFAULT_COLLECTION,
-    MAX_K,
     MessageStore,
     check_collection,
     check_mode,
@@ -101,7 +102,9 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-_NAMES = {name.encode(): name for name in (*_FIELDS, "terms", "distance")}
+_NAMES = {name.encode(): name for name in (*_FIELDS, "distance")}
+_Row = tuple[float, str, dict[str, Any]]
+"""A record a search read: its score, its id and its fields, undecoded."""
 
 
 def _pairs(flat: Sequence[Any]) -> dict[str, Any]:
@@ -135,6 +138,10 @@ class _Valkey:
         self.timeout_seconds = timeout_seconds
         self._client: Any = None
         self._lexical: dict[str, bool] = {}
+        # The rows the rankings of the hybrid search under way read, by id,
+        # undecoded, until its fetch (the store's lock holds one search at a
+        # time): owned by this backend, emptied by each fetch.
+        self._read: dict[str, dict[str, Any]] = {}
         # The last write's transaction, held back to be sent with the
         # confirm that follows it: its record ids and its commands.
         self._pending: tuple[list[str], list[Any]] | None = None
@@ -409,20 +416,13 @@ class _Valkey:
             found += f" @conversation:{{{_digest(scope.conversation_id)}}}"
         return found
 
-    def _hits(
-        self,
-        reply: Sequence[Any],
-        scope: Scope,
-        scores: str,
-        terms: set[str] | None = None,
-        k: int | None = None,
-    ) -> list[RecallHit]:
-        """The records of an ``FT.SEARCH`` reply that are ``scope``'s (checked
-        again as read) and, with ``terms``, hold one of them, best first;
-        the first ``k`` of them (all when None), and only those decoded.
-        ``scores``: ``withscores`` (the reply's own, ``WITHSCORES``),
-        ``distance`` (a returned cosine distance) or ``none`` (each 0)."""
-        found: list[tuple[float, str, dict[str, Any]]] = []
+    def _rows(self, reply: Sequence[Any], scope: Scope, scores: str) -> list[_Row]:
+        """The records of an ``FT.SEARCH`` reply that are ``scope``'s
+        (checked again as read), best first (ties by id), each as (score,
+        id, its returned fields, undecoded). ``scores``: ``withscores`` (the
+        reply's own, ``WITHSCORES``), ``distance`` (a returned cosine
+        distance) or ``none`` (each 0)."""
+        found: list[_Row] = []
         step = 3 if scores == "withscores" else 2
         for i in range(1, len(reply) - step + 2, step):
             fields = _pairs(reply[i + step - 1])
@@ -432,8 +432,6 @@ class _Valkey:
                 score = 1.0 - float(fields["distance"])
             else:
                 score = 0.0
-            if terms is not None and not terms & set(_text(fields["terms"]).split()):
-                continue
             owner = (_text(fields["user"]) or None, _text(fields["tenant"]) or None)
             if owner != (scope.user, scope.tenant):
                 continue  # a digest collision; never another user's record
@@ -442,9 +440,16 @@ class _Valkey:
                 continue
             found.append((score, _text(reply[i]).rpartition(":r:")[2], fields))
         found.sort(key=lambda f: (-f[0], f[1]))
-        return [_hit(record_id, fields, score) for score, record_id, fields in found[:k]]
+        return found
 
-    def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+    def _hits(self, reply: Sequence[Any], scope: Scope, scores: str) -> list[RecallHit]:
+        """:meth:`_rows`, each decoded to a hit."""
+        return [
+            _hit(record_id, fields, score)
+            for score, record_id, fields in self._rows(reply, scope, scores)
+        ]
+
+    def _dense_rows(self, vector: list[float], *, k: int, scope: Scope) -> list[_Row]:
         query = f"({self._filter(scope)})=>[KNN {k} @vector $vector EF_RUNTIME $ef AS distance]"
         reply = self._open().execute_command(
             "FT.SEARCH", self._index(self.collection), query,
@@ -453,29 +458,69 @@ class _Valkey:
             "RETURN", len(_FIELDS) + 1, *_FIELDS, "distance",
             "LIMIT", 0, k, "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
         )  # fmt: skip
-        return self._hits(reply, scope, "distance", k=k)
+        return self._rows(reply, scope, "distance")
 
-    def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
-        """BM25 over ``terms`` within ``scope``. Each query token is an
-        optional clause (``~@terms:token``) after the scope filter: a union
-        of terms inside an intersection is scored by its first matching
-        term only (RediSearch 2.10), which ranks a record holding every
-        term below one holding one; optional clauses are each scored. The
-        scope's tags add a small score of their own to every record, so
-        records holding no token are dropped as read, and twice ``k`` are
-        fetched: a token that every record holds scores about nothing."""
+    def _lexical_rows(self, query: str, *, k: int, scope: Scope) -> list[_Row]:
+        """BM25 over ``terms`` within ``scope``, the best ``k``. Each query
+        token is an optional clause (``~@terms:token``) after the scope
+        filter: a union of terms inside an intersection is scored by its
+        first matching term only (RediSearch 2.10), which ranks a record
+        holding every term below one holding one; optional clauses are each
+        scored. The union of the tokens is there too, weighted 0: it keeps
+        out the records that hold none (the scope's tag alone gives every
+        record a small score) and adds nothing to a score. So the engine
+        answers only records holding a token and exactly ``k`` are read;
+        among records tied at the ``k``-th score, the engine's order picks."""
         index = self._index(self.collection)
         terms = list(dict.fromkeys(tokens(query)))[:MAX_QUERY_TERMS]
         if not terms or not self._has_text(index):
             return []
-        search = " ".join([self._filter(scope), *(f"~@terms:{t}" for t in terms)])
-        wanted = min(2 * k, 2 * MAX_K)
+        held = "|".join(terms)
+        search = " ".join(
+            [self._filter(scope), f"(@terms:({held}))=>{{$weight: 0.0}}"]
+            + [f"~@terms:{t}" for t in terms]
+        )
         reply = self._open().execute_command(
             "FT.SEARCH", index, search, "VERBATIM", "SCORER", "BM25STD", "WITHSCORES",
-            "RETURN", len(_FIELDS) + 1, *_FIELDS, "terms", "LIMIT", 0, wanted,
+            "RETURN", len(_FIELDS), *_FIELDS, "LIMIT", 0, k,
             "TIMEOUT", self._timeout_ms(), "DIALECT", 2,
         )  # fmt: skip
-        return self._hits(reply, scope, "withscores", set(terms), k=k)
+        return self._rows(reply, scope, "withscores")
+
+    def dense(self, vector: list[float], *, k: int, scope: Scope) -> list[RecallHit]:
+        return [_hit(i, fields, s) for s, i, fields in self._dense_rows(vector, k=k, scope=scope)]
+
+    def lexical(self, query: str, *, k: int, scope: Scope) -> list[RecallHit]:
+        return [_hit(i, fields, s) for s, i, fields in self._lexical_rows(query, k=k, scope=scope)]
+
+    # --- hybrid search: both rankings read, only the fused records decoded ----------------
+
+    @property
+    def ranks_ids(self) -> bool:
+        """Hybrid search ranks ids first: each ranking's reply carries its
+        records' fields, held undecoded until :meth:`fetch` decodes the few
+        that fusion keeps (of ``2 * candidates`` read)."""
+        return True
+
+    def _held(self, rows: list[_Row]) -> list[tuple[str, float]]:
+        self._read.update((record_id, fields) for _, record_id, fields in rows)
+        return [(record_id, score) for score, record_id, _ in rows]
+
+    def dense_ranking(
+        self, vector: list[float], *, k: int, scope: Scope
+    ) -> list[tuple[str, float]]:
+        return self._held(self._dense_rows(vector, k=k, scope=scope))
+
+    def lexical_ranking(self, query: str, *, k: int, scope: Scope) -> list[tuple[str, float]]:
+        return self._held(self._lexical_rows(query, k=k, scope=scope))
+
+    def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
+        """The records of ``found`` that the rankings since the last fetch
+        read (every id they answered: those are the only ones hybrid search
+        fuses), decoded, in its order, with its scores; then the rows held
+        are let go."""
+        read, self._read = self._read, {}
+        return [_hit(i, read[i], score) for i, score in found if i in read]
 
     # --- listing and forgetting ----------------------------------------------------------
 
