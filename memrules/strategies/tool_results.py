@@ -10,12 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 import operator
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 import attrs
 
 from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
-from memrules._counting.notes import Scan
+from memrules._counting.measure import Track
+from memrules._counting.notes import Scan, keep, notes_of
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.strategies._util import RewriteCache, check_positive
 from memrules.strategies.registry import describe, register
@@ -63,6 +64,7 @@ _SURELY_LONGER = 16
 
 
 _RESULT_IDS = operator.attrgetter("result_ids")
+_CARRIES = operator.attrgetter("is_tool_carrier")
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 
@@ -78,11 +80,38 @@ def _results(conversation: Conversation) -> tuple[list[int], list[str]]:
     return list(map(_FIRST, pairs)), list(map(_SECOND, pairs))
 
 
+def _survivors(track: Track) -> frozenset[int]:
+    """The first system message's and the last user message's positions."""
+    return frozenset(i for i in (track.first_system, track.last_user) if i is not None)
+
+
 def _call_names(message: Message) -> tuple[tuple[str, str], ...]:
     """(call id, tool name) of each of the message's calls, in order."""
     if not message.call_ids:
         return ()
     return tuple((p.id, p.name) for p in message.parts if isinstance(p, ToolCall))
+
+
+@attrs.frozen(slots=True, eq=False)
+class _ReadState:
+    """What :func:`deduplicate_file_reads` made of one input (call and
+    result ids unique), kept in the conversation's measure so that the next
+    request, which continues it, takes in only what is new: the input, the
+    output and where they differ, the counter and the rewrite cache's
+    generation it was made under, the survivors, and the reads: each
+    result's message, each read's order and path, each path's newest
+    answered read and its stale ones."""
+
+    source: Conversation
+    output: Conversation
+    rewritten: frozenset[int]
+    counter: object
+    generation: int
+    survivors: frozenset[int]
+    holders: dict[str, int]
+    reads: dict[str, tuple[int, str]]
+    newest: dict[str, str]
+    older: dict[str, tuple[str, ...]]
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -93,12 +122,168 @@ class _DeduplicateFileReads:
     _rewrites: RewriteCache = attrs.field(factory=RewriteCache, init=False, eq=False)
     # Each message's reads, per conversation: a warm request parses only new ones.
     _scan: Scan[tuple[tuple[str, str], ...]] = attrs.field(factory=Scan, init=False, eq=False)
+    # The key of this strategy's :class:`_ReadState` notes in each
+    # conversation's measure.
+    _tail: object = attrs.field(factory=object, init=False, eq=False)
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
+        track = context.measure.track(conversation)
+        if track.unique_calls:
+            state = self._state(conversation, context, track)
+            if state is not None:
+                return conversation if not state.rewritten else state.output
+        return self._full(conversation, context, track)
+
+    def _state(
+        self, conversation: Conversation, context: StrategyContext, track: Track
+    ) -> _ReadState | None:
+        """The state of ``conversation`` (call ids unique), advanced from
+        the note about an input it continues, or worked out whole; None
+        when a result id repeats (:meth:`_full` handles that)."""
+        measure, counter = context.measure, context.counter
+        generation = self._rewrites.generation
+        notes = notes_of(measure, self._tail)
+        state = None
+        for note in notes:
+            if (
+                isinstance(note, _ReadState)
+                and note.counter is counter
+                and note.generation == generation
+                and len(note.source) <= len(conversation)
+            ):
+                moved = measure.moved(conversation, note.source)
+                if moved is not None and all(
+                    self._same_reads(conversation[i], note.source[i]) for i in moved
+                ):
+                    state = self._advance(note, moved, conversation, context, track)
+                    break
+        if state is None:
+            state = self._advance(None, (), conversation, context, track)
+        if state is not None:
+            keep(measure, self._tail, notes, state)
+        return state
+
+    def _same_reads(self, now: Message, was: Message) -> bool:
+        """Whether ``now`` holds the results and the reads ``was`` held."""
+        return now.result_ids == was.result_ids and self._reads(now) == self._reads(was)
+
+    def _advance(
+        self,
+        note: _ReadState | None,
+        moved: Iterable[int],
+        conversation: Conversation,
+        context: StrategyContext,
+        track: Track,
+    ) -> _ReadState | None:
+        """The state of ``conversation``: ``note``'s (about a conversation
+        that ``conversation`` continues, holding the same objects but at
+        ``moved``, which hold the same reads and results), with only the
+        new messages taken in and only the messages whose stub changed,
+        ``moved`` and the survivors that changed visited again. Without a
+        note: every message is new. None when a result id repeats."""
+        n = len(conversation)
+        if note is None:
+            m, out, rewritten = 0, list(conversation), set()
+            holders: dict[str, int] = {}
+            reads: dict[str, tuple[int, str]] = {}
+            newest: dict[str, str] = {}
+            older: dict[str, tuple[str, ...]] = {}
+            was_surviving: frozenset[int] = frozenset()
+        else:
+            m = len(note.source)
+            out = list(note.output)
+            out.extend(conversation[m:])
+            rewritten = set(note.rewritten)
+            holders, reads = dict(note.holders), dict(note.reads)
+            newest, older = dict(note.newest), dict(note.older)
+            was_surviving = note.survivors
+        tail = conversation[m:]
+        carriers = list(itertools.compress(range(m, n), map(_CARRIES, tail)))
+        fresh_results: list[str] = []
+        fresh_reads: list[str] = []
+        for i in carriers:
+            message = conversation[i]
+            for cid in message.result_ids:
+                if cid in holders:
+                    return None
+                holders[cid] = i
+                fresh_results.append(cid)
+            for cid, path in self._reads(message):
+                reads[cid] = (len(reads), path)
+                fresh_reads.append(cid)
+        # The reads answered now that were not: a new result of a read, or
+        # a new read whose result came first.
+        became = [c for c in fresh_results if c in reads]
+        became.extend(c for c in fresh_reads if c in holders)
+        again = set(moved)
+        for cid in dict.fromkeys(became):
+            order, path = reads[cid]
+            current = newest.get(path)
+            if current is None:
+                newest[path] = cid
+            elif order > reads[current][0]:
+                newest[path] = cid
+                older[path] = (*older.get(path, ()), current)
+                # Every stale read of the path names the newest one.
+                again.update(map(holders.__getitem__, older[path]))
+            else:
+                older[path] = (*older.get(path, ()), cid)
+                again.add(holders[cid])
+        survivors = _survivors(track)
+        again.update(survivors ^ was_surviving)
+
+        def stale_read(cid: str) -> bool:
+            found = reads.get(cid)
+            return found is not None and cid in holders and newest[found[1]] != cid
+
+        def stub(part: Part) -> Part:
+            if not isinstance(part, ToolResult) or not stale_read(part.call_id):
+                return part
+            path = reads[part.call_id][1]
+            text = (
+                f"[memrules: stale read of {path}; the later {self.tool_name} call "
+                f"{newest[path]} has its current content]"
+            )
+            return part if _not_longer(part, text, context) else attrs.evolve(part, content=text)
+
+        def key(message: Message) -> tuple[tuple[str, str, str], ...]:
+            return tuple(
+                (p.call_id, reads[p.call_id][1], newest[reads[p.call_id][1]])
+                for p in message.parts
+                if isinstance(p, ToolResult) and stale_read(p.call_id)
+            )
+
+        for i in again:
+            message = conversation[i]
+            after = None
+            if i not in survivors and any(map(stale_read, message.result_ids)):
+                after, _ = self._rewrites.one(message, stub, key, context.counter)
+            if after is None:
+                out[i] = message
+                rewritten.discard(i)
+            else:
+                out[i] = after
+                rewritten.add(i)
+        return _ReadState(
+            source=conversation,
+            output=tuple(out) if rewritten else conversation,
+            rewritten=frozenset(rewritten),
+            counter=context.counter,
+            generation=self._rewrites.generation,
+            survivors=survivors,
+            holders=holders,
+            reads=reads,
+            newest=newest,
+            older=older,
+        )
+
+    def _full(
+        self, conversation: Conversation, context: StrategyContext, track: Track
+    ) -> Conversation:
+        """The whole conversation looked at again (repeated ids)."""
         # Only reads that have their result count: a newer read still waiting
         # for its result has no content to stand in for the older one.
         answered = set(itertools.chain.from_iterable(map(_RESULT_IDS, conversation)))
-        track = context.measure.track(conversation)
         if track.unique_calls:
             # Each message's reads, parsed once per conversation (the scan
             # keeps them); in message order, as ``_calls`` would give them.
