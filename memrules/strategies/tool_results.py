@@ -380,6 +380,28 @@ def deduplicate_file_reads(*, tool_name: str = "read_file", path_key: str = "pat
     return _DeduplicateFileReads(tool_name, path_key)
 
 
+@attrs.frozen(slots=True, eq=False)
+class _ClearState:
+    """What :func:`clear_tool_results` made of one input (result ids
+    unique), kept in the conversation's measure so that the next request,
+    which continues it, takes in only what is new: the input, the output,
+    the counter and the rewrite cache's generation it was made under, the
+    survivors, each result's message, each call's tool name (when some are
+    excluded), the results that may be cleared in order and their ranks,
+    and what each cleared message saves."""
+
+    source: Conversation
+    output: Conversation
+    counter: object
+    generation: int
+    survivors: frozenset[int]
+    holders: dict[str, int]
+    names: dict[str, str]
+    ids: list[str]
+    rank: dict[str, int]
+    gains: dict[int, int]
+
+
 @attrs.frozen(slots=True, repr=False)
 class _ClearToolResults:
     keep_pairs: int
@@ -392,8 +414,165 @@ class _ClearToolResults:
     # Each message's calls by name, per conversation: a warm request reads
     # only new ones.
     _scan: Scan[tuple[tuple[str, str], ...]] = attrs.field(factory=Scan, init=False, eq=False)
+    # The key of this strategy's :class:`_ClearState` notes in each
+    # conversation's measure.
+    _tail: object = attrs.field(factory=object, init=False, eq=False)
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
+        if not self.clear_tool_inputs:
+            state = self._state(conversation, context)
+            if state is not None:
+                if not state.gains:
+                    return conversation
+                saved = sum(state.gains.values())
+                if saved < self.clear_at_least:
+                    return conversation
+                return Outcome(messages=state.output, note=f"cleared {saved} tokens")
+        return self._full(conversation, context)
+
+    def _state(self, conversation: Conversation, context: StrategyContext) -> _ClearState | None:
+        """The state of ``conversation``, advanced from the note about an
+        input it continues, or worked out whole; None when a result id
+        repeats (:meth:`_full` handles that)."""
+        measure, counter = context.measure, context.counter
+        generation = self._rewrites.generation
+        notes = notes_of(measure, self._tail)
+        track = measure.track(conversation)
+        state = None
+        for note in notes:
+            if (
+                isinstance(note, _ClearState)
+                and note.counter is counter
+                and note.generation == generation
+                and len(note.source) <= len(conversation)
+            ):
+                moved = measure.moved(conversation, note.source)
+                if moved is not None and all(
+                    self._same_tools(conversation[i], note.source[i]) for i in moved
+                ):
+                    state = self._advance(note, moved, conversation, context, track)
+                    break
+        if state is None:
+            state = self._advance(None, (), conversation, context, track)
+        if state is not None:
+            keep(measure, self._tail, notes, state)
+        return state
+
+    def _same_tools(self, now: Message, was: Message) -> bool:
+        """Whether ``now`` holds the results and calls ``was`` held."""
+        return (
+            now.result_ids == was.result_ids
+            and now.call_ids == was.call_ids
+            and (not self.exclude_tools or _call_names(now) == _call_names(was))
+        )
+
+    def _advance(
+        self,
+        note: _ClearState | None,
+        moved: Iterable[int],
+        conversation: Conversation,
+        context: StrategyContext,
+        track: Track,
+    ) -> _ClearState | None:
+        """The state of ``conversation``: ``note``'s (about a conversation
+        that ``conversation`` continues, holding the same objects but at
+        ``moved``, which hold the same calls and results), with only the
+        new messages taken in and only the messages whose results became
+        old enough, ``moved`` and the survivors that changed visited again.
+        Without a note (or when a new call names a result seen before):
+        every message is new. None when a result id repeats."""
+        n = len(conversation)
+        excluded = set(self.exclude_tools)
+        if note is None:
+            m, out = 0, list(conversation)
+            holders: dict[str, int] = {}
+            names: dict[str, str] = {}
+            ids: list[str] = []
+            rank: dict[str, int] = {}
+            gains: dict[int, int] = {}
+            was_surviving: frozenset[int] = frozenset()
+        else:
+            m = len(note.source)
+            holders, names = dict(note.holders), dict(note.names)
+            ids, rank, gains = list(note.ids), dict(note.rank), dict(note.gains)
+            was_surviving = note.survivors
+        tail = conversation[m:]
+        carriers = list(itertools.compress(range(m, n), map(_CARRIES, tail)))
+        if excluded:
+            # A result is excluded by the name of its call's last occurrence:
+            # all of the new calls first, as the whole-conversation pass.
+            for i in carriers:
+                for cid, name in _call_names(conversation[i]):
+                    if note is not None and (cid in holders or cid in names):
+                        # A new call names a result or call seen before.
+                        return self._advance(None, (), conversation, context, track)
+                    names[cid] = name
+        fresh: list[int] = []
+        for i in carriers:
+            for cid in conversation[i].result_ids:
+                if cid in holders:
+                    return None
+                holders[cid] = i
+                if excluded and names.get(cid) in excluded:
+                    continue
+                rank[cid] = len(ids)
+                ids.append(cid)
+                fresh.append(i)
+        if note is not None:
+            out = list(note.output)
+            out.extend(tail)
+        was_older = 0 if note is None else max(0, len(note.ids) - self.keep_pairs)
+        older = max(0, len(ids) - self.keep_pairs)
+        again = set(moved)
+        again.update(map(holders.__getitem__, ids[was_older:older]))
+        survivors = _survivors(track)
+        again.update(survivors ^ was_surviving)
+
+        def targeted(cid: str) -> bool:
+            return rank.get(cid, older) < older
+
+        def clear(part: Part) -> Part:
+            if isinstance(part, ToolResult) and targeted(part.call_id):
+                if _not_longer(part, CLEARED, context):
+                    return part
+                return attrs.evolve(part, content=CLEARED)
+            return part
+
+        def key(message: Message) -> tuple[str, ...]:
+            return tuple(filter(targeted, message.result_ids))
+
+        count = context.counter.count
+
+        def saving(before: Message, after: Message) -> int:
+            return count(before) - count(after)
+
+        for i in again:
+            message = conversation[i]
+            after, gain = None, 0
+            if i not in survivors and any(map(targeted, message.result_ids)):
+                after, gain = self._rewrites.one(message, clear, key, context.counter, saving)
+            if after is None:
+                out[i] = message
+                gains.pop(i, None)
+            else:
+                out[i] = after
+                gains[i] = gain
+        return _ClearState(
+            source=conversation,
+            output=tuple(out) if gains else conversation,
+            counter=context.counter,
+            generation=self._rewrites.generation,
+            survivors=survivors,
+            holders=holders,
+            names=names,
+            ids=ids,
+            rank=rank,
+            gains=gains,
+        )
+
+    def _full(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
+        """The whole conversation looked at again (repeated result ids, or
+        ``clear_tool_inputs``)."""
         if self.clear_tool_inputs:
             calls = _calls(conversation)
         excluded = set(self.exclude_tools)
