@@ -10,12 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 import operator
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeVar
 
 import attrs
 
 from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
-from memrules._counting.measure import Track
+from memrules._counting.measure import Measure, Track
 from memrules._counting.notes import Scan, keep, notes_of
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.strategies._util import RewriteCache, check_positive
@@ -78,6 +79,52 @@ def _results(conversation: Conversation) -> tuple[list[int], list[str]]:
         return at, list(map(_FIRST, ids))
     pairs = [(i, cid) for i, held in zip(at, ids, strict=True) for cid in held]
     return list(map(_FIRST, pairs)), list(map(_SECOND, pairs))
+
+
+_N = TypeVar("_N", "_ReadState", "_ClearState")
+
+_MOVED = 8
+"""A note is taken up, past the measure's knowledge, only when no more
+than one position in this many holds another object than it had."""
+
+
+def _continued(
+    notes: list[_N],
+    conversation: Conversation,
+    measure: Measure,
+    same: Callable[[Message, Message], bool],
+) -> tuple[_N, int, list[int]] | None:
+    """The note to advance from, how many of its first messages
+    ``conversation`` continues, and the positions below that which hold
+    other objects, each with the same tool facts by ``same``: a note whose
+    input the measure knows ``conversation`` continues; else the newest,
+    by one pass of identity checks, up to the first position whose tool
+    facts differ when the note's input holds no tool message from there on
+    (a message the hook added to the last request only, such as its
+    one-shot warning); else None."""
+    n = len(conversation)
+    for note in notes:
+        if len(note.source) <= n:
+            moved = measure.moved(conversation, note.source)
+            if moved is not None and all(same(conversation[i], note.source[i]) for i in moved):
+                return note, len(note.source), list(moved)
+    if not notes:
+        return None
+    note = notes[0]
+    source = note.source
+    start = min(len(source), n)
+    moved = list(itertools.compress(itertools.count(), map(operator.is_not, conversation, source)))
+    if len(moved) > start // _MOVED:
+        return None
+    kept: list[int] = []
+    for i in moved:
+        if not same(conversation[i], source[i]):
+            start = i
+            break
+        kept.append(i)
+    if any(map(_CARRIES, source[start:])):
+        return None
+    return note, start, kept
 
 
 def _survivors(track: Track) -> frozenset[int]:
@@ -143,22 +190,18 @@ class _DeduplicateFileReads:
         measure, counter = context.measure, context.counter
         generation = self._rewrites.generation
         notes = notes_of(measure, self._tail)
+        eligible = [
+            n
+            for n in notes
+            if isinstance(n, _ReadState) and n.counter is counter and n.generation == generation
+        ]
+        found = _continued(eligible, conversation, measure, self._same_reads)
         state = None
-        for note in notes:
-            if (
-                isinstance(note, _ReadState)
-                and note.counter is counter
-                and note.generation == generation
-                and len(note.source) <= len(conversation)
-            ):
-                moved = measure.moved(conversation, note.source)
-                if moved is not None and all(
-                    self._same_reads(conversation[i], note.source[i]) for i in moved
-                ):
-                    state = self._advance(note, moved, conversation, context, track)
-                    break
+        if found is not None:
+            note, start, moved = found
+            state = self._advance(note, start, moved, conversation, context, track)
         if state is None:
-            state = self._advance(None, (), conversation, context, track)
+            state = self._advance(None, 0, (), conversation, context, track)
         if state is not None:
             keep(measure, self._tail, notes, state)
         return state
@@ -170,6 +213,7 @@ class _DeduplicateFileReads:
     def _advance(
         self,
         note: _ReadState | None,
+        start: int,
         moved: Iterable[int],
         conversation: Conversation,
         context: StrategyContext,
@@ -190,10 +234,12 @@ class _DeduplicateFileReads:
             older: dict[str, tuple[str, ...]] = {}
             was_surviving: frozenset[int] = frozenset()
         else:
-            m = len(note.source)
-            out = list(note.output)
+            m = start
+            out = list(note.output[:m])
             out.extend(conversation[m:])
             rewritten = set(note.rewritten)
+            if m < len(note.source):
+                rewritten = {i for i in rewritten if i < m}
             holders, reads = dict(note.holders), dict(note.reads)
             newest, older = dict(note.newest), dict(note.older)
             was_surviving = note.survivors
@@ -230,7 +276,7 @@ class _DeduplicateFileReads:
                 older[path] = (*older.get(path, ()), cid)
                 again.add(holders[cid])
         survivors = _survivors(track)
-        again.update(survivors ^ was_surviving)
+        again.update(i for i in survivors ^ was_surviving if i < n)
 
         def stale_read(cid: str) -> bool:
             found = reads.get(cid)
@@ -438,22 +484,18 @@ class _ClearToolResults:
         generation = self._rewrites.generation
         notes = notes_of(measure, self._tail)
         track = measure.track(conversation)
+        eligible = [
+            n
+            for n in notes
+            if isinstance(n, _ClearState) and n.counter is counter and n.generation == generation
+        ]
+        found = _continued(eligible, conversation, measure, self._same_tools)
         state = None
-        for note in notes:
-            if (
-                isinstance(note, _ClearState)
-                and note.counter is counter
-                and note.generation == generation
-                and len(note.source) <= len(conversation)
-            ):
-                moved = measure.moved(conversation, note.source)
-                if moved is not None and all(
-                    self._same_tools(conversation[i], note.source[i]) for i in moved
-                ):
-                    state = self._advance(note, moved, conversation, context, track)
-                    break
+        if found is not None:
+            note, start, moved = found
+            state = self._advance(note, start, moved, conversation, context, track)
         if state is None:
-            state = self._advance(None, (), conversation, context, track)
+            state = self._advance(None, 0, (), conversation, context, track)
         if state is not None:
             keep(measure, self._tail, notes, state)
         return state
@@ -469,6 +511,7 @@ class _ClearToolResults:
     def _advance(
         self,
         note: _ClearState | None,
+        start: int,
         moved: Iterable[int],
         conversation: Conversation,
         context: StrategyContext,
@@ -492,9 +535,11 @@ class _ClearToolResults:
             gains: dict[int, int] = {}
             was_surviving: frozenset[int] = frozenset()
         else:
-            m = len(note.source)
+            m = start
             holders, names = dict(note.holders), dict(note.names)
             ids, rank, gains = list(note.ids), dict(note.rank), dict(note.gains)
+            if m < len(note.source):
+                gains = {i: gain for i, gain in gains.items() if i < m}
             was_surviving = note.survivors
         tail = conversation[m:]
         carriers = list(itertools.compress(range(m, n), map(_CARRIES, tail)))
@@ -505,7 +550,7 @@ class _ClearToolResults:
                 for cid, name in _call_names(conversation[i]):
                     if note is not None and (cid in holders or cid in names):
                         # A new call names a result or call seen before.
-                        return self._advance(None, (), conversation, context, track)
+                        return self._advance(None, 0, (), conversation, context, track)
                     names[cid] = name
         fresh: list[int] = []
         for i in carriers:
@@ -519,14 +564,14 @@ class _ClearToolResults:
                 ids.append(cid)
                 fresh.append(i)
         if note is not None:
-            out = list(note.output)
+            out = list(note.output[:m])
             out.extend(tail)
         was_older = 0 if note is None else max(0, len(note.ids) - self.keep_pairs)
         older = max(0, len(ids) - self.keep_pairs)
         again = set(moved)
         again.update(map(holders.__getitem__, ids[was_older:older]))
         survivors = _survivors(track)
-        again.update(survivors ^ was_surviving)
+        again.update(i for i in survivors ^ was_surviving if i < n)
 
         def targeted(cid: str) -> bool:
             return rank.get(cid, older) < older

@@ -306,3 +306,27 @@ def test_a_warm_tool_result_strategy_reads_only_the_new_messages(
 
 def _messages(result: Any) -> tuple[Message, ...]:
     return tuple(result.messages if isinstance(result, Outcome) else result)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        tool_results.deduplicate_file_reads,
+        functools.partial(tool_results.clear_tool_results, keep_pairs=5, exclude_tools=("plan",)),
+    ],
+    ids=["deduplicate_file_reads", "clear_tool_results"],
+)
+def test_a_message_only_the_last_request_had_is_taken_back(make: Callable[[], Any]) -> None:
+    """The last request ended with a message the next one does not hold
+    (the hook's one-shot warning): the next request starts from the note
+    up to that message, and gives what a cold run gives."""
+    strategy = make()
+    history = from_openai(agent_body(ROUNDS + 2))
+    counter = counter_for("o200k_base")
+    context = StrategyContext(counter=counter)
+    size = len(history) - 4 * NEW
+    strategy((*history[:size], message("user", "[warning] the context is nearly full")), context)
+    for end in (size + NEW, size + 3 * NEW):
+        warm = strategy(history[:end], context)
+        cold = make()(history[:end], StrategyContext(counter=counter))
+        assert _messages(warm) == _messages(cold)
