@@ -84,6 +84,9 @@ otherwise.
 
 from __future__ import annotations
 
+import collections
+import itertools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -477,6 +480,94 @@ def _write_back(
     """:func:`write_back`: each message found in ``source`` (by its hint,
     else by one look-up table of ``source``) is its raw message; the others
     are ``written``'s copies or converted, and put in ``keep`` when given."""
+    kept = _hinted(conversation, source, raws, hints)
+    if kept is None:
+        return _write_back_slow(conversation, source, raws, hints, written, keep)
+    out, others = kept
+    if not others:
+        return out
+    # A message an earlier call converted is never one the reader made
+    # (the source's): its dict, copied (C-level passes over them all).
+    messages = list(map(conversation.__getitem__, others))
+    entries = list(map(written.get, map(id, messages), itertools.repeat(_NO_ENTRY)))
+    hit = list(map(operator.is_, map(_FIRST, entries), messages))
+    found: list[Any] = list(itertools.compress(entries, hit))
+    collections.deque(
+        map(out.__setitem__, itertools.compress(others, hit), map(dict, map(_SECOND, found))),
+        maxlen=0,
+    )
+    if keep is not None:
+        keep.update(zip(map(id, map(_FIRST, found)), found, strict=True))
+    rest = list(itertools.compress(others, map(operator.not_, hit)))
+    if not rest:
+        return out
+    # The rest, one at a time: the raw message of one found in ``source``
+    # elsewhere (one look-up table), else converted.
+    made: list[list[Any]] = []
+    known = min(len(source), len(raws))
+    position = dict(zip(map(id, source[:known]), range(known), strict=True))
+    for j in rest:
+        message = conversation[j]
+        i = position.get(id(message))
+        if i is not None:
+            made.append([raws[i]])
+            continue
+        dicts: list[Any] = []
+        _write_one(message, j, dicts)
+        made.append(dicts)
+        if keep is not None and len(dicts) == 1 and set(map(type, dicts[0].values())) <= _FLAT:
+            keep[id(message)] = (message, dict(dicts[0]))
+    if all(len(dicts) == 1 for dicts in made):
+        for j, dicts in zip(rest, made, strict=True):
+            out[j] = dicts[0]
+        return out
+    pieces: list[list[Any]] = [[raw] for raw in out]
+    for j, dicts in zip(rest, made, strict=True):
+        pieces[j] = dicts
+    return [d for dicts in pieces for d in dicts]
+
+
+_NO_ENTRY = (None, None)
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+
+
+def _hinted(
+    conversation: Sequence[Message],
+    source: Sequence[Message],
+    raws: Sequence[Any],
+    hints: Sequence[int | None],
+) -> tuple[list[Any], list[int]] | None:
+    """When every message has a hint within ``source``: the raw message at
+    each hint, and the positions whose hint is None or names another
+    object, which the caller writes (C-level passes, no per-message step
+    for the kept ones). None when a hint is missing or out of range."""
+    n = len(conversation)
+    known = min(len(source), len(raws))
+    if len(hints) < n or not n or not known:
+        return None
+    at: list[Any] = list(itertools.islice(hints, n))
+    holes = list(
+        itertools.compress(itertools.count(), map(operator.is_, at, itertools.repeat(None)))
+    )
+    collections.deque(map(at.__setitem__, holes, itertools.repeat(0)), maxlen=0)
+    if min(at) < 0 or max(at) >= known:
+        return None
+    picked = map(source.__getitem__, at)
+    others = set(itertools.compress(itertools.count(), map(operator.is_not, picked, conversation)))
+    others.update(holes)
+    return list(map(raws.__getitem__, at)), sorted(others)
+
+
+def _write_back_slow(
+    conversation: Sequence[Message],
+    source: Sequence[Message],
+    raws: Sequence[Any],
+    hints: Sequence[int | None],
+    written: Written,
+    keep: Written | None,
+) -> list[Any]:
+    """:func:`write_back` one message at a time."""
     out: list[Any] = []
     position: dict[int, int] | None = None
     known = min(len(source), len(raws))

@@ -58,6 +58,10 @@ class Tracks(Protocol):
     def links(self, conversation: Conversation) -> ToolLinks:
         """The tool links of ``conversation``."""
 
+    def moved(self, conversation: Conversation, source: Conversation) -> Sequence[int] | None:
+        """Where ``conversation`` holds other objects than ``source``, among
+        ``source``'s positions, when that is known already; else None."""
+
     def noted(self, owner: object) -> object | None:
         """What ``owner`` kept with :meth:`note` for this conversation, or None."""
 

@@ -260,6 +260,7 @@ class Track:
         "_source",
         "_total",
         "conversation",
+        "kin",
         "per_request",
         "size",
     )
@@ -287,6 +288,10 @@ class Track:
         self._links: ToolLinks | None = None
         self._problems: tuple[InputProblem, ...] | None = None
         self._sizes: tuple[int, ...] | None = None
+        # The remembered conversation this one was found to continue, and
+        # the positions below its length where the two hold different
+        # objects (see :meth:`Measure.moved`).
+        self.kin: tuple[Conversation, list[int]] | None = None
 
     @property
     def line(self) -> _Line:
@@ -550,7 +555,7 @@ class Measure:
         for t in outputs:
             if t.conversation is conversation:
                 return t
-        line, shared, donor = self._continued(conversation, (*tracks, *outputs))
+        line, shared, donor, kin = self._continued(conversation, (*tracks, *outputs))
         check_messages(conversation, shared)
         if line is None:
             line = _Line(conversation)
@@ -565,50 +570,56 @@ class Measure:
                 else:  # another thread extended it differently: start afresh
                     line = _Line(conversation)
         track = Track(conversation, line, self._lock, self.per_request, counter=self.counter)
+        track.kin = kin
         self._tracks = (track, *tracks[: TRACKS - 1])
         return track
 
     def _continued(
         self, conversation: Conversation, tracks: tuple[Track, ...]
-    ) -> tuple[_Line | None, int, _Line | None]:
+    ) -> tuple[_Line | None, int, _Line | None, tuple[Conversation, list[int]] | None]:
         """The line ``conversation`` lies on (None for a new one), how many of
         its first messages are known already, and the line that knows them:
         the remembered track it continues, or a line it is a prefix of; else
         the line that shares the longest prefix with it (a new line copies
-        that prefix's counts)."""
+        that prefix's counts). Last, the kin of :meth:`moved` when it
+        continues a remembered track's very objects."""
         n = len(conversation)
         # The usual case first: the very objects of a remembered track, grown.
         for t in tracks:
             m = t.size
             if 0 < m <= n and conversation[m - 1] is t.conversation[m - 1]:
-                found = self._along(conversation, t)
+                moved = _moved(conversation, t.conversation)
+                if moved is None:
+                    continue
+                found = self._along(conversation, t, checked=True)
                 if found is not None:
-                    return found, _found_size(found, n), found
+                    return found, _found_size(found, n), found, (t.conversation, moved)
         best, donor = 0, None
         for t in tracks:
             m = t.size
             if m >= n:
                 if _same(conversation, t.conversation, n):
-                    return t.line, n, t.line
+                    return t.line, n, t.line, None
                 k = _common(conversation, t.conversation)
             elif not _same(conversation, t.conversation, m):
                 k = _common(conversation, t.conversation)
             else:
                 found = self._along(conversation, t)
                 if found is not None:
-                    return found, _found_size(found, n), found
+                    return found, _found_size(found, n), found, None
                 k = m + _common(conversation[m:], t.line.messages[m:n])
             if k > best:
                 best, donor = k, t
-        return None, best, None if donor is None else donor.line
+        return None, best, None if donor is None else donor.line, None
 
     @staticmethod
-    def _along(conversation: Conversation, track: Track) -> _Line | None:
+    def _along(conversation: Conversation, track: Track, *, checked: bool = False) -> _Line | None:
         """``track``'s line when ``conversation`` continues it: it starts
-        with ``track``'s messages and goes on as the line does (up to where
-        the line ends or ``conversation`` does)."""
+        with ``track``'s messages (``checked``: the caller knows it does)
+        and goes on as the line does (up to where the line ends or
+        ``conversation`` does)."""
         line, m, n = track.line, track.size, len(conversation)
-        if not _same(conversation, track.conversation, m):
+        if not checked and not _same(conversation, track.conversation, m):
             return None
         known = line.messages
         end = min(n, len(known))
@@ -731,7 +742,9 @@ class Measure:
                 line.sums = list(itertools.accumulate(sizes, initial=0))
                 line.sizes = sizes
             line.borrowed = (root, n)
-        self._output(Track(output, line, self._lock, self.per_request, counter=self.counter))
+        made = Track(output, line, self._lock, self.per_request, counter=self.counter)
+        made.kin = (best.conversation, differ)
+        self._output(made)
         return True
 
     def derive(self, output: Conversation, source: Conversation, origin: Sequence[int]) -> None:
@@ -746,6 +759,22 @@ class Measure:
         self._output(
             Track(output, None, self._lock, self.per_request, source=(counts, origin), total=total)
         )
+
+    def moved(self, conversation: Conversation, source: Conversation) -> Sequence[int] | None:
+        """Where ``conversation`` holds other objects than ``source`` does,
+        among ``source``'s positions, when the measure already knows it
+        (``conversation`` was found to continue ``source``, or is the
+        rewrite that continues ``source``, the same strategy's rewrite on
+        the last request); None when it does not. Every other position
+        below ``len(source)`` holds the very object ``source`` holds. Costs
+        nothing: a strategy that kept a note about ``source`` visits only
+        these positions and what is new."""
+        if conversation is source:
+            return ()
+        kin = self.track(conversation).kin
+        if kin is None or kin[0] is not source:
+            return None
+        return kin[1]
 
     # --- what strategies keep about the conversation
 
@@ -784,6 +813,19 @@ def _same_structure(was: Sequence[Message], now: Sequence[Message]) -> bool:
 _ROLE = operator.attrgetter("role")
 _CALL_IDS = operator.attrgetter("call_ids")
 _RESULT_IDS = operator.attrgetter("result_ids")
+
+
+def _moved(conversation: Conversation, known: Conversation) -> list[int] | None:
+    """The positions below ``len(known)`` where ``conversation`` holds
+    another object than ``known`` when every such one is equal to it (None
+    when one is not): one pass of identity checks, then a value check of
+    the others only."""
+    moved = list(itertools.compress(itertools.count(), map(operator.is_not, conversation, known)))
+    if moved and any(
+        map(operator.ne, map(conversation.__getitem__, moved), map(known.__getitem__, moved))
+    ):
+        return None
+    return moved
 
 
 def _found_size(line: _Line, n: int) -> int:

@@ -102,6 +102,25 @@ class RewriteCache:
             out[i] = after
         return (conversation if out is None else tuple(out)), saved
 
+    @property
+    def generation(self) -> int:
+        """How many times :meth:`clear` ran: a note made under another
+        generation is not to be used."""
+        return self._generation
+
+    def one(
+        self,
+        m: Message,
+        rewrite: Callable[[Part], Part],
+        key: Callable[[Message], Hashable],
+        counter: object,
+        saving: Callable[[Message, Message], int] | None = None,
+    ) -> tuple[Message | None, int]:
+        """What ``m`` becomes under ``rewrite`` (None: it stays as it is)
+        and what that saves, from the cache when it has them (see
+        :meth:`rewrite_parts` for what ``rewrite`` may depend on)."""
+        return self._one(m, rewrite, key, counter, saving)
+
     def _one(
         self,
         m: Message,

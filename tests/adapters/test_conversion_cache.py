@@ -176,6 +176,38 @@ def test_write_back_is_to_openai(raw: list[Any], keep: int) -> None:
     assert write_back(result.messages, source, raw) == expected  # no hints: looked up
 
 
+@given(openai_messages(max_size=12), st.data())
+def test_write_back_takes_any_hints_and_earlier_dicts(raw: list[Any], data: st.DataObject) -> None:
+    """Kept messages, equal copies, right, missing, wrong and out-of-range
+    hints, and the dicts an earlier call kept: always what
+    :func:`to_openai` writes, each kept message its very raw dict."""
+    source = from_openai(raw)
+    n = len(source)
+    if not n:
+        return
+    conversation = []
+    hints: list[int | None] = []
+    for k in data.draw(st.lists(st.integers(0, n - 1), max_size=12)):
+        kept = data.draw(st.booleans())
+        conversation.append(source[k] if kept else copy.copy(source[k]))
+        hints.append(data.draw(st.sampled_from([k, None, k + 1, -1, n, 0])))
+    try:
+        expected = to_openai(conversation)
+    except MessageFormatError:
+        return
+    given_hints = hints[: data.draw(st.integers(0, len(hints)))]
+    keep: dict[int, Any] = {}
+    first = write_back(conversation, source, raw, given_hints, keep=keep)
+    again = write_back(conversation, source, raw, hints, written=keep, keep={})
+    assert first == expected
+    assert again == expected
+    for sent in (first, again):
+        for m in conversation:
+            at = [i for i in range(n) if source[i] is m]
+            if at:
+                assert any(s is raw[i] for s in sent for i in at)
+
+
 def test_the_hook_sends_back_the_bodys_own_messages() -> None:
     plugin = MemoryPlugin(
         MemoryConfig(

@@ -7,6 +7,7 @@ that redid the history would do it for its hundreds of messages."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from memrules import MemoryPlugin, load_config
+from memrules._adapters.openai import from_openai
 from memrules._core import invariants
 from memrules._core.bounded import BoundedTable
 from memrules._core.messages import Message, ToolCall, ToolResult, message
@@ -22,7 +24,7 @@ from memrules._counting import framing
 from memrules._counting.measure import Measure, _Shape
 from memrules._counting.named import counter_for
 from memrules._counting.tokens import TiktokenCounter
-from memrules._engine.contract import StrategyContext
+from memrules._engine.contract import Outcome, StrategyContext
 from memrules.strategies import clamp_oversized_messages, tool_results
 from memrules.strategies._util import RewriteCache
 
@@ -249,3 +251,82 @@ def test_a_cleared_cache_forgets_each_conversations_rewrites_too() -> None:
     cache.clear()
     assert run() == (first, 4)
     assert len(seen) == 8
+
+
+class Watched(tuple[Message, ...]):
+    """A conversation that counts the messages read out of it: by
+    iteration (C-level passes included), by index and by slice."""
+
+    reads = 0
+
+    def __iter__(self) -> Iterator[Message]:
+        for m in super().__iter__():
+            Watched.reads += 1
+            yield m
+
+    def __getitem__(self, at: Any) -> Any:
+        found = super().__getitem__(at)
+        Watched.reads += len(found) if isinstance(at, slice) else 1
+        return found
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        tool_results.deduplicate_file_reads,
+        functools.partial(tool_results.clear_tool_results, keep_pairs=5, exclude_tools=("plan",)),
+        functools.partial(tool_results.clear_tool_results, keep_pairs=5, clear_at_least=10**9),
+    ],
+    ids=["deduplicate_file_reads", "clear_tool_results", "clear_tool_results (too little)"],
+)
+def test_a_warm_tool_result_strategy_reads_only_the_new_messages(
+    make: Callable[[], Any],
+) -> None:
+    """Each request is the last one grown by a round: the strategy reads a
+    few messages per round added, not the history (which a pass over the
+    conversation, even a C-level one, would read whole), and gives what
+    the same strategy gives cold."""
+    strategy = make()
+    history = from_openai(agent_body(ROUNDS + 2))
+    counter = counter_for("o200k_base")
+    context = StrategyContext(counter=counter)
+    for size in range(len(history) - 10 * NEW, len(history) + 1, NEW):
+        conversation = Watched(history[:size])
+        context.measure.track(conversation)  # what the interpreter does first
+        Watched.reads = 0
+        warm = strategy(conversation, context)
+        reads = Watched.reads
+        cold = make()(tuple(conversation), StrategyContext(counter=counter))
+        assert _messages(warm) == _messages(cold)
+        if size > len(history) - 10 * NEW:
+            # The new round, the result it pushes out of the kept pairs,
+            # the read it makes stale and the survivors.
+            assert reads <= 4 * NEW, (size, reads)
+
+
+def _messages(result: Any) -> tuple[Message, ...]:
+    return tuple(result.messages if isinstance(result, Outcome) else result)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        tool_results.deduplicate_file_reads,
+        functools.partial(tool_results.clear_tool_results, keep_pairs=5, exclude_tools=("plan",)),
+    ],
+    ids=["deduplicate_file_reads", "clear_tool_results"],
+)
+def test_a_message_only_the_last_request_had_is_taken_back(make: Callable[[], Any]) -> None:
+    """The last request ended with a message the next one does not hold
+    (the hook's one-shot warning): the next request starts from the note
+    up to that message, and gives what a cold run gives."""
+    strategy = make()
+    history = from_openai(agent_body(ROUNDS + 2))
+    counter = counter_for("o200k_base")
+    context = StrategyContext(counter=counter)
+    size = len(history) - 4 * NEW
+    strategy((*history[:size], message("user", "[warning] the context is nearly full")), context)
+    for end in (size + NEW, size + 3 * NEW):
+        warm = strategy(history[:end], context)
+        cold = make()(history[:end], StrategyContext(counter=counter))
+        assert _messages(warm) == _messages(cold)
