@@ -110,3 +110,27 @@ def test_public_modules_and_renamed_names_still_resolve() -> None:
         "missing": True,
         "listed": [],
     }
+
+
+def test_the_local_embedder_does_not_load_the_http_client() -> None:
+    # The local model's path (a memory route's first request) never talks
+    # HTTP; the OpenAI-compatible embedder loads the client when it is made.
+    got = _run(
+        """
+        import json, sys
+        from memrules.seams.embedders import local_embedder, openai_embedder
+        local_embedder()
+        local = "memrules._io.http" in sys.modules
+        embedder = openai_embedder(base_url="http://127.0.0.1:9/v1", model="m")
+        print(json.dumps({
+            "local": local,
+            "openai": "memrules._io.http" in sys.modules,
+            "repr": repr(embedder),
+        }))
+        """
+    )
+    assert got == {
+        "local": False,
+        "openai": True,
+        "repr": "openai_embedder(base_url='http://127.0.0.1:9/v1', model='m')",
+    }
