@@ -329,8 +329,12 @@ class LocalIndex:
         if len(rows) > k:
             part = np.argpartition(-scores, k - 1)[:k]
             # Rows tied with the k-th score compete on row order, as a full sort would.
+            # The two sets are disjoint, so sorting their concatenation is their union
+            # (``np.union1d`` would import ``numpy.ma`` on a fresh process's first search).
             edge = scores[part].min()
-            chosen = np.union1d(part[scores[part] > edge], np.flatnonzero(scores == edge))
+            chosen = np.sort(
+                np.concatenate((part[scores[part] > edge], np.flatnonzero(scores == edge)))
+            )
         else:
             chosen = np.arange(len(rows))
         order = chosen[np.lexsort((chosen, -scores[chosen]))][:k]

@@ -26,21 +26,20 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from memrules._core.checks import check_api_key_env, check_seconds, check_whole
 from memrules._core.errors import ConfigError, EmbedderError
 from memrules._core.seam_protocols import Embedder
-from memrules._io.http import (
-    MAX_RETRIES,
-    MAX_TIMEOUT,
-    EndpointError,
-    JSONClient,
-    check_base_url,
-    one_line,
-)
+
+if TYPE_CHECKING:
+    from memrules._io.http import EndpointError, JSONClient
+
+# ``memrules._io.http`` (and ``asyncio`` and ``httpx`` through it) is imported
+# only by the OpenAI-compatible embedder below, so that the local model's path
+# -- a memory route's first request in a fresh process -- does not pay for it.
 
 __all__ = [
     "LOCAL_MODEL",
@@ -325,6 +324,8 @@ class _OpenAIEmbedder:
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
+            from memrules._io.http import EndpointError
+
             try:
                 reply = await self.client.post_async("embeddings", self._body(batch))
             except EndpointError as exc:
@@ -333,6 +334,8 @@ class _OpenAIEmbedder:
         return out
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
+        from memrules._io.http import EndpointError
+
         try:
             reply = self.client.post("embeddings", self._body(texts))
         except EndpointError as exc:
@@ -354,6 +357,8 @@ class _OpenAIEmbedder:
         url = self.client.url("embeddings")
         vectors = _vectors(reply, count)
         if isinstance(vectors, str):
+            from memrules._io.http import one_line
+
             msg = f"embedder {self.model!r} at {url} answered {vectors}: {one_line(repr(reply))}"
             raise EmbedderError(msg)
         expected = self.dimension or len(vectors[0])
@@ -430,6 +435,8 @@ def openai_embedder(
     ``api_key_env`` names and never logged or recorded. A reply that is not
     one finite vector of the right length per input raises
     :class:`EmbedderError`."""
+    from memrules._io.http import MAX_RETRIES, MAX_TIMEOUT, JSONClient, check_base_url
+
     check_base_url(base_url)
     if not isinstance(model, str) or not model:
         msg = f"model={model!r} must be a non-empty string"

@@ -88,7 +88,8 @@ def _needs(module: str, extra: str) -> pytest.MarkDecorator:
         ("from memrules.seams import milvus_store", {"memrules.seams.milvus"}),
         ("from memrules.seams import qdrant_store", {"memrules.seams.qdrant"}),
         (
-            "from memrules.seams import openai_embedder",
+            "from memrules.seams import openai_embedder\n"
+            "openai_embedder(base_url='http://127.0.0.1:9/v1', model='m')",
             {"memrules.seams.embedders", "memrules._io.http"},
         ),
         (

@@ -110,3 +110,54 @@ def test_public_modules_and_renamed_names_still_resolve() -> None:
         "missing": True,
         "listed": [],
     }
+
+
+def test_the_local_embedder_does_not_load_the_http_client() -> None:
+    # The local model's path (a memory route's first request) never talks
+    # HTTP; the OpenAI-compatible embedder loads the client when it is made.
+    got = _run(
+        """
+        import json, sys
+        from memrules.seams.embedders import local_embedder, openai_embedder
+        local_embedder()
+        local = "memrules._io.http" in sys.modules
+        embedder = openai_embedder(base_url="http://127.0.0.1:9/v1", model="m")
+        print(json.dumps({
+            "local": local,
+            "openai": "memrules._io.http" in sys.modules,
+            "repr": repr(embedder),
+        }))
+        """
+    )
+    assert got == {
+        "local": False,
+        "openai": True,
+        "repr": "openai_embedder(base_url='http://127.0.0.1:9/v1', model='m')",
+    }
+
+
+def test_a_local_index_search_ranks_as_a_full_sort_without_numpy_ma() -> None:
+    # More rows than k, many tied at the k-th score: the tied rows compete on
+    # row order, exactly as a full sort by (score descending, row) would.
+    got = _run(
+        """
+        import json, sys
+        from memrules.seams._local_index import LocalIndex
+        index = LocalIndex(2)
+        vectors = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]] * 4
+        index.upsert(
+            (f"id{i}", ("u", "t", "c"), v, ([i % 3], [1.0 + i % 2]))
+            for i, v in enumerate(vectors)
+        )
+        where = {"user": "u", "tenant": "t", "conversation": None}
+        dense = {k: index.dense([1.0, 0.2], k=k, **where) for k in (1, 3, 5, 8, 30)}
+        lexical = {k: index.lexical({1: 1.0}, k=k, **where) for k in (1, 3, 5, 30)}
+        print(json.dumps({"ma": "numpy.ma" in sys.modules, "dense": dense, "lexical": lexical}))
+        """
+    )
+    assert got["ma"] is False
+    for name, ranked in (("dense", got["dense"]), ("lexical", got["lexical"])):
+        full = ranked["30"]  # type: ignore[index]
+        assert full == sorted(full, key=lambda hit: (-hit[1], int(hit[0][2:])))
+        for k, hits in ranked.items():  # type: ignore[attr-defined]
+            assert hits == full[: int(k)], (name, k)
