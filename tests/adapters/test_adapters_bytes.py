@@ -3,10 +3,11 @@
 Provider prompt caches match a prompt's bytes, and replay needs byte
 identity, so a key order that moved with ``PYTHONHASHSEED`` would cost users
 cache misses. Each case below runs in fresh interpreters under
-``PYTHONHASHSEED=0..4`` (0 and 1 by default, all five with ``-m slow``): read with the adapters, compacted by pipelines from
-the shipped configs and a tiny one that makes every strategy act, written
-back. The bytes must be identical across seeds, and the plain round trip must
-give back the input's bytes.
+``PYTHONHASHSEED=0..4`` (0 and 1 by default, all five with ``-m slow``):
+read with the adapters, compacted by pipelines from the shipped configs and
+a tiny one that makes every strategy act, written back. The bytes must be
+identical across seeds, and the plain round trip must give back the input's
+bytes.
 """
 
 from __future__ import annotations
