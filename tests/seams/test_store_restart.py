@@ -75,10 +75,34 @@ def embedder(request: pytest.FixtureRequest) -> Iterator[str]:
         yield f"base_url: '{server.url}', model: loopback-model, dimensions: 16"
 
 
-@pytest.mark.parametrize("backend", KEPT_BACKENDS)
+# Every backend and every way of naming the embedder by default, each pair
+# once (milvus with the local model; Qdrant on disk and Valkey with the
+# endpoint): the three other pairings run with ``-m slow``.
+DEFAULT_PAIRS = {("milvus", "local"), ("qdrant-disk", "remote"), ("valkey", "remote")}
+PAIRS = [
+    pytest.param(
+        *backend.values,  # type: ignore[attr-defined]
+        how,
+        marks=(
+            *backend.marks,  # type: ignore[attr-defined]
+            *(() if (backend.values[0], how) in DEFAULT_PAIRS else (pytest.mark.slow,)),  # type: ignore[attr-defined]
+        ),
+        id=f"{how}-{backend.values[0]}",  # type: ignore[attr-defined]
+    )
+    for how in ("local", "remote")
+    for backend in KEPT_BACKENDS
+]
+
+
+@pytest.mark.parametrize(("backend", "embedder"), PAIRS, indirect=["embedder"])
 def test_a_second_process_reads_lists_offloads_and_forgets_what_the_first_stored(
     backend: str, embedder: str, tmp_path: Path
 ) -> None:
+    """One process stores, the next reads, lists, offloads and forgets. By
+    default each backend runs once and each embedder kind at least once
+    (the backend's files or server and the embedder's config are
+    independent parts of the config); ``-m slow`` adds the other three
+    pairings."""
     config = _config(backend, tmp_path, embedder)
     wrote = _run("write", config)
     (call,) = wrote["calls"]
