@@ -25,8 +25,8 @@ def test_the_readme_is_short_and_has_the_set_up_the_main_job_and_the_tests() -> 
     assert ".venv/bin/memrules compact --config configs/tiny_budget.yaml" in README
     assert ".venv/bin/python -m pytest -q" in README
     # The suite's duration on two idle cores: .ci/run's last clean-clone run
-    # (19 minutes) less what has moved to the slow tests since.
-    assert "About 18 minutes on two idle cores" in README
+    # (10 min 37 s).
+    assert "About 11 minutes on two idle cores" in README
     assert "Twenty slow tests are left out by default" in README  # pytest --co -m slow
     assert ".venv/bin/python -m pytest -q -m slow" in README
     for link in re.findall(r"\]\(((?:docs/)[^)#]+)", README):
