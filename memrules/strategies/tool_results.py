@@ -127,6 +127,42 @@ def _continued(
     return note, start, kept
 
 
+def _tail_state(
+    kind: type[_N],
+    tail: object,
+    generation: int,
+    conversation: Conversation,
+    context: StrategyContext,
+    track: Track,
+    same: Callable[[Message, Message], bool],
+    advance: Callable[
+        [_N | None, int, Iterable[int], Conversation, StrategyContext, Track], _N | None
+    ],
+) -> _N | None:
+    """A tool-result strategy's state of ``conversation``: advanced by
+    ``advance`` from the newest of its ``kind`` notes (under ``tail`` in the
+    conversation's measure, made with this counter and rewrite-cache
+    ``generation``) that the conversation continues, else worked out whole;
+    kept as a note. None when ``advance`` declines (a result id repeats)."""
+    measure, counter = context.measure, context.counter
+    notes = notes_of(measure, tail)
+    eligible = [
+        n
+        for n in notes
+        if isinstance(n, kind) and n.counter is counter and n.generation == generation
+    ]
+    found = _continued(eligible, conversation, measure, same)
+    state = None
+    if found is not None:
+        note, start, moved = found
+        state = advance(note, start, moved, conversation, context, track)
+    if state is None:
+        state = advance(None, 0, (), conversation, context, track)
+    if state is not None:
+        keep(measure, tail, notes, state)
+    return state
+
+
 def _survivors(track: Track) -> frozenset[int]:
     """The first system message's and the last user message's positions."""
     return frozenset(i for i in (track.first_system, track.last_user) if i is not None)
@@ -187,24 +223,16 @@ class _DeduplicateFileReads:
         """The state of ``conversation`` (call ids unique), advanced from
         the note about an input it continues, or worked out whole; None
         when a result id repeats (:meth:`_full` handles that)."""
-        measure, counter = context.measure, context.counter
-        generation = self._rewrites.generation
-        notes = notes_of(measure, self._tail)
-        eligible = [
-            n
-            for n in notes
-            if isinstance(n, _ReadState) and n.counter is counter and n.generation == generation
-        ]
-        found = _continued(eligible, conversation, measure, self._same_reads)
-        state = None
-        if found is not None:
-            note, start, moved = found
-            state = self._advance(note, start, moved, conversation, context, track)
-        if state is None:
-            state = self._advance(None, 0, (), conversation, context, track)
-        if state is not None:
-            keep(measure, self._tail, notes, state)
-        return state
+        return _tail_state(
+            _ReadState,
+            self._tail,
+            self._rewrites.generation,
+            conversation,
+            context,
+            track,
+            self._same_reads,
+            self._advance,
+        )
 
     def _same_reads(self, now: Message, was: Message) -> bool:
         """Whether ``now`` holds the results and the reads ``was`` held."""
@@ -480,25 +508,16 @@ class _ClearToolResults:
         """The state of ``conversation``, advanced from the note about an
         input it continues, or worked out whole; None when a result id
         repeats (:meth:`_full` handles that)."""
-        measure, counter = context.measure, context.counter
-        generation = self._rewrites.generation
-        notes = notes_of(measure, self._tail)
-        track = measure.track(conversation)
-        eligible = [
-            n
-            for n in notes
-            if isinstance(n, _ClearState) and n.counter is counter and n.generation == generation
-        ]
-        found = _continued(eligible, conversation, measure, self._same_tools)
-        state = None
-        if found is not None:
-            note, start, moved = found
-            state = self._advance(note, start, moved, conversation, context, track)
-        if state is None:
-            state = self._advance(None, 0, (), conversation, context, track)
-        if state is not None:
-            keep(measure, self._tail, notes, state)
-        return state
+        return _tail_state(
+            _ClearState,
+            self._tail,
+            self._rewrites.generation,
+            conversation,
+            context,
+            context.measure.track(conversation),
+            self._same_tools,
+            self._advance,
+        )
 
     def _same_tools(self, now: Message, was: Message) -> bool:
         """Whether ``now`` holds the results and calls ``was`` held."""
