@@ -18,8 +18,9 @@
   (BM25, computed by the engine) or hybrid (both rankings, fused by
   reciprocal rank; see :mod:`memrules.seams._fusion`), always within the
   caller's user and tenant. A backend that ranks ids by itself
-  (:class:`Ranking`: the embedded engines' local index) has both rankings
-  fused first, and only the records fusion keeps read back.
+  (:class:`Ranking`: the embedded engines' local index, or Valkey, whose
+  replies are held undecoded) has both rankings fused first, and only the
+  records fusion keeps read back or decoded.
 - **scopes** whose ids no store can keep (a lone surrogate) are refused by
   every method, naming the field
   (:func:`~memrules._core.seam_records.check_storable`).
@@ -123,11 +124,12 @@ class Backend(Protocol):
 
 @runtime_checkable
 class Ranking(Protocol):
-    """A backend that can rank record ids without reading the records (an
-    embedded engine's local index, :mod:`memrules.seams._local_index`):
-    hybrid search fuses the two rankings first and reads back only the
-    records it keeps. ``ranks_ids`` says whether this one does (a server
-    does not)."""
+    """A backend that can rank record ids before it decodes the records (an
+    embedded engine's local index, :mod:`memrules.seams._local_index`; Valkey,
+    which holds each ranking's reply undecoded): hybrid search fuses the two
+    rankings first and reads back or decodes only the records it keeps.
+    ``ranks_ids`` says whether this one does (Milvus and Qdrant servers do
+    not)."""
 
     @property
     def ranks_ids(self) -> bool: ...
