@@ -6,10 +6,22 @@ import itertools
 
 import attrs
 
-from memrules._core.messages import Conversation, Opaque, Part, Text, ToolResult, part_text
+from memrules._core.messages import (
+    Conversation,
+    Message,
+    Opaque,
+    Part,
+    Text,
+    ToolCall,
+    ToolResult,
+    part_text,
+)
+from memrules._counting.measure import Track
+from memrules._counting.notes import Scan
 from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import Strategy, StrategyContext
-from memrules.strategies._util import check_positive, rewrite_parts
+from memrules.strategies._keep import ErrorCheck, error_check, first_kept, recent_start
+from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
 
 __all__ = ["clamp_oversized_messages", "clamp_text"]
@@ -21,37 +33,50 @@ MIN_PART_TOKENS = 32
 _EDGE_SLACK = 8
 
 
-def _marker(removed: int) -> str:
-    return f"\n[memrules: clamped {removed} tokens]\n"
+def _marker(removed: int, total: int, tool: str) -> str:
+    of = f" of this {tool} result" if tool else ""
+    return f"\n[memrules: clamped {removed} of {total} tokens{of}]\n"
 
 
-def clamp_text(text: str, limit: int, counter: TokenCounter) -> str:
+def clamp_text(
+    text: str, limit: int, counter: TokenCounter, *, tool: str = "", tail_chars: int = 0
+) -> str:
     """``text`` itself when it fits ``limit`` tokens; otherwise its head and
-    tail joined by a marker that says how much was cut, fitting the limit."""
+    tail joined by a marker that says how much was cut of how much (and of
+    which ``tool``'s result, when given), fitting the limit. The head and
+    the tail share the room evenly, but the tail takes up to
+    ``tail_chars`` characters (leaving the head an eighth at least): the
+    end of an error output says what failed."""
     total = counter.count_text(text)
     if total <= limit:
         return text
-    room = limit - counter.count_text(_marker(total))
+    room = limit - counter.count_text(_marker(total, total, tool))
     chars_per_token = len(text) / total
     keep = max(0, int(room * chars_per_token))
     while True:
-        head = text[: (keep + 1) // 2]
-        tail = text[len(text) - keep // 2 :] if keep // 2 else ""
+        back = min(keep - keep // 8, max(keep // 2, tail_chars))
+        head = text[: keep - back]
+        tail = text[len(text) - back :] if back else ""
         kept = counter.count_text(head + tail)
-        clamped = head + _marker(total - kept) + tail
+        clamped = head + _marker(total - kept, total, tool) + tail
         if keep == 0 or counter.count_text(clamped) <= limit:
             return clamped
         keep = keep * 9 // 10
 
 
 def _clamp_blocks(
-    part: ToolResult, content: tuple[Text | Opaque, ...], limit: int, counter: TokenCounter
+    part: ToolResult,
+    content: tuple[Text | Opaque, ...],
+    limit: int,
+    counter: TokenCounter,
+    tool: str,
+    tail_chars: int,
 ) -> ToolResult:
     """A structured tool result is one part and must fit as a whole: when its
     text blocks together are over the limit, they are joined (as counting
     joins them) and clamped into the first one; other blocks stay in place."""
     joined = part_text(part)
-    clamped = clamp_text(joined, limit, counter)
+    clamped = clamp_text(joined, limit, counter, tool=tool, tail_chars=tail_chars)
     if clamped is joined:
         return part
     blocks: list[Text | Opaque] = []
@@ -64,27 +89,56 @@ def _clamp_blocks(
     return attrs.evolve(part, content=tuple(blocks))
 
 
+def _survivors(track: Track) -> frozenset[int]:
+    """The first system message's and the last user message's positions."""
+    return frozenset(i for i in (track.first_system, track.last_user) if i is not None)
+
+
+def _tool_names(conversation: Conversation, track: Track, index: int) -> dict[str, str]:
+    """Call id → tool name, for the calls that message ``index``'s results
+    answer (the messages a tool id ties to it)."""
+    return {
+        p.id: p.name
+        for j in track.linked(index)
+        for p in conversation[j].parts
+        if isinstance(p, ToolCall)
+    }
+
+
 @attrs.frozen(slots=True, repr=False)
 class _Clamp:
     max_part_tokens: int
+    recent_turns: int
+    keep_first: int
+    error_tail_chars: int
+    error_pattern: str | None
+    _check: ErrorCheck = attrs.field(init=False, eq=False)
+    # Whether each message reads as an error, per conversation: a warm
+    # request searches only new ones.
+    _scan: Scan[bool] = attrs.field(factory=Scan, init=False, eq=False)
+
+    @_check.default
+    def _compiled(self) -> ErrorCheck:
+        return error_check(self.error_pattern)
+
+    def _is_error(self, message: Message) -> bool:
+        """Whether ``message`` is tool or user output that reads as an error:
+        a tool result marked ``is_error``, or text the error check finds."""
+        if message.role in ("system", "assistant"):
+            return False
+        check = self._check
+        for p in message.parts:
+            if isinstance(p, ToolResult):
+                if p.is_error or check(part_text(p)):
+                    return True
+            elif isinstance(p, Text) and check(p.text):
+                return True
+        return False
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
         limit = self.max_part_tokens
         counter = context.counter
-
-        def clamp_part(part: Part) -> Part:
-            if isinstance(part, Text):
-                text = clamp_text(part.text, limit, counter)
-                return part if text is part.text else attrs.evolve(part, text=text)
-            if isinstance(part, ToolResult):
-                if isinstance(part.content, str):
-                    content = clamp_text(part.content, limit, counter)
-                    return part if content is part.content else attrs.evolve(part, content=content)
-                return _clamp_blocks(part, part.content, limit, counter)
-            return part  # call arguments are JSON: cutting them would break them
-
         track = context.measure.track(conversation)
-        survivors = {track.first_system, track.last_user}
         # A part alone counts at most a few tokens more than inside its message
         # (only the pre-tokens at its edges differ), so messages well under the
         # limit are skipped on their count, which the measure has (the
@@ -93,23 +147,77 @@ class _Clamp:
         mine = context.measure.counter is counter
         sizes = track.sizes() if mine else counter.counts(conversation)
         over = itertools.compress(itertools.count(), map(threshold.__lt__, sizes))
-        candidates = (i for i in over if i not in survivors)
-        return rewrite_parts(conversation, candidates, clamp_part)
+        cut = recent_start(conversation, self.recent_turns)
+        kept = _survivors(track) | first_kept(conversation, self.keep_first)
+        candidates = [i for i in itertools.takewhile(cut.__gt__, over) if i not in kept]
+        if not candidates:
+            return conversation
+        latest_error = None
+        if self.error_tail_chars:
+            errors = self._scan.facts(conversation, context.measure, self._is_error)
+            if True in errors:
+                latest_error = len(errors) - 1 - errors[::-1].index(True)
+        out: list[Message] | None = None
+        for i in candidates:
+            m = conversation[i]
+            tail = self.error_tail_chars if i == latest_error else 0
+            names = _tool_names(conversation, track, i) if m.result_ids else {}
+            parts = tuple(self._clamp_part(p, limit, counter, names, tail) for p in m.parts)
+            if all(a is b for a, b in zip(parts, m.parts, strict=True)):
+                continue
+            if out is None:
+                out = list(conversation)
+            out[i] = m.evolve(parts=parts)
+        return conversation if out is None else tuple(out)
+
+    @staticmethod
+    def _clamp_part(
+        part: Part, limit: int, counter: TokenCounter, names: dict[str, str], tail: int
+    ) -> Part:
+        if isinstance(part, Text):
+            text = clamp_text(part.text, limit, counter, tail_chars=tail)
+            return part if text is part.text else attrs.evolve(part, text=text)
+        if isinstance(part, ToolResult):
+            tool = names.get(part.call_id, "tool")
+            if isinstance(part.content, str):
+                content = clamp_text(part.content, limit, counter, tool=tool, tail_chars=tail)
+                return part if content is part.content else attrs.evolve(part, content=content)
+            return _clamp_blocks(part, part.content, limit, counter, tool, tail)
+        return part  # call arguments are JSON: cutting them would break them
 
     def __repr__(self) -> str:
         return describe("clamp_oversized_messages", self)
 
 
 @register("clamp_oversized_messages")
-def clamp_oversized_messages(*, max_part_tokens: int = 4096) -> Strategy:
+def clamp_oversized_messages(
+    *,
+    max_part_tokens: int = 4096,
+    recent_turns: int = 1,
+    keep_first: int = 0,
+    error_tail_chars: int = 2000,
+    error_pattern: str | None = None,
+) -> Strategy:
     """Cut every text part and tool result over ``max_part_tokens`` to its
-    head and tail joined by a marker, so the part fits the limit. A tool
-    result with several text blocks counts as one part: when over, its text
-    is joined and clamped into its first text block, and its other blocks
-    (images) stay. Tool call arguments are left whole (cut JSON is no longer
-    JSON).
+    head and tail joined by a marker that says how many of how many tokens
+    were cut, and of which tool's result, so the part fits the limit. A
+    tool result with several text blocks counts as one part: when over,
+    its text is joined and clamped into its first text block, and its
+    other blocks (images) stay. Tool call arguments are left whole (cut
+    JSON is no longer JSON).
+
+    Left whole: the latest ``recent_turns`` units (tool exchanges of the
+    latest turn, then whole earlier turns: the work in progress) and the
+    first ``keep_first`` messages after the system messages. The latest
+    output that reads as an error (a tool result's ``is_error``, a
+    non-zero exit code, a traceback, a pytest failure, an ``error:`` line,
+    or ``error_pattern``) keeps up to ``error_tail_chars`` characters of
+    its tail.
 
     Keeps: survivors untouched, order, tool pairing (ids are untouched).
     """
     check_positive("max_part_tokens", max_part_tokens, minimum=MIN_PART_TOKENS)
-    return _Clamp(max_part_tokens)
+    check_positive("recent_turns", recent_turns, minimum=0)
+    check_positive("keep_first", keep_first, minimum=0)
+    check_positive("error_tail_chars", error_tail_chars, minimum=0)
+    return _Clamp(max_part_tokens, recent_turns, keep_first, error_tail_chars, error_pattern)

@@ -36,9 +36,14 @@ def _messages(rounds: int) -> list[dict[str, Any]]:
     return messages
 
 
+CLEARED = "[memrules: read_file result cleared to save context ("
+
+
 def test_warm_in_place_check_looks_up_the_new_messages_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     plugin = MemoryPlugin(
-        MemoryConfig(max_tokens=20_000, strategies=[clear_tool_results(keep_pairs=2)])
+        MemoryConfig(
+            max_tokens=20_000, strategies=[clear_tool_results(keep_pairs=2, preview_chars=0)]
+        )
     )
     messages = _messages(400)
     plugin.on_openai_request({"model": "gpt-4o", "messages": messages[:-4]}, conversation_id="c")
@@ -51,10 +56,7 @@ def test_warm_in_place_check_looks_up_the_new_messages_ids(monkeypatch: pytest.M
 
     monkeypatch.setattr(invariants, "id", counted, raising=False)
     sent = plugin.on_openai_request({"model": "gpt-4o", "messages": messages}, conversation_id="c")
-    cleared = sum(
-        m.get("content") == "[memrules: tool result cleared to save context]"
-        for m in sent["messages"]
-    )
+    cleared = sum(str(m.get("content")).startswith(CLEARED) for m in sent["messages"])
     assert cleared == 398
     # The replaced messages' ids, and the input's that it does not share
     # with the last input: the two new messages and the two whose result
@@ -91,7 +93,10 @@ def test_warm_in_place_checks_of_two_strategies_look_at_what_changed(
     plugin = MemoryPlugin(
         MemoryConfig(
             max_tokens=20_000,
-            strategies=[deduplicate_file_reads(), clear_tool_results(keep_pairs=2)],
+            strategies=[
+                deduplicate_file_reads(),
+                clear_tool_results(keep_pairs=2, preview_chars=0),
+            ],
         )
     )
     messages = _reads(400, 25)
@@ -109,7 +114,7 @@ def test_warm_in_place_checks_of_two_strategies_look_at_what_changed(
     monkeypatch.setattr(invariants, "id", counted, raising=False)
     sent = plugin.on_openai_request({"model": "gpt-4o", "messages": messages}, conversation_id="c")
     contents = [m.get("content") or "" for m in sent["messages"]]
-    cleared = contents.count("[memrules: tool result cleared to save context]")
+    cleared = sum(c.startswith(CLEARED) for c in contents)
     assert cleared == 398  # stale or not, all but the newest two results
     # Per check: the new messages, the results whose stub or clearing
     # changed since the last request, and the messages they replace (a

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import attrs
+import pytest
 
 from memrules._config.load import MemoryConfig
 from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult
@@ -55,21 +56,29 @@ def _history(rounds: int) -> Conversation:
     return head + tuple(m for r in range(rounds) for m in _round(r))
 
 
-def _pipeline(spy: Spy) -> Pipeline:
+def _pipeline(spy: Spy, **keeps: Any) -> Pipeline:
     config = MemoryConfig(
         max_tokens=2_000,
         strategies=(
             deduplicate_file_reads(),
-            clear_tool_results(keep_pairs=3),
+            clear_tool_results(keep_pairs=3, **keeps),
             trim_to_budget(),
         ),
     )
     return Pipeline(config=config, counter=spy)
 
 
-def test_a_warm_rewrite_counts_what_the_round_changed() -> None:
+KEEPS: list[dict[str, Any]] = [
+    {},
+    {"preview_chars": 0, "recent_turns": 0},
+    {"keep_first": 3, "recent_turns": 2, "error_pattern": r"value_\d*7_39", "error_tail_chars": 90},
+]
+
+
+@pytest.mark.parametrize("keeps", KEEPS, ids=repr)
+def test_a_warm_rewrite_counts_what_the_round_changed(keeps: dict[str, Any]) -> None:
     spy = Spy()
-    pipeline = _pipeline(spy)
+    pipeline = _pipeline(spy, **keeps)
     memo = pipeline.memo()
     history = _history(200)
     pipeline.apply(history, memo=memo)
@@ -83,6 +92,6 @@ def test_a_warm_rewrite_counts_what_the_round_changed() -> None:
     # where each rewrite replaces about 200 messages.
     assert first > 400
     assert sum(spy.handed) <= 12, spy.handed
-    cold = _pipeline(Spy()).apply(grown)
+    cold = _pipeline(Spy(), **keeps).apply(grown)
     assert warm.messages == cold.messages
     assert warm.report.actions == cold.report.actions

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+import attrs
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
@@ -45,8 +46,9 @@ from memrules.strategies import (
     summarize,
     trim_to_budget,
 )
+from memrules.strategies._keep import ERROR_PATTERN
 from memrules.strategies.seamed import SUMMARY_PREFIX
-from memrules.strategies.tool_results import CLEARED, CLEARED_INPUT
+from memrules.strategies.tool_results import CLEARED_INPUT
 from tests.support.chat_server import ChatServer
 from tests.support.strategies import (
     ALL_BUILTINS,
@@ -186,7 +188,7 @@ def test_second_application_is_a_no_op(strategy: Strategy, conversation: Convers
 
 # --- clamp_oversized_messages ------------------------------------------------------
 
-_MARKER = re.compile(r"\n\[memrules: clamped (\d+) tokens\]\n")
+_MARKER = re.compile(r"\n\[memrules: clamped (\d+) of (\d+) tokens(?: of this \w+ result)?\]\n")
 
 
 def _check_clamped(original: str, clamped: str, limit: int) -> None:
@@ -199,13 +201,43 @@ def _check_clamped(original: str, clamped: str, limit: int) -> None:
     assert original.endswith(tail)
     assert len(head) + len(tail) < len(original)
     assert int(marker.group(1)) == COUNTER.count_text(original) - COUNTER.count_text(head + tail)
+    assert int(marker.group(2)) == COUNTER.count_text(original)
 
 
-@given(conversation=agent_histories(large_texts=True), limit=st.integers(32, 300))
-def test_clamp_fits_every_part(conversation: Conversation, limit: int) -> None:
-    out = run(clamp_oversized_messages(max_part_tokens=limit), conversation).messages
+def recent_from(conversation: Conversation, recent: int) -> int:
+    """Where the latest ``recent`` units start (``len`` for none): the
+    starts of the turns before the latest, then the latest turn's
+    exchanges, its first one from the turn's start on."""
+    spans = turn_ranges(conversation)
+    latest = spans[-1] if spans else range(len(conversation))
+    asks = [i for i in latest if conversation[i].role == "assistant"]
+    starts = [s.start for s in spans[:-1]] + [latest.start, *asks[1:]] if spans else asks
+    if not recent or not starts:
+        return len(conversation)
+    return starts[-recent] if recent <= len(starts) else starts[0]
+
+
+def first_non_system(conversation: Conversation, count: int) -> set[int]:
+    return set([i for i, m in enumerate(conversation) if m.role != "system"][:count])
+
+
+@given(
+    conversation=st.one_of(agent_histories(large_texts=True), agent_loops(large_texts=True)),
+    limit=st.integers(32, 300),
+    recent=st.integers(0, 3),
+    first=st.integers(0, 3),
+)
+def test_clamp_fits_every_part(
+    conversation: Conversation, limit: int, recent: int, first: int
+) -> None:
+    strategy = clamp_oversized_messages(
+        max_part_tokens=limit, recent_turns=recent, keep_first=first
+    )
+    out = run(strategy, conversation).messages
     assert len(out) == len(conversation)
-    keep = survivors(conversation)
+    cut = recent_from(conversation, recent)
+    keep = survivors(conversation) | first_non_system(conversation, first)
+    keep.update(range(cut, len(conversation)))
     for i, (before, after) in enumerate(zip(conversation, out, strict=True)):
         if i in keep:
             assert after is before
@@ -273,10 +305,59 @@ def test_clamp_structured_result_fits_as_a_whole(
 # --- clear_tool_results -------------------------------------------------------------
 
 
+@attrs.frozen(kw_only=True)
+class Keeps:
+    """``clear_tool_results``' settings of what it keeps."""
+
+    preview: int = 200
+    recent: int = 1
+    first: int = 0
+    error_tail: int = 2000
+
+    def params(self) -> dict[str, int]:
+        return {
+            "preview_chars": self.preview,
+            "recent_turns": self.recent,
+            "keep_first": self.first,
+            "error_tail_chars": self.error_tail,
+        }
+
+
+KEEPS = st.builds(
+    Keeps,
+    preview=st.sampled_from([0, 40, 200]),
+    recent=st.integers(0, 2),
+    first=st.integers(0, 3),
+    error_tail=st.sampled_from([0, 300, 2000]),
+)
+
+
+def stub_of(part: ToolResult, tool: str, keeps: Keeps, error: bool) -> str:
+    text = part_text(part)
+    head = keeps.preview // 2
+    tail = max(keeps.preview - head, keeps.error_tail if error else 0)
+    label = f"[memrules: {tool} result cleared to save context ({COUNTER.count_text(text)} tokens)"
+    if not head and not tail:
+        return label + "]"
+    if len(text) <= head + tail:
+        return f"{label}; whole:]\n{text}"
+    end = text[len(text) - tail :] if tail else ""
+    return f"{label}; head and tail:]\n{text[:head]}\n[…]\n{end}"
+
+
 def expected_clear(
-    conversation: Conversation, keep_pairs: int, exclude: tuple[str, ...], inputs: bool
+    conversation: Conversation,
+    keep_pairs: int,
+    exclude: tuple[str, ...],
+    inputs: bool,
+    keeps: Keeps = Keeps(),
 ) -> Conversation:
     names = {p.id: p.name for m in conversation for p in m.parts if isinstance(p, ToolCall)}
+    every = [p for m in conversation for p in m.parts if isinstance(p, ToolResult)]
+    errors = [
+        p.call_id for p in every if p.is_error or ERROR_PATTERN.search(part_text(p)) is not None
+    ]
+    error = errors[-1] if errors and keeps.error_tail else None
     results = [
         (i, p.call_id)
         for i, m in enumerate(conversation)
@@ -284,15 +365,18 @@ def expected_clear(
         if isinstance(p, ToolResult) and names.get(p.call_id) not in exclude
     ]
     older = results[: max(0, len(results) - keep_pairs)]
-    keep = survivors(conversation)
+    keep = survivors(conversation) | first_non_system(conversation, keeps.first)
+    keep.update(range(recent_from(conversation, keeps.recent), len(conversation)))
     targets = {cid for i, cid in older if i not in keep}
 
     def clear(part: Part) -> Part:
         if isinstance(part, ToolResult) and part.call_id in targets:
-            if COUNTER.count_text(part_text(part)) <= COUNTER.count_text(CLEARED):
-                return part  # the placeholder would not save a token
+            tool = names.get(part.call_id, "tool")
+            stub = stub_of(part, tool, keeps, part.call_id == error)
+            if COUNTER.count_text(part_text(part)) <= COUNTER.count_text(stub):
+                return part  # the stub would not save a token
             return ToolResult(
-                call_id=part.call_id, content=CLEARED, is_error=part.is_error, extra=part.extra
+                call_id=part.call_id, content=stub, is_error=part.is_error, extra=part.extra
             )
         if inputs and isinstance(part, ToolCall) and part.id in targets:
             return ToolCall(id=part.id, name=part.name, arguments=CLEARED_INPUT, extra=part.extra)
@@ -309,6 +393,7 @@ def expected_clear(
     keep_pairs=st.integers(0, 5),
     exclude=st.lists(st.sampled_from([FILE_TOOL, "search", "run_tests"]), max_size=2).map(tuple),
     inputs=st.booleans(),
+    keeps=KEEPS,
     data=st.data(),
 )
 def test_clear_tool_results_clears_exactly_the_older_results(
@@ -316,9 +401,10 @@ def test_clear_tool_results_clears_exactly_the_older_results(
     keep_pairs: int,
     exclude: tuple[str, ...],
     inputs: bool,
+    keeps: Keeps,
     data: st.DataObject,
 ) -> None:
-    expected = expected_clear(conversation, keep_pairs, exclude, inputs)
+    expected = expected_clear(conversation, keep_pairs, exclude, inputs, keeps)
     saved = total(conversation) - total(expected)
     clear_at_least = data.draw(
         st.one_of(
@@ -332,6 +418,7 @@ def test_clear_tool_results_clears_exactly_the_older_results(
         clear_at_least=clear_at_least,
         exclude_tools=exclude,
         clear_tool_inputs=inputs,
+        **keeps.params(),
     )
     out = run(strategy, conversation).messages
     if expected == conversation or saved < clear_at_least:

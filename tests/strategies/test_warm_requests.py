@@ -133,5 +133,6 @@ def test_a_copied_strategy_starts_with_an_empty_cache() -> None:
     assert copy.deepcopy(strategy) == strategy
     assert repr(strategy) == (
         "clear_tool_results(keep_pairs=1, clear_at_least=0, exclude_tools=(), "
-        "clear_tool_inputs=False)"
+        "clear_tool_inputs=False, preview_chars=200, recent_turns=1, keep_first=0, "
+        "error_tail_chars=2000)"
     )
