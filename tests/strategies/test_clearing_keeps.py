@@ -16,7 +16,6 @@ from memrules._core.errors import ConfigError
 from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, part_text
 from memrules._engine.contract import StrategyContext
 from memrules.strategies import clamp_oversized_messages, clear_tool_results
-from memrules.strategies._keep import recent_start
 from tests.support.strategies import COUNTER, check_strategy, unwrap
 
 CTX = StrategyContext(counter=COUNTER)
@@ -217,6 +216,8 @@ def test_clear_leaves_the_latest_exchanges_whole() -> None:
 
 
 def test_recent_units_are_exchanges_of_the_latest_turn_then_whole_turns() -> None:
+    from memrules.strategies._keep import recent_start
+
     def user(text: str) -> Message:
         return Message(role="user", parts=(Text(text=text),))
 
