@@ -420,10 +420,20 @@ PARAMS: Mapping[str, st.SearchStrategy[dict[str, Any]]] = {
             "clear_at_least": st.integers(0, 120),
             "exclude_tools": st.lists(st.sampled_from(_TOOL_NAMES), max_size=2).map(tuple),
             "clear_tool_inputs": st.booleans(),
+            "preview_chars": st.sampled_from((0, 40, 200)),
+            "recent_turns": st.integers(0, 3),
+            "keep_first": st.integers(0, 3),
+            "error_tail_chars": st.sampled_from((0, 300, 2000)),
         },
     ),
     "clamp_oversized_messages": st.fixed_dictionaries(
-        {}, optional={"max_part_tokens": st.integers(32, 300)}
+        {},
+        optional={
+            "max_part_tokens": st.integers(32, 300),
+            "recent_turns": st.integers(0, 3),
+            "keep_first": st.integers(0, 3),
+            "error_tail_chars": st.sampled_from((0, 300, 2000)),
+        },
     ),
     "sliding_window": st.one_of(
         st.fixed_dictionaries({}, optional={"keep_messages": st.integers(0, 24)}),
