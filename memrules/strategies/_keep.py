@@ -22,6 +22,7 @@ __all__ = [
     "error_check",
     "first_kept",
     "holds_error",
+    "is_cleared",
     "recent_start",
 ]
 
@@ -106,6 +107,18 @@ def cleared_stub(tool: str, tokens: int, text: str, head: int, tail: int) -> str
     start = text[:head]
     end = text[len(text) - tail :] if tail > 0 else ""
     return f"{label}; head and tail:]\n{start}\n[…]\n{end}"
+
+
+def is_cleared(text: str) -> bool:
+    """Whether ``text`` is already a stub :func:`cleared_stub` made (a
+    request that sends back an earlier output): clearing it again would
+    only count the stub."""
+    return text.startswith(_STUB_START) and _STUB_MIDDLE in text[:_STUB_REACH]
+
+
+_STUB_START = "[memrules: "
+_STUB_MIDDLE = " result cleared to save context ("
+_STUB_REACH = 400
 
 
 def first_kept(conversation: Conversation, count: int) -> frozenset[int]:

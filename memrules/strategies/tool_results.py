@@ -25,6 +25,7 @@ from memrules.strategies._keep import (
     error_check,
     first_kept,
     holds_error,
+    is_cleared,
     recent_start,
 )
 from memrules.strategies._util import RewriteCache, check_positive
@@ -561,6 +562,8 @@ class _ClearToolResults:
         """What ``part`` (a result of ``tool``; the latest error when
         ``error``) leaves when cleared."""
         text = part_text(part)
+        if is_cleared(text):
+            return text
         head = self.preview_chars // 2
         tail = self.preview_chars - head
         if error:

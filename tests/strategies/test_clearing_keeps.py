@@ -92,6 +92,19 @@ def test_preview_chars_zero_leaves_a_one_line_stub() -> None:
     assert content(out, 3) == f"[memrules: grep result cleared to save context ({tokens} tokens)]"
 
 
+def test_a_cleared_result_sent_back_is_not_cleared_again() -> None:
+    """A harness that sends back the last request's messages: the stubs
+    stay as they are (a stub of a stub would count the stub)."""
+    outputs = [("bash", listing(k) + "\n" + listing(k + 1)) for k in range(4)]
+    strategy = clear_tool_results(keep_pairs=1)
+    once = unwrap(strategy(agent_loop(outputs), CTX))
+    assert unwrap(strategy(once, CTX)) is once
+    grown = (*once, call("c9", "bash"), result("c9", listing(9)))
+    again = unwrap(strategy(grown, CTX))
+    assert [again[i] is grown[i] for i in (3, 5, 7)] == [True, True, True]
+    assert again[9] is not grown[9]  # the newest before c9: cleared now
+
+
 def test_a_result_shorter_than_its_stub_stays() -> None:
     conversation = agent_loop([("bash", "ok\n" * 60), ("bash", listing(1)), ("bash", listing(2))])
     out = unwrap(clear_tool_results(keep_pairs=1)(conversation, CTX))

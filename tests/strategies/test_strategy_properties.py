@@ -334,6 +334,8 @@ KEEPS = st.builds(
 
 def stub_of(part: ToolResult, tool: str, keeps: Keeps, error: bool) -> str:
     text = part_text(part)
+    if text.startswith("[memrules: ") and " result cleared to save context (" in text[:400]:
+        return text  # cleared already
     head = keeps.preview // 2
     tail = max(keeps.preview - head, keeps.error_tail if error else 0)
     label = f"[memrules: {tool} result cleared to save context ({COUNTER.count_text(text)} tokens)"
