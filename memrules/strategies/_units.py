@@ -25,7 +25,10 @@ def take_units(
     larger when that is what it takes to bring the conversation under the
     budget: a store or a summary then holds what a later window would
     otherwise delete."""
-    found = movable_units(conversation, context.links(conversation), keep_exchanges=keep_exchanges)
+    track = context.measure.track(conversation)
+    found = movable_units(
+        conversation, track.links(), keep_exchanges=keep_exchanges, held=frozenset(track.held())
+    )
     if not found.units:
         return ()
     target = units

@@ -89,11 +89,6 @@ def _clamp_blocks(
     return attrs.evolve(part, content=tuple(blocks))
 
 
-def _survivors(track: Track) -> frozenset[int]:
-    """The first system message's and the last user message's positions."""
-    return frozenset(i for i in (track.first_system, track.last_user) if i is not None)
-
-
 def _tool_names(conversation: Conversation, track: Track, index: int) -> dict[str, str]:
     """Call id → tool name, for the calls that message ``index``'s results
     answer (the messages a tool id ties to it)."""
@@ -148,7 +143,7 @@ class _Clamp:
         sizes = track.sizes() if mine else counter.counts(conversation)
         over = itertools.compress(itertools.count(), map(threshold.__lt__, sizes))
         cut = recent_start(conversation, self.recent_turns)
-        kept = _survivors(track) | first_kept(conversation, self.keep_first)
+        kept = track.survivors() | first_kept(conversation, self.keep_first)
         candidates = [i for i in itertools.takewhile(cut.__gt__, over) if i not in kept]
         if not candidates:
             return conversation

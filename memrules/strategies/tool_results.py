@@ -172,8 +172,8 @@ def _tail_state(
 
 
 def _survivors(track: Track) -> frozenset[int]:
-    """The first system message's and the last user message's positions."""
-    return frozenset(i for i in (track.first_system, track.last_user) if i is not None)
+    """The survivors' positions (see `memrules._core.survivors`)."""
+    return track.survivors()
 
 
 def _call_names(message: Message) -> tuple[tuple[str, str], ...]:
@@ -405,7 +405,7 @@ class _DeduplicateFileReads:
             )
 
         # Only a message that holds a stale result can change.
-        survivors = _survivors(track)
+        survivors = track.survivors()
         at, ids = _results(conversation)
         is_stale = map(stale.__contains__, ids)
         candidates = sorted(set(itertools.compress(at, is_stale)) - survivors)
@@ -711,7 +711,7 @@ class _ClearToolResults:
             return conversation
         track = context.measure.track(conversation)
         cut = recent_start(conversation, self.recent_turns)
-        protected = _survivors(track) | first_kept(conversation, self.keep_first)
+        protected = track.survivors() | first_kept(conversation, self.keep_first)
         older_at, older_ids = at[:older], ids[:older]
         open_ = [i not in protected and i < cut for i in older_at]
         targets = set(itertools.compress(older_ids, open_))
