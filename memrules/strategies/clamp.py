@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import attrs
 
@@ -100,6 +101,20 @@ def _tool_names(conversation: Conversation, track: Track, index: int) -> dict[st
     }
 
 
+def _recent_fit(
+    context: StrategyContext, sizes: tuple[int, ...], cut: int, kept: frozenset[int]
+) -> bool:
+    """Whether the messages from ``cut`` on may stay whole: always, but
+    under a token budget that they and the ``kept`` messages before them
+    already reach (whole, they would leave the later strategies nothing
+    to keep but themselves, or nothing that fits)."""
+    budget = context.budget
+    if budget.kind != "tokens" or cut >= len(sizes):
+        return True
+    need = sum(sizes[cut:]) + sum(sizes[i] for i in kept if i < cut)
+    return need < budget.limit
+
+
 @attrs.frozen(slots=True, repr=False)
 class _Clamp:
     max_part_tokens: int
@@ -141,10 +156,12 @@ class _Clamp:
         threshold = limit - _EDGE_SLACK
         mine = context.measure.counter is counter
         sizes = track.sizes() if mine else counter.counts(conversation)
-        over = itertools.compress(itertools.count(), map(threshold.__lt__, sizes))
+        over: Iterator[int] = itertools.compress(itertools.count(), map(threshold.__lt__, sizes))
         cut = recent_start(conversation, self.recent_turns)
         kept = track.survivors() | first_kept(conversation, self.keep_first)
-        candidates = [i for i in itertools.takewhile(cut.__gt__, over) if i not in kept]
+        if _recent_fit(context, sizes, cut, kept):
+            over = itertools.takewhile(cut.__gt__, over)
+        candidates = [i for i in over if i not in kept]
         if not candidates:
             return conversation
         latest_error = None
@@ -202,8 +219,10 @@ def clamp_oversized_messages(
     JSON is no longer JSON).
 
     Left whole: the latest ``recent_turns`` units (tool exchanges of the
-    latest turn, then whole earlier turns: the work in progress) and the
-    first ``keep_first`` messages after the system messages. The latest
+    latest turn, then whole earlier turns: the work in progress), unless
+    they and the survivors alone reach a token budget (whole, they would
+    crowd out everything else), and the first ``keep_first`` messages
+    after the system messages. The latest
     output that reads as an error (a tool result's ``is_error``, a
     non-zero exit code, a traceback, a pytest failure, an ``error:`` line,
     or ``error_pattern``) keeps up to ``error_tail_chars`` characters of

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from memrules._core.budget import Budget
 from memrules._core.errors import ConfigError
 from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, part_text
 from memrules._engine.contract import StrategyContext
@@ -191,6 +192,21 @@ def test_clamp_leaves_a_big_tool_output_of_the_current_turn_whole() -> None:
     assert COUNTER.count_text(content(out, 3)) <= 256
     everything = clamp_oversized_messages(max_part_tokens=256, recent_turns=0)(conversation, CTX)
     assert COUNTER.count_text(content(everything, 5)) <= 256
+
+
+def test_clamp_cuts_the_current_output_when_it_alone_reaches_the_budget() -> None:
+    """Whole, a huge fresh output would crowd out everything else: under a
+    token budget it reaches with the survivors, it is clamped too."""
+    big = listing(0) * 20
+    conversation = agent_loop([("bash", "done"), ("bash", big)])
+    strategy = clamp_oversized_messages(max_part_tokens=256)
+    size = COUNTER.count_text(big)
+    roomy = StrategyContext(counter=COUNTER, budget=Budget.tokens(size * 2))
+    assert strategy(conversation, roomy) is conversation
+    tight = StrategyContext(counter=COUNTER, budget=Budget.tokens(size // 2))
+    out = strategy(conversation, tight)
+    assert COUNTER.count_text(content(out, 5)) <= 256
+    check_strategy(strategy, conversation, tight)
 
 
 def test_the_clamp_marker_names_the_tool_and_both_sizes() -> None:
