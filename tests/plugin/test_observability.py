@@ -30,6 +30,7 @@ max_tokens: 120
 strategies:
   - type: clear_tool_results
     keep_pairs: 1
+    preview_chars: 0          # the results are shorter than a 200-character preview
   - type: sliding_window
     keep_messages: 4
 """
