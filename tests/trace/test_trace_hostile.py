@@ -234,3 +234,10 @@ def test_any_mutation_of_a_shipped_config_loads_or_is_a_config_error_at_a_path(
     at = data.draw(st.sampled_from(list(_paths(base))), label="path")
     new = data.draw(st.sampled_from(WRONG), label="value")
     _config_mutation(path, at, new)
+
+
+@pytest.mark.parametrize("text", ["max_tokens: [1]", "repair: {a: 1}", "encoder_name: [[x]]"])
+def test_a_setting_of_the_wrong_type_is_said_as_written(text: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(text)
+    assert "Node(" not in str(raised.value)
