@@ -87,3 +87,20 @@ def test_a_missing_or_null_conversation_id_is_the_default_conversation() -> None
     for metadata in ({}, {"conversation_id": None}, {"user_id": "ana"}):
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "metadata": metadata}
         assert plugin.on_openai_request(body)["messages"] == body["messages"]
+
+
+@pytest.mark.parametrize("where", ["additional_kwargs", "content"])
+def test_a_deep_value_in_a_langchain_message_is_refused_at_its_index(where: str) -> None:
+    messages = pytest.importorskip("langchain_core.messages")
+    from memrules._adapters.langchain import LangChainConversions, from_langchain
+
+    deep = _nested(3_000)
+    hostile = (
+        messages.HumanMessage("hi", additional_kwargs={"x": deep})
+        if where == "additional_kwargs"
+        else messages.HumanMessage([{"type": "text", "text": "hi", "x": deep}])
+    )
+    conversions = LangChainConversions()
+    for convert in (from_langchain, conversions.convert, conversions.convert):
+        with pytest.raises(MessageFormatError, match=r"^messages\[1\]: .*nested more than"):
+            convert([messages.HumanMessage("a"), hostile])
