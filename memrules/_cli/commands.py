@@ -67,13 +67,6 @@ def replay(args: argparse.Namespace) -> int:
 def eval_pipelines(args: argparse.Namespace) -> int:
     """``memrules eval``: the table (or ``--json`` figures) on stdout, after
     the ``--per-question``, ``--csv`` and ``--html`` files."""
-    for name, value, minimum in (("--jobs", args.jobs, 1), ("-k", args.k, 1)):
-        if value < minimum:
-            msg = f"{name} {value} must be at least {minimum}"
-            raise UsageError(msg)
-    if args.max_tokens is not None and args.max_tokens < 1:
-        msg = f"--max-tokens {args.max_tokens} must be at least 1"
-        raise UsageError(msg)
     if not args.dataset.is_file():
         msg = f"cannot read the dataset {args.dataset}: no such file"
         raise UsageError(msg)
@@ -97,9 +90,6 @@ def eval_pipelines(args: argparse.Namespace) -> int:
 
 def _eval_settings(args: argparse.Namespace) -> eval_command.EvalSettings:
     """The settings of ``memrules eval``, its output files checked writable first."""
-    if args.bootstrap < 0:
-        msg = f"--bootstrap {args.bootstrap} must be at least 0"
-        raise UsageError(msg)
     if args.judge_model is not None and args.answer_model is None:
         msg = "--judge-model needs --answer-model (the judge grades its answers)"
         raise UsageError(msg)
