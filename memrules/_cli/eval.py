@@ -679,7 +679,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CONFIG",
         help="a YAML pipeline config; repeat to compare several",
     )
-    parser.add_argument("dataset", type=Path, metavar="DATASET", help="a JSON Lines dataset")
+    parser.add_argument(
+        "dataset", type=Path, nargs="?", metavar="DATASET", help="a JSON Lines dataset"
+    )
+    parser.add_argument(
+        "--trajectories",
+        type=Path,
+        nargs="+",
+        action="extend",
+        metavar="PATH",
+        help="replay agent trajectories (files or directories: mini-swe-agent or SWE-agent "
+        ".traj, OpenAI or Anthropic messages) instead of a dataset, and report the probes",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
         "--jobs", type=int, default=1, metavar="N", help="run conversations in N processes"
