@@ -16,7 +16,9 @@ requests starting with a non-user message, edited paths present (all
 requests, last request), last error line and last test command present at
 the last request, requests over budget by ``o200k_base``, broken tool
 pairs, the OpenAI prompt cache's share of tokens sent, p50 ms of ``apply``.
-The data is never in the repository: pass its directory.
+``--tool-results anthropic`` sends each tool result in a user-role message,
+as Anthropic's tool loop does. The data is never in the repository: pass
+its directory.
 """
 
 from __future__ import annotations
@@ -50,13 +52,18 @@ def run(
     configs: Sequence[Path] = tuple(ROOT / c for c in CONFIGS),
     budgets: Sequence[int] = BUDGETS,
     jobs: int = 1,
+    shape: str = "openai",
 ) -> list[TrajectoryRow]:
     """Every config at every budget over the trajectories of ``paths``: the
     rows, ordered by config, then budget."""
     by_budget = {
         budget: run_trajectories(
             TrajectorySettings(
-                configs=tuple(configs), trajectories=tuple(paths), max_tokens=budget, jobs=jobs
+                configs=tuple(configs),
+                trajectories=tuple(paths),
+                max_tokens=budget,
+                jobs=jobs,
+                shape=shape,
             )
         ).rows
         for budget in budgets
@@ -70,10 +77,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--configs", type=Path, nargs="+", default=[ROOT / c for c in CONFIGS])
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
     parser.add_argument("--jobs", type=int, default=1, help="trajectories in N processes")
+    parser.add_argument(
+        "--tool-results",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="tool results as tool messages (openai) or in user-role messages (anthropic)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to FILE")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    rows = run(args.paths, configs=args.configs, budgets=args.budgets, jobs=args.jobs)
+    rows = run(
+        args.paths,
+        configs=args.configs,
+        budgets=args.budgets,
+        jobs=args.jobs,
+        shape=args.tool_results,
+    )
     load = os.getloadavg()
     print(render_table(rows), end="")
     print(

@@ -133,6 +133,7 @@ def _eval_trajectories(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         jobs=args.jobs,
         allow_imports=allowed(args),
+        shape=args.tool_results,
     )
     stdout()
     with progress_line(args) as progress:

@@ -48,10 +48,12 @@ from memrules.datasets import (
 )
 
 __all__ = [
+    "SHAPES",
     "RequestProbe",
     "TrajectoryRow",
     "TrajectoryRun",
     "TrajectorySettings",
+    "in_shape",
     "replay_trajectory",
     "run_trajectories",
 ]
@@ -68,6 +70,22 @@ class TrajectorySettings:
     max_tokens: int | None = None
     jobs: int = 1
     allow_imports: bool | tuple[str, ...] = ()
+    shape: str = "openai"
+    """How tool results are sent: ``openai`` (``tool`` messages) or
+    ``anthropic`` (each in a user-role message, as Anthropic's tool loop
+    sends them, so a user message is not always the person's)."""
+
+
+SHAPES = ("openai", "anthropic")
+
+
+def in_shape(trajectory: Trajectory, shape: str) -> Trajectory:
+    """``trajectory`` with its tool results sent as ``shape`` sends them: as
+    they are for ``openai``, in user-role messages for ``anthropic``."""
+    if shape == "openai":
+        return trajectory
+    messages = tuple(m.evolve(role="user") if m.role == "tool" else m for m in trajectory.messages)
+    return attrs.evolve(trajectory, messages=messages)
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -311,13 +329,17 @@ def _pipelines(settings: TrajectorySettings) -> list[Pipeline]:
 _PIPELINES: list[Pipeline] = []
 
 
+_SHAPE: list[str] = ["openai"]
+
+
 def _start(settings: TrajectorySettings) -> None:
     _PIPELINES[:] = _pipelines(settings)
+    _SHAPE[:] = [settings.shape]
 
 
 def _one(path: str) -> list[list[RequestProbe]]:
     try:
-        trajectory = read_trajectory(path)
+        trajectory = in_shape(read_trajectory(path), _SHAPE[0])
         return [list(replay_trajectory(p, trajectory)) for p in _PIPELINES]
     except MemrulesError as exc:  # sent back as text: not every error pickles
         msg = f"{path}: {exc}"
@@ -349,6 +371,9 @@ def run_trajectories(
     settings: TrajectorySettings, progress: Progress | None = None
 ) -> TrajectoryRun:
     """Replay every trajectory through every config (see the module docs)."""
+    if settings.shape not in SHAPES:
+        msg = f"shape={settings.shape!r} is not one of {', '.join(SHAPES)}"
+        raise ValueError(msg)
     pipelines = _pipelines(settings)
     files = trajectory_paths(settings.trajectories)
     collected: list[list[RequestProbe]] = [[] for _ in pipelines]
