@@ -16,6 +16,7 @@ import pytest
 from memrules._cli.eval_trajectories import (
     RequestProbe,
     TrajectorySettings,
+    in_shape,
     row,
     run_trajectories,
 )
@@ -197,3 +198,21 @@ def test_no_dataset_and_no_trajectories_is_a_usage_error(
     assert "give a DATASET" in capsys.readouterr().err
     assert main(["eval", "--trajectories", str(tmp_path / "nope"), "--config", str(keep)]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_tool_results_in_user_role_messages_are_not_the_question(
+    tmp_path: Path, runs: Path
+) -> None:
+    keep, _ = _configs(tmp_path)
+    trajectory = read_trajectory(runs / "demo__demo-1.traj.json")
+    shaped = in_shape(trajectory, "anthropic")
+    assert "tool" not in {m.role for m in shaped.messages}
+    assert [m.result_ids for m in shaped.messages] == [m.result_ids for m in trajectory.messages]
+    assert in_shape(trajectory, "openai") is trajectory
+    settings = TrajectorySettings(configs=(keep,), trajectories=(runs,), shape="anthropic")
+    (full,) = run_trajectories(settings).rows
+    assert full.question == (12, 12)  # the task, never a user message of tool results
+    assert full.task_last == (2, 2)
+    assert full.broken == 0
+    with pytest.raises(ValueError, match="shape='xml' is not one of openai, anthropic"):
+        run_trajectories(attrs.evolve(settings, shape="xml"))
