@@ -92,8 +92,8 @@ def model_calls(trajectory: Trajectory) -> Iterator[Conversation]:
     >>> run = Trajectory(id="t", messages=(
     ...     message("user", "fix it"), message("assistant", "done"),
     ...     message("user", "thanks"), message("assistant", "bye")))
-    >>> [len(r) for r in model_calls(run)]
-    [1, 3]
+    >>> tuple(len(r) for r in model_calls(run))
+    (1, 3)
     """
     for i, m in enumerate(trajectory.messages):
         if m.role == "assistant" and i > 0:
@@ -171,8 +171,8 @@ def mini_swe_agent_trajectory(data: Mapping[str, Any], *, source: str = "") -> T
     ...     {"role": "assistant", "content": "THOUGHT: look\\n\\n```bash\\ncat app.py\\n```"},
     ...     {"role": "user", "content": "<returncode>1</returncode>\\n<output>\\nno file\\n"},
     ... ]})
-    >>> [m.role for m in run.messages]
-    ['system', 'user', 'assistant', 'tool']
+    >>> tuple(m.role for m in run.messages)
+    ('system', 'user', 'assistant', 'tool')
     >>> run.messages[2].parts[1].arguments, run.messages[3].parts[0].is_error
     ('{"command": "cat app.py"}', True)
     """
