@@ -3,7 +3,8 @@
 :func:`probe_facts` reads, from the uncompacted messages before a request,
 what the agent would need to go on:
 
-- the **task**: the first user message with text, unaltered;
+- the **task**: the first user message with text that its harness did not
+  write, unaltered;
 - the **question**: the latest user message with text that its harness did
   not write (metadata ``harness: True``) and that is not only tool results;
 - the **edited paths**: the files of the trajectory's final patch
@@ -131,8 +132,22 @@ def _strings(value: object) -> Iterator[str]:
         for v in value.values():
             yield from _strings(v)
     elif isinstance(value, list):
+        if value and all(isinstance(v, str) for v in value):
+            yield " ".join(value)  # an argv, as a command line
         for v in value:
             yield from _strings(v)
+
+
+def _command(value: object) -> str | None:
+    """A command argument as typed: a string, or an argv (``["bash", "-lc",
+    SCRIPT]`` gives the script)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        if len(value) == 3 and value[1] in ("-c", "-lc"):
+            return str(value[2])
+        return " ".join(value)
+    return None
 
 
 def request_text(messages: Sequence[Message]) -> str:
@@ -166,8 +181,8 @@ def _commands(message: Message) -> Iterator[str]:
         if isinstance(p, ToolCall):
             arguments = _arguments(p)
             for key in ("command", "cmd", "script"):
-                value = arguments.get(key)
-                if isinstance(value, str):
+                value = _command(arguments.get(key))
+                if value is not None:
                     yield value
 
 
@@ -191,7 +206,11 @@ def probe_facts(request: Conversation, paths: Sequence[str] = ()) -> Facts:
     """The facts of ``request`` (the messages before a model call,
     uncompacted; see the module docs); ``paths`` the run's edited paths,
     of which those the request mentions count."""
-    users = [m for m in request if m.role == "user" and m.text.strip()]
+    users = [
+        m
+        for m in request
+        if m.role == "user" and m.text.strip() and m.metadata.get(HARNESS) is not True
+    ]
     questions = [m for m in request if _is_question(m)]
     error: str | None = None
     test: str | None = None

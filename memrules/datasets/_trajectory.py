@@ -1,7 +1,7 @@
 """Agent trajectories read into conversations: one :class:`Trajectory` a run.
 
-Three shapes are read (:func:`read_trajectory` tells them apart, or takes
-``format=``):
+These shapes are read (:func:`read_trajectory` tells them apart, or takes
+``format=``, one of :data:`FORMATS`):
 
 - ``mini-swe-agent``: a mini-swe-agent ``.traj.json`` (``{"instance_id",
   "info": {"submission": the final patch, ...}, "messages": [...]}``), where
@@ -13,13 +13,24 @@ Three shapes are read (:func:`read_trajectory` tells them apart, or takes
   the result message's metadata as ``returncode``). A reply with no block or
   several gets a user message from the harness ("Please always provide
   EXACTLY ONE action…"): it stays a user message, with ``harness: True`` in
-  its metadata. SWE-agent's ``.traj`` (a ``history`` of messages, each
-  assistant one with its ``action``) is read the same way.
+  its metadata. SWE-agent's ``.traj`` (``swe-agent``: a ``history`` of
+  messages, each assistant one with its ``action``) is read the same way.
 - ``openai``: a chat-completions ``messages`` list (with ``tool_calls`` and
   ``tool`` messages), as a JSON list, an object with ``messages``, or JSON
   Lines of messages.
 - ``anthropic``: a Messages API ``messages`` list (``tool_use`` and
   ``tool_result`` blocks), or an object with ``messages`` and ``system``.
+- ``claude-code``: a Claude Code session log (JSON Lines of events): the
+  ``user`` and ``assistant`` events' messages, a streamed reply's events
+  joined, side chains skipped, the tool's own ``isMeta`` and compaction
+  summary messages marked ``harness: True``.
+- ``codex``: a Codex CLI rollout (JSON Lines of ``{"type", "payload"}``):
+  the ``response_item`` payloads, read as Responses API items, developer
+  messages as system ones, and the environment and instructions messages
+  Codex writes marked ``harness: True``.
+
+Both session logs are read from files as the tools write them, which have
+no published schema.
 
 Every message gets an id (``m0``, ``m1``… in order); a message's metadata
 keeps what the reader knew (``harness``, ``returncode``).
@@ -39,6 +50,7 @@ import attrs
 from memrules._adapters import from_anthropic, from_openai
 from memrules._core.errors import MemrulesError, MessageFormatError
 from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult
+from memrules.datasets import _sessions
 
 __all__ = [
     "FORMATS",
@@ -53,10 +65,10 @@ __all__ = [
     "trajectory_paths",
 ]
 
-FORMATS = ("mini-swe-agent", "swe-agent", "openai", "anthropic")
+FORMATS = ("mini-swe-agent", "swe-agent", "openai", "anthropic", "claude-code", "codex")
 """The shapes :func:`read_trajectory` reads."""
 
-HARNESS = "harness"
+HARNESS = _sessions.HARNESS
 """The metadata key that marks a user message the agent's harness wrote."""
 
 _ACTION = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n```", re.DOTALL)
@@ -221,6 +233,9 @@ def _with_ids(messages: Sequence[Message]) -> Conversation:
 
 
 def _detect(data: object) -> str:
+    session = _sessions.session_format(data)
+    if session is not None:
+        return session
     if isinstance(data, Mapping):
         if isinstance(data.get("history"), list) and "messages" not in data:
             return "swe-agent"
@@ -259,6 +274,21 @@ def parse_trajectory(data: object, *, source: str = "", format: str | None = Non
             msg = f"{where}: a SWE-agent trajectory is an object with a history"
             raise TrajectoryError(msg)
         return _swe_agent(data, where)
+    if kind in ("claude-code", "codex"):
+        if not isinstance(data, list) or not all(isinstance(e, Mapping) for e in data):
+            msg = f"{where}: a {kind} session is JSON Lines of events"
+            raise TrajectoryError(msg)
+        read = _sessions.claude_code_messages if kind == "claude-code" else _sessions.codex_messages
+        try:
+            messages = read(data, where)
+        except ValueError as exc:
+            raise TrajectoryError(str(exc)) from None
+        return Trajectory(
+            id=_stem(source) or "session",
+            messages=_with_ids(messages),
+            format=kind,
+            source=source,
+        )
     listed = data.get("messages") if isinstance(data, Mapping) else data
     if not isinstance(listed, list):
         msg = f"{where}: expected a list of messages or an object with messages"

@@ -213,8 +213,8 @@ def test_a_file_that_is_no_trajectory_names_itself(
 
 
 def test_unknown_format_and_missing_paths_are_errors(tmp_path: Path) -> None:
-    with pytest.raises(TrajectoryError, match="format='claude-code' is not one of"):
-        parse_trajectory([], format="claude-code")
+    with pytest.raises(TrajectoryError, match="format='aider' is not one of"):
+        parse_trajectory([], format="aider")
     with pytest.raises(TrajectoryError, match="no such file"):
         trajectory_paths([tmp_path / "nope"])
     with pytest.raises(TrajectoryError, match="no trajectory files"):
