@@ -6,7 +6,8 @@ probe table, one row per config and budget.
     python benchmarks/trajectories/run.py DIR --json figures.json --jobs 2
 
 Each trajectory (``memrules.datasets``: mini-swe-agent or SWE-agent
-``.traj``, OpenAI or Anthropic messages) is replayed as its agent loop:
+``.traj``, OpenAI or Anthropic messages, Claude Code or Codex session logs)
+is replayed as its agent loop:
 one request per model call, compacted with ``previous=`` the last result,
 every config on a budget of each ``--budgets`` value (``memrules eval
 --trajectories --max-tokens N``, which this calls). The columns are those of

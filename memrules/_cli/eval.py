@@ -689,7 +689,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="PATH",
         help="replay agent trajectories (files or directories: mini-swe-agent or SWE-agent "
-        ".traj, OpenAI or Anthropic messages) instead of a dataset, and report the probes",
+        ".traj, OpenAI or Anthropic messages, Claude Code or Codex sessions) instead of a "
+        "dataset, and report the probes",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(

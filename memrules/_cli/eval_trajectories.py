@@ -1,7 +1,8 @@
 """``memrules eval --trajectories``: replay agent trajectories and probe them.
 
 Each trajectory (:mod:`memrules.datasets`: mini-swe-agent, SWE-agent,
-OpenAI or Anthropic messages) is replayed as the agent loop ran it: one
+OpenAI or Anthropic messages, Claude Code or Codex sessions) is replayed as
+the agent loop ran it: one
 request per model call, the messages before each assistant reply, each
 compacted by the pipeline with ``previous=`` the request before's result
 (as the plugin passes it, so a ``cache:`` section acts as it would live)

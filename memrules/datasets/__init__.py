@@ -2,7 +2,8 @@
 
 A :class:`Trajectory` is one agent run read into memrules messages, from a
 mini-swe-agent or SWE-agent trajectory, an OpenAI chat ``messages`` list
-or an Anthropic one (:func:`read_trajectory`, :func:`read_trajectories`).
+or an Anthropic one, or a Claude Code or Codex CLI session log
+(:func:`read_trajectory`, :func:`read_trajectories`).
 :func:`model_calls` gives the requests an agent loop made (the messages
 before each assistant reply); :func:`probe_facts` what each needed to hold
 (the task, the question, the edited files, the last error line, the last
