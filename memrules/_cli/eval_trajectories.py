@@ -2,9 +2,8 @@
 
 Each trajectory (:mod:`memrules.datasets`: mini-swe-agent, SWE-agent,
 OpenAI or Anthropic messages, Claude Code or Codex sessions) is replayed as
-the agent loop ran it: one
-request per model call, the messages before each assistant reply, each
-compacted by the pipeline with ``previous=`` the request before's result
+the agent loop ran it: one request per model call, the messages before each
+assistant reply, each compacted by the pipeline with ``previous=`` the request before's result
 (as the plugin passes it, so a ``cache:`` section acts as it would live)
 and the conversation's own measure. Each compacted request is scored by
 the probes of :func:`memrules.datasets.probe` (task, question, user first,
