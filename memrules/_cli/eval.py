@@ -692,6 +692,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ".traj, OpenAI or Anthropic messages, Claude Code or Codex sessions) instead of a "
         "dataset, and report the probes",
     )
+    parser.add_argument(
+        "--tool-results",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="with --trajectories: send tool results as tool messages (openai) or inside "
+        "user-role messages (anthropic)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
         "--jobs", type=int, default=1, metavar="N", help="run conversations in N processes"

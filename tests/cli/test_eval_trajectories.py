@@ -216,3 +216,19 @@ def test_tool_results_in_user_role_messages_are_not_the_question(
     assert full.broken == 0
     with pytest.raises(ValueError, match="shape='xml' is not one of openai, anthropic"):
         run_trajectories(attrs.evolve(settings, shape="xml"))
+
+
+def test_the_command_sends_tool_results_in_user_messages_when_asked(
+    tmp_path: Path, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keep, _ = _configs(tmp_path)
+    lines = tmp_path / "requests.jsonl"
+    args = ["eval", "--trajectories", str(runs), "--config", str(keep), "--no-progress"]
+    assert main([*args, "--tool-results", "anthropic", "--per-question", str(lines)]) == 0
+    capsys.readouterr()
+    settings = TrajectorySettings(configs=(keep,), trajectories=(runs,), shape="anthropic")
+    expected = [r.to_dict() for r in run_trajectories(settings).requests[0]]
+    written = [json.loads(line) for line in lines.read_text().splitlines()]
+    assert [{**w, "ms": 0} for w in written] == [
+        {"config": "keep_all", **e, "ms": 0} for e in expected
+    ]
