@@ -687,7 +687,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CONFIG",
         help="a YAML pipeline config; repeat to compare several",
     )
-    parser.add_argument("dataset", type=Path, metavar="DATASET", help="a JSON Lines dataset")
+    parser.add_argument(
+        "dataset", type=Path, nargs="?", metavar="DATASET", help="a JSON Lines dataset"
+    )
+    parser.add_argument(
+        "--trajectories",
+        type=Path,
+        nargs="+",
+        action="extend",
+        metavar="PATH",
+        help="replay agent trajectories (files or directories: mini-swe-agent or SWE-agent "
+        ".traj, OpenAI or Anthropic messages, Claude Code or Codex sessions) instead of a "
+        "dataset, and report the probes",
+    )
+    parser.add_argument(
+        "--tool-results",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="with --trajectories: send tool results as tool messages (openai) or inside "
+        "user-role messages (anthropic)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
         "--jobs",
