@@ -6,8 +6,9 @@ the survivor and tool-pairing invariants after every strategy.
 
 The names below are the public API (a test holds them to this list). The
 built-in strategy factories are in :mod:`memrules.strategies`, the seams in
-:mod:`memrules.seams`, and the tools to property-test a strategy in
-:mod:`memrules.testing`; every other module is private.
+:mod:`memrules.seams`, the tools to property-test a strategy in
+:mod:`memrules.testing`, and agent trajectories as evaluation data (readers
+and probes) in :mod:`memrules.datasets`; every other module is private.
 
 The private packages are layers, each importing only those below it
 (checked by import-linter): ``_core`` (pure values) → ``_io`` (HTTP, files)

@@ -9,52 +9,44 @@ from typing import Any, Protocol, TextIO
 
 from benchmarks.harness import measure, render
 from benchmarks.harness.targets import judge
+from memrules._cli.arguments import whole_number
 
 __all__ = ["add_arguments", "run", "settings"]
 
 
-def _at_least_two(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 2:
-        msg = f"{text!r} is not a whole number of at least 2"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+MAX_MESSAGES = 1_000_000
+"""The most messages (or turns) a history may have: the largest default is 10,000."""
+MAX_ROUNDS = 1_000
+MAX_SEED = 2**63 - 1
 
-
-def _seed(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        msg = f"{text!r} is not a whole number"
-        raise argparse.ArgumentTypeError(msg) from None
+_messages = whole_number(2, MAX_MESSAGES)
+_rounds = whole_number(2, MAX_ROUNDS)
+_seed = whole_number(0, MAX_SEED)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``memrules bench`` arguments."""
     parser.add_argument("--quick", action="store_true", help="a tiny configuration (seconds)")
     parser.add_argument(
-        "--sizes", type=_at_least_two, nargs="+", metavar="N", help="history sizes in messages"
+        "--sizes", type=_messages, nargs="+", metavar="N", help="history sizes in messages"
     )
     parser.add_argument("--seed", type=_seed, default=0, help="the histories' seed (default 0)")
     parser.add_argument(
         "--turns",
-        type=_at_least_two,
+        type=_messages,
         nargs="+",
         metavar="N",
         help="growing-loop lengths in turns (default 1000 3000 10000)",
     )
     parser.add_argument(
         "--rounds",
-        type=_at_least_two,
+        type=_rounds,
         metavar="N",
         help="alternating rounds of each comparison (default 5; 3 for the loops)",
     )
     parser.add_argument(
         "--lc-turns",
-        type=_at_least_two,
+        type=_messages,
         metavar="N",
         help="time LangChain's exact counter on N evenly spread turns of the shortest loop "
         "and extrapolate (default 300; N >= its turns times every turn, about 8 minutes more)",

@@ -49,6 +49,7 @@ import attrs
 
 from memrules._core.bounded import BoundedTable
 from memrules._core.checks import is_whole
+from memrules._core.frozen import MAX_DEPTH
 from memrules._core.messages import Message
 
 __all__ = ["DEFAULT_MEMO_SIZE", "ConversionCache", "fingerprint"]
@@ -68,27 +69,34 @@ Stepper = Callable[[Any, int, S], tuple[tuple[Message, ...], S]]
 returns the messages it closes and the new state."""
 
 
-def fingerprint(value: Any) -> Any:
+def fingerprint(value: Any, _depth: int = 0) -> Any:
     """An exact, hashable stand-in for a parsed JSON value: objects keep
     their key order, and numbers and booleans their type, so two values
     with equal fingerprints convert to the same message. None for a value
-    that is not plain JSON (it is then never looked up)."""
+    that is not plain JSON, or is nested more than
+    :data:`~memrules._core.frozen.MAX_DEPTH` levels deep (it is then never
+    looked up, and converting it says what is wrong)."""
     kind = type(value)
     if kind is str or value is None:
         return value
+    if _depth >= MAX_DEPTH and (kind is dict or kind is list):
+        return None
     if kind is dict:
         items = []
         for key, item in value.items():
-            found = fingerprint(item)
+            found = fingerprint(item, _depth + 1)
             if found is None and item is not None:
                 return None
             items.append((key, found))
         return (dict, tuple(items))
     if kind is list:
-        parts = tuple(map(fingerprint, value))
-        if any(p is None and v is not None for p, v in zip(parts, value, strict=True)):
-            return None
-        return (list, parts)
+        parts = []
+        for item in value:
+            found = fingerprint(item, _depth + 1)
+            if found is None and item is not None:
+                return None
+            parts.append(found)
+        return (list, tuple(parts))
     if kind is int or kind is float or kind is bool:
         return (kind, value)
     return None

@@ -24,7 +24,7 @@ from typing import Any
 from memrules._adapters.by_identity import ConversionsByIdentity
 from memrules._adapters.frameworks import require
 from memrules._core.errors import MessageFormatError, MessageTypeError
-from memrules._core.frozen import FrozenDict, ValueProblem, freeze
+from memrules._core.frozen import MAX_DEPTH, FrozenDict, ValueProblem, freeze
 from memrules._core.messages import (
     ContentPart,
     Conversation,
@@ -135,14 +135,23 @@ class _Held:
         return f"_Held({self.value!r})"
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: Any, _depth: int = 0) -> Any:
+    """``value`` frozen, what cannot be frozen held as it is; a value nested
+    more than :data:`~memrules._core.frozen.MAX_DEPTH` levels deep is a
+    :class:`~memrules.MessageFormatError`, as it is from the other formats."""
     try:
         return freeze(value)
     except ValueProblem:
+        if _depth >= MAX_DEPTH:
+            msg = (
+                f"a value is nested more than {MAX_DEPTH} levels deep; flatten it, or send it "
+                "as JSON text"
+            )
+            raise MessageFormatError(msg) from None
         if isinstance(value, Mapping):
-            return FrozenDict({k: _freeze(v) for k, v in value.items()})
+            return FrozenDict({k: _freeze(v, _depth + 1) for k, v in value.items()})
         if isinstance(value, list):
-            return tuple(_freeze(v) for v in value)
+            return tuple(_freeze(v, _depth + 1) for v in value)
         return _Held(value)
 
 
@@ -290,6 +299,16 @@ def _defaults(cls: Any) -> tuple[tuple[str, Any], ...]:
 
 
 def _one(message: Any, index: int) -> Message:
+    """Message ``index``, read; a problem found below it is said at its index."""
+    try:
+        return _read_one(message, index)
+    except MessageFormatError as exc:
+        if exc.index is not None:
+            raise
+        raise MessageFormatError(str(exc), index=index) from None
+
+
+def _read_one(message: Any, index: int) -> Message:
     if not isinstance(message, _langchain_messages().BaseMessage):
         msg = f"expected a LangChain BaseMessage, got {type(message).__name__}"
         raise MessageFormatError(msg, index=index)

@@ -18,13 +18,14 @@ import importlib.util
 import attrs
 
 from memrules._cli import eval as eval_command
-from memrules._cli import eval_output
+from memrules._cli import eval_output, trajectory_output
 from memrules._cli import report_html as eval_report
 from memrules._cli import show as show_command
 from memrules._cli.arguments import allowed
 from memrules._cli.check import check_configs
 from memrules._cli.demo import render as render_demo
 from memrules._cli.errors import UsageError
+from memrules._cli.eval_trajectories import TrajectorySettings, run_trajectories
 from memrules._cli.streams import emit, progress_line, say, stdout, to_json, writable, write_file
 from memrules._core.errors import ReplayMismatch
 from memrules._replay.replay import replay_trace
@@ -67,12 +68,10 @@ def replay(args: argparse.Namespace) -> int:
 def eval_pipelines(args: argparse.Namespace) -> int:
     """``memrules eval``: the table (or ``--json`` figures) on stdout, after
     the ``--per-question``, ``--csv`` and ``--html`` files."""
-    for name, value, minimum in (("--jobs", args.jobs, 1), ("-k", args.k, 1)):
-        if value < minimum:
-            msg = f"{name} {value} must be at least {minimum}"
-            raise UsageError(msg)
-    if args.max_tokens is not None and args.max_tokens < 1:
-        msg = f"--max-tokens {args.max_tokens} must be at least 1"
+    if args.trajectories:
+        return _eval_trajectories(args)
+    if args.dataset is None:
+        msg = "give a DATASET (JSON Lines) or --trajectories PATH..."
         raise UsageError(msg)
     if not args.dataset.is_file():
         msg = f"cannot read the dataset {args.dataset}: no such file"
@@ -95,11 +94,59 @@ def eval_pipelines(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_trajectories(args: argparse.Namespace) -> int:
+    """``memrules eval --trajectories``: the probe table (or ``--json``) on
+    stdout, after the ``--per-question``, ``--csv`` and ``--html`` files."""
+    unsupported = [
+        flag
+        for flag, given in (
+            ("DATASET", args.dataset is not None),
+            ("--trace", args.trace is not None),
+            ("--bootstrap", args.bootstrap != 0),
+            ("--answer-model", args.answer_model is not None),
+            ("--judge-model", args.judge_model is not None),
+        )
+        if given
+    ]
+    if unsupported:
+        msg = f"--trajectories does not take {', '.join(unsupported)}"
+        raise UsageError(msg)
+    for path in args.trajectories:
+        if not path.exists():
+            msg = f"cannot read the trajectories {path}: no such file or directory"
+            raise UsageError(msg)
+    outputs = ((args.per_question, "the per-request file"), (args.csv, "the CSV"),
+               (args.html, "the HTML report"))  # fmt: skip
+    for path, what in outputs:
+        if path is not None:
+            writable(path, what, *args.trajectories, *args.config)
+    settings = TrajectorySettings(
+        configs=tuple(args.config),
+        trajectories=tuple(args.trajectories),
+        max_tokens=args.max_tokens,
+        jobs=args.jobs,
+        allow_imports=allowed(args),
+        shape=args.tool_results,
+    )
+    stdout()
+    with progress_line(args) as progress:
+        run = run_trajectories(settings, progress)
+    if args.per_question is not None:
+        lines = "".join(trajectory_output.per_request_lines(run))
+        write_file(args.per_question, lines, "the per-request file")
+    if args.csv is not None:
+        write_file(args.csv, trajectory_output.table_csv(run), "the CSV")
+    if args.html is not None:
+        write_file(args.html, trajectory_output.report_html(run), "the HTML report")
+    if args.json:
+        emit(to_json(trajectory_output.figures_json(run), "the figures"))
+    else:
+        emit(trajectory_output.render_table(run.rows))
+    return 0
+
+
 def _eval_settings(args: argparse.Namespace) -> eval_command.EvalSettings:
     """The settings of ``memrules eval``, its output files checked writable first."""
-    if args.bootstrap < 0:
-        msg = f"--bootstrap {args.bootstrap} must be at least 0"
-        raise UsageError(msg)
     if args.judge_model is not None and args.answer_model is None:
         msg = "--judge-model needs --answer-model (the judge grades its answers)"
         raise UsageError(msg)

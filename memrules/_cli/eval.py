@@ -75,6 +75,7 @@ from typing import Any
 
 import attrs
 
+from memrules._cli.arguments import whole_number
 from memrules._cli.dataset import (
     EvalConversation,
     Question,
@@ -114,7 +115,7 @@ from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.progress import Progress
 from memrules._trace.record import TraceWriter, messages_json, pipeline_header, run_line
 from memrules._trace.record import _header as trace_header
-from memrules.memory.config import RetrievalStoreConfig, RouteRetrieval
+from memrules.memory.config import MAX_RETRIEVAL_LIMIT, RetrievalStoreConfig, RouteRetrieval
 from memrules.memory.gate import Recalled, reflect
 from memrules.memory.retrieve import fill, insert_memory_message, reserved, stored_at
 from memrules.seams._log import RecordingLog
@@ -135,6 +136,13 @@ __all__ = [
     "render_table",
     "run_eval",
 ]
+
+MAX_JOBS = 256
+"""The most processes ``--jobs`` may start."""
+MAX_BUDGET = 1_000_000_000
+"""The largest ``--max-tokens``: a budget no model's window comes near."""
+MAX_RESAMPLES = 1_000_000
+"""The most ``--bootstrap`` resamples."""
 
 
 class EvalError(MemrulesError, RuntimeError):
@@ -679,17 +687,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CONFIG",
         help="a YAML pipeline config; repeat to compare several",
     )
-    parser.add_argument("dataset", type=Path, metavar="DATASET", help="a JSON Lines dataset")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
-        "--jobs", type=int, default=1, metavar="N", help="run conversations in N processes"
+        "dataset", type=Path, nargs="?", metavar="DATASET", help="a JSON Lines dataset"
     )
     parser.add_argument(
-        "-k", type=int, default=5, metavar="K", help="hits recall may use per question (5)"
+        "--trajectories",
+        type=Path,
+        nargs="+",
+        action="extend",
+        metavar="PATH",
+        help="replay agent trajectories (files or directories: mini-swe-agent or SWE-agent "
+        ".traj, OpenAI or Anthropic messages, Claude Code or Codex sessions) instead of a "
+        "dataset, and report the probes",
+    )
+    parser.add_argument(
+        "--tool-results",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="with --trajectories: send tool results as tool messages (openai) or inside "
+        "user-role messages (anthropic)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--jobs",
+        type=whole_number(1, MAX_JOBS),
+        default=1,
+        metavar="N",
+        help="run conversations in N processes",
+    )
+    parser.add_argument(
+        "-k",
+        type=whole_number(1, MAX_RETRIEVAL_LIMIT),
+        default=5,
+        metavar="K",
+        help="hits recall may use per question (5)",
     )
     parser.add_argument(
         "--max-tokens",
-        type=int,
+        type=whole_number(1, MAX_BUDGET),
         metavar="N",
         help="put every pipeline on a budget of N tokens (replacing its trigger)",
     )
@@ -715,13 +750,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--bootstrap",
-        type=int,
+        type=whole_number(0, MAX_RESAMPLES),
         default=0,
         metavar="N",
         help="95%% intervals on every rate from N resamples of the conversations",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, metavar="S", help="the bootstrap's random seed (0)"
+        "--seed",
+        type=whole_number(0, 2**63 - 1),
+        default=0,
+        metavar="S",
+        help="the bootstrap's random seed (0)",
     )
     answers = parser.add_argument_group("answer-level scoring (OpenAI-compatible endpoints)")
     answers.add_argument(

@@ -5,8 +5,8 @@ route's live plugin from it (:meth:`memrules.MemoryPlugin.from_config`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from pyrsistent import PMap, pmap
@@ -37,9 +37,13 @@ from memrules.memory.config import (
     RouteRetrieval,
     check_threshold,
 )
+from memrules.memory.shared import SHARED_STORES
 from memrules.seams._settings import SeamSettings, section_problems
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
 from memrules.strategies.registry import near_miss
+
+if TYPE_CHECKING:
+    from memrules._plugin.plugin import MemoryPlugin
 
 __all__ = ["NO_MEMORY_STORE", "MemoryConfig", "default_strategies"]
 
@@ -282,10 +286,31 @@ class MemoryConfig:
             raise ConfigError.single(msg, path=self.source, yaml_path="routes")
         return found
 
-    # route() and close() are defined by the plugin layer
-    # (memrules._plugin.routes), which builds and owns what is live.
-    route: ClassVar[Callable[..., Any]]
-    close: ClassVar[Callable[[MemoryConfig], None]]
+    def route(self, name: str = DEFAULT_ROUTE, **options: Any) -> MemoryPlugin:
+        """A ready :class:`~memrules.MemoryPlugin` for route ``name``
+        (``default``: the file's top level), with its own pipeline and
+        memory: :meth:`MemoryPlugin.from_config(config, route=name, **options)
+        <memrules.MemoryPlugin.from_config>`. Every plugin made from one
+        config shares its ``stores.memory`` store (one client); each call
+        makes a new plugin with its own conversation state, so make one per
+        route at start-up. Raises :class:`ConfigError` for an unknown route,
+        or a memory collection its embedder cannot use.
+
+        The config stays a value: the plugin, made by the layer that owns
+        what is live, opens the store, not the config. This is the one call
+        from the config into that layer (declared in ``[tool.importlinter]``),
+        made when ``route`` is called, never at import."""
+        from memrules._plugin.plugin import MemoryPlugin
+
+        return MemoryPlugin.from_config(self, route=name, **options)
+
+    def close(self) -> None:
+        """Close the ``stores.memory`` stores that plugins made from this
+        config share, if any are open (a plugin made later opens its store
+        again); closing each plugin, or ``with`` blocks, does the same."""
+        stores = [self.memory_store, *(r.memory_store for r in self.routes.values())]
+        for settings in dict.fromkeys(s for s in stores if s is not None):
+            SHARED_STORES.close(settings)
 
     @property
     def trigger(self) -> Trigger:

@@ -258,7 +258,7 @@ def _fields_from_yaml(
             else:
                 fields["strategies"] = built
         elif key in SETTINGS:
-            fields[key] = child.value
+            fields[key] = child.plain()  # a list or a mapping is a wrong type: said plainly
         elif key in SECTIONS:
             value = SECTIONS[key](child)
             if isinstance(value, list):

@@ -76,6 +76,14 @@ class StrategyContext:
         """Which messages of ``conversation`` tool ids tie together."""
         return self.measure.links(conversation)
 
+    def survivors(self, conversation: Conversation) -> frozenset[int]:
+        """The indices of the messages no strategy may remove or alter: the
+        first system message, the task, the question, the latest user
+        message and the pinned ones (the config's `survivors:` rule). A
+        strategy keeps them; the interpreter discards an output that does
+        not."""
+        return self.measure.track(conversation).survivors()
+
 
 @attrs.frozen(kw_only=True, slots=True)
 class Outcome:

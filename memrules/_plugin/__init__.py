@@ -6,8 +6,4 @@ stores and clients a config describes and closes them.
 - :mod:`~memrules._plugin.plugin`: :class:`MemoryPlugin`, the stateful shell
   (conversation state, memory, trace; ``with ... as plugin:`` / ``close``).
 - :mod:`~memrules._plugin.conversation_caches`: each conversation's memos.
-- :mod:`~memrules._plugin.routes`: ``MemoryConfig.route`` and ``.close``,
-  attached to the config from this layer.
 """
-
-from memrules._plugin import routes as routes  # attaches MemoryConfig.route and .close

@@ -82,12 +82,19 @@ def scope_from_metadata(body: Mapping[str, Any]) -> tuple[str | None, str | None
 
 def conversation_id_from_metadata(body: Mapping[str, Any]) -> str | None:
     """The default way to find the conversation of an OpenAI body: the
-    string ``metadata.conversation_id``, else None."""
+    string ``metadata.conversation_id``, else None (no ``metadata``, or no
+    ``conversation_id`` in it). Any other value (``5``, ``{"a": 1}``) is a
+    :class:`~memrules._core.errors.MessageFormatError`, as an empty string
+    is: the client named a conversation, and the request is not merged into
+    the default one in silence."""
     metadata = body.get("metadata")
     if not isinstance(metadata, Mapping):
         return None
     found = metadata.get("conversation_id")
-    return found if isinstance(found, str) else None
+    if found is None or isinstance(found, str):
+        return found
+    msg = f"{found!r:.60} must be a string naming the conversation, or absent"
+    raise MessageFormatError(msg, field="metadata.conversation_id")
 
 
 @attrs.frozen(kw_only=True, slots=True)

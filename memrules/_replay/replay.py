@@ -146,6 +146,22 @@ def _summarizer(seams: Mapping[str, Any], config: MemoryConfig) -> Summarizer | 
     return StandIn("summarizer", described)
 
 
+def _recorded_seams(entry: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    """A header entry's ``seams``: an object (null: none) whose
+    ``summarizer`` is an object or null; else :class:`TraceError`."""
+    seams = entry.get("seams")
+    if seams is None:
+        return {}
+    if not isinstance(seams, Mapping):
+        msg = f"{where}: seams={seams!r:.80} is not an object (each seam by its role)"
+        raise TraceError(msg)
+    summarizer = seams.get("summarizer")
+    if summarizer is not None and not isinstance(summarizer, Mapping):
+        msg = f"{where}: seams.summarizer={summarizer!r:.80} is not an object (repr, json_requests)"
+        raise TraceError(msg)
+    return seams
+
+
 class _Replayer:
     """One pipeline of the trace, rebuilt with stand-ins for its seams."""
 
@@ -189,7 +205,7 @@ class _Replayer:
         )
         for key in _config_differences(recorded, canonical_config(config)):
             self.problems.append(f"header: {name}: its config rebuilds differently at {key}")
-        seams = entry.get("seams") or {}
+        seams = _recorded_seams(entry, f"{where}: {name}")
         summarizer = _summarizer(seams, config)
         if given is not None and given.seams.summarizer is not None:
             summarizer = given.seams.summarizer
@@ -227,7 +243,7 @@ class _Replayer:
         """A plugin for this pipeline's request lines: every seam, the
         extractor, the resolver and the state store answered from the trace."""
         if self._plugin is None:
-            seams = self.entry.get("seams") or {}
+            seams = self.entry.get("seams") or {}  # checked by __init__
             changes: dict[str, Any] = {"observers": ()}
             extractor = seams.get("graph_extractor")
             if extractor is not None:
@@ -298,7 +314,7 @@ class _Replayer:
 
             def run() -> Any:
                 if kind == "apply":
-                    budget = budget_from(inputs["budget"])
+                    budget = budget_from(inputs["budget"], f"{where}: budget")
                     if "clock" in options:  # the time the recorded run read
                         options["now"] = LoggedClock(options.pop("clock"))()
                     return pipeline.apply(messages, budget=budget, **scope, **options)
@@ -566,7 +582,13 @@ def _replay_line(
     if not isinstance(index, int) or not 0 <= index < len(replayers):
         msg = f"{at}: pipeline={index!r} is not one of the header's {len(replayers)}"
         raise TraceError(msg)
-    log = ReplayingLog(data.get("calls") or [], request=number)
+    calls = data.get("calls")
+    if calls is not None and (
+        not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls)
+    ):
+        msg = f"{at}: calls={calls!r:.80} is not a list of seam calls (objects)"
+        raise TraceError(msg)
+    log = ReplayingLog(calls or [], request=number)
     prefix = f"request {number} ({_about(data)})"
     problems: list[str] = []
     replayed: dict[str, Any] | None = None

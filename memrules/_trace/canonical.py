@@ -36,6 +36,7 @@ import base64
 import enum
 import functools
 import hashlib
+import itertools
 import json
 import re
 import threading
@@ -269,12 +270,12 @@ def _yaml_strategy(strategy: Mapping[str, Any]) -> dict[str, Any]:
 def _renamed(config: MemoryConfig, canonical: Mapping[str, Any]) -> MemoryConfig:
     """``config`` with each factory-built strategy under the name it was
     recorded with (the report's name for it), not its factory's path."""
-    recorded = canonical.get("strategies", ())
+    recorded = tuple(canonical.get("strategies", ()))[: len(config.strategies)]
     strategies = tuple(
         attrs.evolve(named, name=str(entry["type"]))
         if isinstance(entry, Mapping) and "factory" in entry
         else named
-        for named, entry in zip(config.strategies, recorded, strict=False)
+        for named, entry in itertools.zip_longest(config.strategies, recorded)
     )
     if all(a is b for a, b in zip(strategies, config.strategies, strict=True)):
         return config
@@ -304,6 +305,10 @@ def rebuild_config(
     config is. Raises :class:`~memrules._core.errors.TraceError` when it cannot be
     (a closure strategy, whose parameters a trace cannot hold; a module the
     caller does not allow; a strategy that is no longer what was recorded)."""
+    strategies = canonical.get("strategies", [])
+    if not isinstance(strategies, list) or not all(isinstance(s, Mapping) for s in strategies):
+        msg = f"{where}: its config's strategies={strategies!r:.80} are not a list of objects"
+        raise TraceError(msg)
     unknown = _inexact(canonical)
     if unknown:
         msg = (

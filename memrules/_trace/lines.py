@@ -36,18 +36,21 @@ def messages_from(data: Any, where: str) -> Conversation:
     return tuple(out)
 
 
-def budget_from(data: Any) -> Budget | None:
-    """The budget ``Budget.to_dict`` wrote (None for null)."""
+def budget_from(data: Any, where: str = "budget") -> Budget | None:
+    """The budget ``Budget.to_dict`` wrote (None for null);
+    :class:`TraceError` naming ``where`` for anything else."""
     if data is None:
         return None
-    kind, limit = data.get("kind"), data.get("limit")
+    kind = data.get("kind") if isinstance(data, dict) else None
+    limit = data.get("limit") if isinstance(data, dict) else None
     if kind == "unlimited":
         return Budget.UNLIMITED
-    if kind == "messages":
-        return Budget.messages(int(limit))
-    if kind == "tokens":
-        return Budget.tokens(int(limit))
-    msg = f"unknown budget kind {kind!r}"
+    if kind in ("messages", "tokens"):
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
+            return Budget.messages(limit) if kind == "messages" else Budget.tokens(limit)
+        msg = f"{where}: {data!r:.80} is not a budget: its limit is not a whole number"
+        raise TraceError(msg)
+    msg = f"{where}: {data!r:.80} is not a budget (kind unlimited, messages or tokens)"
     raise TraceError(msg)
 
 

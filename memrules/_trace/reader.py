@@ -18,7 +18,31 @@ from memrules._trace.header import (
     TraceHeader,
 )
 
-__all__ = ["TraceLine", "read_trace"]
+__all__ = ["MAX_HEADER_DEPTH", "TraceLine", "read_trace"]
+
+MAX_HEADER_DEPTH = 64
+"""How deep a header's pipeline entry may nest: a config file nests at most
+:data:`~memrules._core.yaml_nodes.MAX_DEPTH` levels, and its entry a few
+more. A deeper one is a :class:`TraceError`, not a ``RecursionError`` from
+whatever reads it next (hashing the config, rebuilding it)."""
+
+
+def _deeper_than(value: Any, limit: int) -> str | None:
+    """The path of a value nested more than ``limit`` levels deep in
+    ``value``, if there is one (read without recursion)."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, dict):
+            children = [(v, f"{path}.{k}", depth + 1) for k, v in item.items()]
+        elif isinstance(item, list):
+            children = [(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item)]
+        else:
+            continue
+        if depth >= limit and children:
+            return path
+        stack.extend(children)
+    return None
 
 
 def _parse(raw: bytes, where: str) -> Any:
@@ -51,6 +75,14 @@ def _read_header(data: Any, where: str) -> TraceHeader:
     if not isinstance(pipelines, list) or not all(isinstance(p, dict) for p in pipelines):
         msg = f"{where}: the header's pipelines are not a list of objects"
         raise TraceError(msg)
+    for i, entry in enumerate(pipelines):
+        deep = _deeper_than(entry, MAX_HEADER_DEPTH)
+        if deep is not None:
+            msg = (
+                f"{where}: pipelines[{i}]{deep[:80]}... is nested more than "
+                f"{MAX_HEADER_DEPTH} levels deep; no pipeline's entry is"
+            )
+            raise TraceError(msg)
     return TraceHeader(
         version=version, memrules=str(data.get("memrules", "?")), pipelines=tuple(pipelines)
     )

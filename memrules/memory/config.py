@@ -119,8 +119,14 @@ def _is_whole(value: object, minimum: int, maximum: int | None = None) -> bool:
     )
 
 
-def _patterns(value: Iterable[str]) -> tuple[str, ...]:
+def _patterns(value: Iterable[str] | None) -> tuple[str, ...]:
+    """``block_patterns`` as a tuple: a string is one pattern, null none;
+    anything else that is not a list is checked (and refused) as itself."""
+    if value is None:
+        return ()
     if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, Iterable):
         return (value,)
     return tuple(value)
 

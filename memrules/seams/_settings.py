@@ -223,7 +223,7 @@ def seam_settings(
         )
         return [_problem(message, section, line)]
     kind = value.get(type_key, default)
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         message = f"{type_key}={kind!r} must be one of {', '.join(kinds)}"
         return [_problem(message, f"{section}.{type_key}", lines.get(type_key, line))]
     allowed = _parameters(kinds[kind])

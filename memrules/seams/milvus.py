@@ -81,6 +81,36 @@ _FIELDS = ["id", "text", "conversation_id", "user", "tenant", "turn", "exchange"
 log = logging.getLogger("memrules.seams")
 
 
+class _Unimplemented(logging.Filter):
+    """Milvus Lite's in-process gRPC server does not implement every call
+    pymilvus makes of a server (``AllocTimestamp``): gRPC logs each such
+    call as an ERROR with its traceback (63 lines on every start, wherever
+    the application's logging goes), and pymilvus goes on without it. This
+    filter, on gRPC's server logger, keeps those records out of the
+    application's log and says them as DEBUG records of ``memrules.seams``;
+    every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, NotImplementedError) and "not implemented" in str(error):
+            log.debug(
+                "Milvus Lite's server does not implement a call pymilvus made (it goes on "
+                "without it): %s",
+                record.getMessage(),
+                exc_info=record.exc_info,
+            )
+            return False
+        return True
+
+
+def _quiet_unimplemented() -> None:
+    """Put :class:`_Unimplemented` on gRPC's server logger, once: done when a
+    Milvus Lite file is first opened, not when this module is imported."""
+    server = logging.getLogger("grpc._server")
+    if not any(isinstance(f, _Unimplemented) for f in server.filters):
+        server.addFilter(_Unimplemented())
+
+
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -300,6 +330,8 @@ class _Milvus:
                 from pymilvus import MilvusClient
 
                 token = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+                if self._files is not None:
+                    _quiet_unimplemented()
                 client = MilvusClient(uri=self.uri, token=token)
                 if self._files is not None:
                     _LOCAL.look(self.uri)  # Milvus Lite holds the file's lock now

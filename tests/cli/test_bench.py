@@ -206,7 +206,20 @@ def test_lc_turns_are_extrapolated_and_labelled(capsys: pytest.CaptureFixture[st
 
 @pytest.mark.parametrize(
     "argv",
-    [["--sizes", "1"], ["--turns", "0"], ["--lc-turns", "1"], ["--seed", "x"], ["--rounds", "1"]],
+    [
+        ["--sizes", "1"],
+        ["--turns", "0"],
+        ["--lc-turns", "1"],
+        ["--seed", "x"],
+        ["--rounds", "1"],
+        ["--sizes", "99999999999999999999999"],
+        ["--sizes", "40", "1000001"],
+        ["--turns", "9" * 100_000],
+        ["--lc-turns", "1e9"],
+        ["--rounds", "1001"],
+        ["--seed", "-1"],
+        ["--seed", "9" * 30],
+    ],
 )
 def test_bad_arguments_exit_with_one_line(
     argv: list[str], capsys: pytest.CaptureFixture[str]

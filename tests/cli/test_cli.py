@@ -409,7 +409,7 @@ def test_bench_into_head_is_quiet() -> None:
         (["demo", "--timeout", "0"], "'0' is not a number of seconds above 0"),
         (["demo", "--api-key-env", "X"], "--model and --api-key-env need --base-url"),
         (["bench", "--json", "/nonexistent/x.json"], "no directory /nonexistent"),
-        (["bench", "--sizes", "1"], "'1' is not a whole number of at least 2"),
+        (["bench", "--sizes", "1"], "'1' is not a whole number from 2 to 1,000,000"),
         (["compact", str(HISTORY)], "the following arguments are required: --config"),
         (["compact", "--config", "configs/seed_example.yaml", str(HISTORY), "--format", "x"], "x"),
         (

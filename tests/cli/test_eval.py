@@ -219,9 +219,14 @@ def test_the_progress_line_counts_conversations(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--jobs", "0"], "--jobs 0 must be at least 1"),
-        (["-k", "0"], "-k 0 must be at least 1"),
-        (["--max-tokens", "0"], "--max-tokens 0 must be at least 1"),
+        (["--jobs", "0"], "--jobs: '0' is not a whole number from 1 to 256"),
+        (["--jobs", "9" * 23], f"--jobs: '{'9' * 23}' is not a whole number from 1 to 256"),
+        (["-k", "0"], "-k: '0' is not a whole number from 1 to 100"),
+        (["-k", "101"], "-k: '101' is not a whole number from 1 to 100"),
+        (["--max-tokens", "0"], "--max-tokens: '0' is not a whole number from 1 to 1,000,000,000"),
+        (["--bootstrap", "-1"], "--bootstrap: '-1' is not a whole number from 0 to 1,000,000"),
+        (["--bootstrap", "1e9"], "--bootstrap: '1e9' is not a whole number from 0 to 1,000,000"),
+        (["--seed", "9" * 100_000], f"--seed: '{'9' * 40}...' is not a whole number from 0 to"),
     ],
 )
 def test_bad_arguments_are_one_line(
@@ -230,7 +235,8 @@ def test_bad_arguments_are_one_line(
     status = main(["eval", "--config", "configs/default.yaml", *args, str(DATASET)])
     out, err = capsys.readouterr()
     assert (status, out) == (2, "")
-    assert err == f"memrules: error: {words}\n"
+    assert err.startswith(f"memrules eval: error: argument {words}")
+    assert err.count("\n") == 1
 
 
 def test_a_bad_dataset_or_config_is_one_line(

@@ -90,6 +90,7 @@ PUBLIC = {
 }
 
 PUBLIC_MODULES = {
+    "datasets",
     "graph",
     "integrations",
     "memory",

@@ -22,6 +22,7 @@ PACKAGES = [
     "memrules.memory",
     "memrules.strategies",
     "memrules.testing",
+    "memrules.datasets",
     "memrules.observability",
     "memrules.integrations.langchain",
     "memrules.integrations.openai_agents",
