@@ -437,7 +437,10 @@ def test_drop_observations_drops_the_oldest_observations(
     out = run(drop_observations(max_drop=max_drop), conversation).messages
     systems = [i for i, m in enumerate(conversation) if m.role == "system"]
     candidates = [
-        i for i in systems[1:] if not conversation[i].text.startswith(DEFAULT_WARNING_MARKER)
+        i
+        for i in systems[1:]
+        if not conversation[i].text.startswith(DEFAULT_WARNING_MARKER)
+        and conversation[i].metadata.get("pinned") is not True
     ]
     dropped = set(candidates[:max_drop])
     assert same(out, drop(conversation, dropped))
@@ -747,8 +750,9 @@ def test_turns_spare_a_parallel_call_made_before_the_first_turn(name: str) -> No
 
 def test_offload_moves_an_exchange_that_crosses_a_turn_whole() -> None:
     """Anthropic: the call made in turn 1 is answered by the tool_result
-    that opens turn 2. Moving turn 1 alone would leave closure to delete
-    that result, stored nowhere; so turns 1 and 2 move together."""
+    that opens turn 2. Moving turn 1's exchange alone would leave closure
+    to delete that result, stored nowhere; so it and turn 2 move together
+    (turn 1's opening message is the task, which stays)."""
     first_turn = (
         Message(role="user", parts=(Text(text="read a.py"),)),
         Message(role="assistant", parts=(ToolCall(id="c1", name=FILE_TOOL, arguments="{}"),)),
@@ -762,8 +766,8 @@ def test_offload_moves_an_exchange_that_crosses_a_turn_whole() -> None:
     conversation = (system, *first_turn, *second_turn, latest)
     store = MemoryStore()
     enforced = run(offload(turns=1), conversation, context(store=store))
-    assert enforced.messages == (system, latest)
-    assert store.batches == [(*first_turn, *second_turn)]
+    assert enforced.messages == (system, first_turn[0], latest)
+    assert store.batches == [(first_turn[1], *second_turn)]
     assert enforced.closed_calls == ()
 
 
