@@ -18,15 +18,16 @@ answer is not copied into the report).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
 
-from memrules._core.conversation import is_turn_start, latest_turn_start, without_indices
-from memrules._core.errors import StoreError, StrategyError
-from memrules._core.messages import Conversation, Message, Text, ToolCall
-from memrules._core.seam_protocols import JSONRequests, SeamCall
+from memrules._core.conversation import is_turn_start, without_indices
+from memrules._core.errors import ConfigError, StoreError, StrategyError
+from memrules._core.messages import Conversation, Message, Role, Text, ToolCall
+from memrules._core.seam_protocols import JSONRequests, SeamCall, Summarizer
 from memrules._core.seam_records import StoreWrite, build_records, encode_message
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.strategies._units import take_units
@@ -219,24 +220,112 @@ def _after_summaries(conversation: Conversation, moved: tuple[range, ...]) -> tu
     return tuple(unit for unit in moved if unit.start > last)
 
 
+_REFUSAL = re.compile(
+    r"(?:i\s+(?:can\s*not|can'?t|won'?t|am\s+(?:not\s+able|unable)|'?m\s+(?:not\s+able|unable))"
+    r"|(?:i'?m\s+|i\s+am\s+)?sorry\b|as\s+an\s+ai\b)",
+    re.IGNORECASE,
+)
+_REFUSAL_CHARS = 300
+"""A refusal is short: an answer longer than this that opens like one is
+taken for a summary (a long answer that only refuses is rare, and its
+cost is checked like any summary's)."""
+
+
+def _unusable(text: str) -> str | None:
+    """Why ``text`` cannot stand for the messages it was asked to summarize,
+    or None: it is empty or only whitespace, or it is a refusal, a short
+    answer (at most 300 characters) that opens with "I can't", "I cannot",
+    "I won't", "I'm unable", "I am not able", "Sorry" / "I'm sorry" or "As
+    an AI"."""
+    stripped = text.strip()
+    if not stripped:
+        return "an empty summary" if not text else "a summary of only whitespace"
+    if len(stripped) <= _REFUSAL_CHARS and _REFUSAL.match(stripped):
+        shown = stripped if len(stripped) <= 80 else stripped[:77] + "..."
+        return f"a refusal, not a summary ({shown!r})"
+    return None
+
+
+def _header(conversation: Conversation, moved: tuple[range, ...]) -> str:
+    """What a summary of ``moved`` says before the summarizer's text."""
+    count = sum(len(unit) for unit in moved)
+    return (
+        f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns or tool exchanges "
+        f"({count} messages), in place of {_replaced(conversation, moved)}:\n"
+    )
+
+
+def summary_role(conversation: Conversation, first: int) -> Role:
+    """The role of a summary whose replaced messages begin at ``first``:
+    the user's when that message opens a turn (the summary then stands for
+    whole turns, before the latest user message), else the assistant's (a
+    summary of tool exchanges, where a user message would read as a newer
+    question than the real one, or open a turn of its own)."""
+    return "user" if is_turn_start(conversation[first]) else "assistant"
+
+
+def _summary(conversation: Conversation, moved: tuple[range, ...], text: str) -> Message:
+    gone = _indices(moved)
+    return Message(
+        role=summary_role(conversation, gone[0]),
+        parts=(Text(text=_header(conversation, moved) + text),),
+        metadata={
+            "memrules": {
+                "summary_of": len(gone),
+                "replaced_ids": [m.id for i in gone if (m := conversation[i]).id is not None],
+            }
+        },
+    )
+
+
+def _prompted(summarizer: Summarizer, prompt: str | None) -> Summarizer:
+    """``summarizer`` asking with ``prompt`` (its ``with_prompt``), or as it is."""
+    if prompt is None:
+        return summarizer
+    with_prompt = getattr(summarizer, "with_prompt", None)
+    try:
+        if not callable(with_prompt):
+            msg = f"the summarizer {summarizer!r} takes no prompt (it has no with_prompt)"
+            raise TypeError(msg)
+        prompted = with_prompt(prompt)
+        if not isinstance(prompted, Summarizer):
+            msg = f"its with_prompt answered {type(prompted).__name__}, not a summarizer"
+            raise TypeError(msg)
+    except Exception as exc:
+        msg = (
+            f"the summarizer {summarizer!r} takes no prompt: {exc}; nothing was replaced "
+            "(drop the strategy's prompt, or give the summarizer one that takes it)"
+        )
+        raise StrategyError(msg) from exc
+    return prompted
+
+
 @attrs.frozen(slots=True, repr=False)
 class _Summarize:
     turns: int
     keep_exchanges: int
     frozen: bool | None = None  # None, not False: configs without it read as before
+    prompt: str | None = None
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
         summarizer = context.seams.summarizer
         if summarizer is None:
             return conversation
         moved = take_units(
-            conversation, context, units=self.turns, keep_exchanges=self.keep_exchanges, fill=True
+            conversation,
+            context,
+            units=self.turns,
+            keep_exchanges=self.keep_exchanges,
+            fill=True,
+            replacement=lambda block: _summary(conversation, block, ""),
+            free=lambda unit: all(is_summary(conversation[i]) for i in unit),
         )
         if self.frozen:
             moved = _after_summaries(conversation, moved)
-        if not moved:
-            return conversation
         gone = _indices(moved)
+        if all(is_summary(conversation[i]) for i in gone):
+            return conversation  # nothing but summaries: a summary of them says nothing new
+        summarizer = _prompted(summarizer, self.prompt)
         batch = tuple(conversation[i] for i in gone)
         request = (
             summarizer.request_json(batch)
@@ -253,23 +342,11 @@ class _Summarize:
         if not isinstance(text, str):
             msg = f"the summarizer answered {type(text).__name__}, not text; nothing was replaced"
             raise StrategyError(msg, seam_calls=(attrs.evolve(call, response=None, error=msg),))
-        ids = [m.id for m in batch if m.id is not None]
-        # Inside the latest turn the summary speaks for the assistant whose
-        # tool rounds it replaces: a user message there would read as a
-        # newer question than the real one (or open a turn of its own).
-        start = latest_turn_start(conversation)
-        inside = start is not None and gone[0] > start
-        summary = Message(
-            role="assistant" if inside else "user",
-            parts=(
-                Text(
-                    text=f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns or "
-                    f"tool exchanges ({len(batch)} messages), in place of "
-                    f"{_replaced(conversation, moved)}:\n{text}"
-                ),
-            ),
-            metadata={"memrules": {"summary_of": len(batch), "replaced_ids": ids}},
-        )
+        unusable = _unusable(text)
+        if unusable is not None:
+            msg = f"the summarizer answered {unusable}; nothing was replaced"
+            raise StrategyError(msg, seam_calls=(attrs.evolve(call, error=msg),))
+        summary = _summary(conversation, moved, text)
         sizes = context.sizes(conversation)
         refused = _no_saving(summary, sum(sizes[i] for i in gone), len(batch), context)
         if refused is not None:
@@ -280,9 +357,14 @@ class _Summarize:
             )
         first = gone[0]
         rest = without_indices(conversation, gone)
+        note = f"summarized {len(batch)} messages ({len(moved)} units"
+        old = sum(1 for unit in moved if all(is_summary(conversation[i]) for i in unit))
+        asked = self.turns + old
+        if len(moved) > asked:
+            note += f", {len(moved) - asked} beyond turns={self.turns} to fit the budget"
         return Outcome(
             messages=(*rest[:first], summary, *rest[first:]),
-            note=f"summarized {len(batch)} messages ({len(moved)} units)",
+            note=note + ")",
             seam_calls=(call,),
         )
 
@@ -291,22 +373,42 @@ class _Summarize:
 
 
 @register("summarize")
-def summarize(*, turns: int = 10, keep_exchanges: int = 3, frozen: bool = False) -> Strategy:
-    """Replace the oldest ``turns`` units (or more when the budget needs
-    more) with one message from the summarizer that says it is a summary,
-    of how much, and in place of which turns (by their opening words) and
-    tool exchanges (by their calls), where the first of them stood; its
-    metadata lists the ids of the messages it replaced. Without a
-    summarizer it does nothing. Units are chosen as ``offload`` chooses
-    them, never splitting a tool exchange, so all that goes is summarized.
+def summarize(
+    *, turns: int = 10, keep_exchanges: int = 3, frozen: bool = False, prompt: str | None = None
+) -> Strategy:
+    """Replace the oldest ``turns`` units with one message from the
+    summarizer that says it is a summary, of how much, and in place of
+    which turns (by their opening words) and tool exchanges (by their
+    calls), where the first of them stood; its metadata lists the ids of
+    the messages it replaced. Without a summarizer it does nothing. Units
+    are chosen as ``offload`` chooses them, never splitting a tool
+    exchange, so all that goes is summarized.
 
-    The summary is a user message when it takes the place of whole turns,
-    before the latest user message; when all it replaces are tool rounds
-    inside the latest turn, after the question, it is an assistant message,
-    so that it is never taken for the latest user message or the start of
-    a turn. A summary that would not cost fewer tokens than the messages it
-    replaces is refused: nothing changes, and the action's note and seam
-    call say so.
+    With a budget, one call takes as many units as it takes to fit,
+    counting the summary itself (one message, and its header's tokens; the
+    summarizer's text is not known before it is written): the note then
+    says how many units beyond ``turns`` the budget needed. A summary
+    already in the conversation is summarized again only with the units
+    after it, never alone.
+
+    The summary takes the role of the first message it replaces: a user
+    message in place of whole turns (which open at a user message, before
+    the latest one); an assistant message in place of tool exchanges
+    (which open at an assistant message), so that it is never taken for
+    the latest user message or the start of a turn.
+
+    An answer that is empty, only whitespace, or a refusal (a short answer
+    that opens with "I can't", "I cannot", "I won't", "I'm unable",
+    "Sorry" or "As an AI") is an error: it is in the report's errors with
+    the seam call, and nothing is replaced. A summary that would not cost
+    fewer tokens than the messages it replaces is refused: nothing
+    changes, and the action's note and seam call say so.
+
+    ``prompt`` is the instruction the summarizer is given in place of its
+    own (:data:`memrules.seams.summarizers.SUMMARY_PROMPT` for an
+    OpenAI-compatible one): the strategy asks the summarizer's
+    ``with_prompt(prompt)`` for one that uses it, and a summarizer without
+    one (the extractive summarizer, which has no prompt) is an error.
 
     With ``frozen``, summaries are appended, never rewritten: the
     summaries already in the conversation (and what precedes them) stay
@@ -320,4 +422,7 @@ def summarize(*, turns: int = 10, keep_exchanges: int = 3, frozen: bool = False)
     """
     check_positive("turns", turns)
     check_positive("keep_exchanges", keep_exchanges, minimum=0)
-    return _Summarize(turns, keep_exchanges, True if frozen else None)
+    if prompt is not None and not prompt.strip():
+        msg = f"prompt={prompt!r} must say something (leave it out for the summarizer's own)"
+        raise ConfigError.single(msg, yaml_path="prompt")
+    return _Summarize(turns, keep_exchanges, True if frozen else None, prompt)
