@@ -307,21 +307,28 @@ class _Summarize:
     frozen: bool | None = None  # None, not False: configs without it read as before
     prompt: str | None = None
 
-    def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
-        summarizer = context.seams.summarizer
-        if summarizer is None:
-            return conversation
+    def _block(
+        self, conversation: Conversation, context: StrategyContext, *, fill: bool
+    ) -> tuple[range, ...]:
+        """The units to summarize: ``turns`` of them (a summary already
+        there, at their head, not counted), or, with ``fill``, as many as
+        the budget needs with the summary in their place."""
         moved = take_units(
             conversation,
             context,
             units=self.turns,
             keep_exchanges=self.keep_exchanges,
-            fill=True,
+            fill=fill,
             replacement=lambda block: _summary(conversation, block, ""),
             free=lambda unit: all(is_summary(conversation[i]) for i in unit),
         )
-        if self.frozen:
-            moved = _after_summaries(conversation, moved)
+        return _after_summaries(conversation, moved) if self.frozen else moved
+
+    def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
+        summarizer = context.seams.summarizer
+        if summarizer is None:
+            return conversation
+        moved = self._block(conversation, context, fill=True)
         gone = _indices(moved)
         if all(is_summary(conversation[i]) for i in gone):
             return conversation  # nothing but summaries: a summary of them says nothing new
@@ -358,10 +365,10 @@ class _Summarize:
         first = gone[0]
         rest = without_indices(conversation, gone)
         note = f"summarized {len(batch)} messages ({len(moved)} units"
-        old = sum(1 for unit in moved if all(is_summary(conversation[i]) for i in unit))
-        asked = self.turns + old
-        if len(moved) > asked:
-            note += f", {len(moved) - asked} beyond turns={self.turns} to fit the budget"
+        if not context.budget.is_unlimited:
+            beyond = len(moved) - len(self._block(conversation, context, fill=False))
+            if beyond > 0:
+                note += f", {beyond} more than turns={self.turns} takes, to fit the budget"
         return Outcome(
             messages=(*rest[:first], summary, *rest[first:]),
             note=note + ")",
