@@ -95,6 +95,8 @@ def _argument(call: ToolCall) -> str:
 
 def _describe(conversation: Conversation, unit: range) -> str:
     first = conversation[unit.start]
+    if len(unit) == 1 and is_summary(first):
+        return "an earlier summary"
     if is_turn_start(first):
         text = " ".join(first.text.split())
         shown = text if len(text) <= 60 else text[:57] + "..."
@@ -330,8 +332,12 @@ class _Summarize:
             return conversation
         moved = self._block(conversation, context, fill=True)
         gone = _indices(moved)
-        if all(is_summary(conversation[i]) for i in gone):
-            return conversation  # nothing but summaries: a summary of them says nothing new
+        if not gone or (
+            context.budget.kind != "tokens" and all(is_summary(conversation[i]) for i in gone)
+        ):
+            # Only summaries: rewriting them saves no message; under a token
+            # budget a shorter one may still save tokens (checked below).
+            return conversation
         summarizer = _prompted(summarizer, self.prompt)
         batch = tuple(conversation[i] for i in gone)
         request = (
@@ -395,8 +401,9 @@ def summarize(
     counting the summary itself (one message, and its header's tokens; the
     summarizer's text is not known before it is written): the note then
     says how many units beyond ``turns`` the budget needed. A summary
-    already in the conversation is summarized again only with the units
-    after it, never alone.
+    already in the conversation is summarized again with the units after
+    it; alone, only under a token budget (a shorter one may save tokens; a
+    message budget it cannot help).
 
     The summary takes the role of the first message it replaces: a user
     message in place of whole turns (which open at a user message, before
