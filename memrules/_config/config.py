@@ -22,6 +22,7 @@ from memrules._config.keys import (
 from memrules._core.budget import CachePolicy, ContextWindowResolver, Trigger
 from memrules._core.errors import ConfigError, ConfigProblem
 from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
+from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._counting.content import ContentCounting
 from memrules._counting.framing import DEFAULT_COUNT_RULE
 from memrules._counting.usage import ContextUsageObserver
@@ -192,8 +193,12 @@ class MemoryConfig:
     lives, this process's memory by default).
     ``repair`` removes input that is already broken (a tool result whose call
     is absent, two results for one call, a result before its call) instead of
-    only reporting it; ``user_first`` keeps the first non-system message a
-    user message when the input's was. ``store``, ``embedder`` and
+    only reporting it; ``user_first`` (on by default) keeps the first
+    non-system message a user message when the input's was (the task leads
+    where it is kept). ``survivors`` says what no strategy may remove
+    besides the first system message and the most recent user message
+    (a :class:`~memrules._core.survivors.SurvivorRule`: the task, the
+    question, pinned and harness messages). ``store``, ``embedder`` and
     ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
     None: absent). ``cache`` is how compaction keeps the provider's prompt
     cache (a :class:`~memrules._core.budget.CachePolicy`; None: it does
@@ -223,7 +228,8 @@ class MemoryConfig:
     offload_turns: int = 10
     warning_marker: str = DEFAULT_WARNING_MARKER
     repair: bool = False
-    user_first: bool = False
+    user_first: bool = True
+    survivors: SurvivorRule = DEFAULT_SURVIVORS
     memory: RouteRetrieval | None = None
     memory_store: RetrievalStoreConfig | None = None
     routes: PMap[str, MemoryConfig] = attrs.field(factory=pmap, converter=_routes)

@@ -18,9 +18,11 @@ import tiktoken.model
 
 from memrules._adapters.context_editing import ProviderEditing
 from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_editing_from_config
+from memrules._config.survivors import survivors_from_config
 from memrules._core.budget import CachePolicy
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
 from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
+from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._core.yaml_nodes import Node
 from memrules._counting.content import ContentCounting, counting_from_config
 from memrules._counting.framing import COUNT_RULES
@@ -289,6 +291,13 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         "cache": _mapping_section("cache", CachePolicy, default=None),
         # What images, documents and reasoning cost (memrules._counting.content).
         "counting": _mapping_section("counting", counting_from_config, default=None),
+        # What no strategy may remove (memrules._core.survivors).
+        "survivors": _mapping_section(
+            "survivors",
+            survivors_from_config,
+            default=DEFAULT_SURVIVORS,
+            fields=("task", "pin", "harness"),
+        ),
     }
 )
 """The mapping-valued keys, each with the function that reads its YAML node:
@@ -306,6 +315,7 @@ SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "index_context": ((IndexContext, type(None)), "an IndexContext or None"),
     "provider_editing": ((ProviderEditing, type(None)), "a ProviderEditing or None"),
     "counting": ((ContentCounting, type(None)), "a ContentCounting or None"),
+    "survivors": ((SurvivorRule,), "a SurvivorRule"),
 }
 
 FILE_KEYS = ("stores", "routes")

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 import attrs
 
 from memrules._core.messages import Conversation, Message, ToolResult
+from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
+from memrules._core.survivors import survivors as pick_survivors
 
 __all__ = [
     "LinkState",
@@ -48,19 +50,23 @@ def last_user_index(conversation: Conversation) -> int | None:
     return None
 
 
-def survivor_indices(conversation: Conversation) -> frozenset[int]:
-    """The messages no strategy may remove or alter: the first system message
-    and the most recent user message."""
-    found = (first_system_index(conversation), last_user_index(conversation))
-    return frozenset(i for i in found if i is not None)
+def survivor_indices(
+    conversation: Conversation, rule: SurvivorRule = DEFAULT_SURVIVORS
+) -> frozenset[int]:
+    """The messages no strategy may remove or alter: the first system
+    message, the task, the question, the most recent user message and the
+    pinned ones (see `memrules._core.survivors`)."""
+    return pick_survivors(conversation, rule).indices
 
 
-def pinned_indices(conversation: Conversation) -> frozenset[int]:
+def pinned_indices(
+    conversation: Conversation, rule: SurvivorRule = DEFAULT_SURVIVORS
+) -> frozenset[int]:
     """Survivors, plus the messages holding the tool calls that the survivors'
     tool results answer: dropping those would strip the most recent user
     message of its results (Anthropic's ``tool_result`` blocks), so the
     built-in strategies keep them."""
-    survivors = survivor_indices(conversation)
+    survivors = survivor_indices(conversation, rule)
     answered = {cid for i in survivors for cid in conversation[i].result_ids}
     if not answered:
         return survivors
@@ -180,13 +186,15 @@ def tool_links(conversation: Conversation) -> ToolLinks:
     return link_state(conversation).links
 
 
-def held_indices(conversation: Conversation, links: ToolLinks) -> frozenset[int]:
+def held_indices(
+    conversation: Conversation, links: ToolLinks, rule: SurvivorRule = DEFAULT_SURVIVORS
+) -> frozenset[int]:
     """Pinned messages, plus every message tied to one by tool ``links``,
     transitively: the survivors' whole tool exchanges. Dropping any of them
     would make pairing closure strip a survivor (a parallel call whose
     sibling's result goes drops the whole call message, and with it the
     results the latest user message carries)."""
-    pinned = pinned_indices(conversation)
+    pinned = pinned_indices(conversation, rule)
     if not links.pairs or not any(conversation[i].is_tool_carrier for i in pinned):
         return pinned
     linked: dict[int, list[int]] = {}
@@ -211,11 +219,14 @@ class Units:
     A unit is a whole turn before the latest turn, or, inside the latest
     turn (an agent loop runs hundreds of tool rounds after one instruction),
     a tool exchange: an assistant message and everything up to the next
-    assistant message (the results of its calls, observations). The units
-    stop before the first one that holds a survivor or part of a survivor's
-    tool exchange, or a call nobody answered (a pending call), and the
-    newest ``keep_exchanges`` completed exchanges (whose calls all have
-    their results) stay, with everything after them.
+    assistant message (the results of its calls, observations). A turn
+    before the latest that holds a survivor (the task opens the first turn
+    of an agent loop whose harness added user messages since) gives its
+    exchanges as units instead, the survivor staying where it is. The
+    units stop before the first one that holds a survivor or part of a
+    survivor's tool exchange, or a call nobody answered (a pending call),
+    and the newest ``keep_exchanges`` completed exchanges (whose calls all
+    have their results) stay, with everything after them.
 
     ``closed`` lists every ``k`` for which the first ``k`` units hold every
     message that a tool id ties to one of theirs: moving such a block never
@@ -245,19 +256,33 @@ def _exchanges(conversation: Conversation, turn: range) -> list[range]:
     return [range(a, b) for a, b in zip(starts, ends, strict=True)]
 
 
-def movable_units(conversation: Conversation, links: ToolLinks, *, keep_exchanges: int) -> Units:
-    """The :class:`Units` of ``conversation`` (see there)."""
+def movable_units(
+    conversation: Conversation,
+    links: ToolLinks,
+    *,
+    keep_exchanges: int,
+    held: frozenset[int] | None = None,
+) -> Units:
+    """The :class:`Units` of ``conversation`` (see there); ``held`` are the
+    messages that must stay (:func:`held_indices` under the default rule
+    when not given)."""
     all_turns = turns(conversation)
     if not all_turns:
         return Units((), ())
-    held = held_indices(conversation, links)
+    if held is None:
+        held = held_indices(conversation, links)
     units: list[range] = []
-    for turn in all_turns[:-1]:
-        if any(i in held for i in turn):
-            return _closed(conversation, units)
-        units.append(turn)
-    exchanges = _exchanges(conversation, all_turns[-1])
     answered = {r for m in conversation if m.result_ids for r in m.result_ids}
+    for turn in all_turns[:-1]:
+        if not any(i in held for i in turn):
+            units.append(turn)
+            continue
+        for exchange in _exchanges(conversation, turn):
+            ids = [c for i in exchange for c in conversation[i].call_ids]
+            if any(i in held for i in exchange) or not answered.issuperset(ids):
+                return _closed(conversation, units)
+            units.append(exchange)
+    exchanges = _exchanges(conversation, all_turns[-1])
     calls = [[c for i in x for c in conversation[i].call_ids] for x in exchanges]
     calling = [k for k, ids in enumerate(calls) if ids and answered.issuperset(ids)]
     if keep_exchanges:

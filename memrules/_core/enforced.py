@@ -14,6 +14,7 @@ import attrs
 from memrules._core.conversation import ToolLinks
 from memrules._core.indices import EMPTY, Indices, indices
 from memrules._core.messages import Conversation
+from memrules._core.survivors import Picked
 
 __all__ = ["Enforced", "TrackView", "Tracks", "diff", "unchanged"]
 
@@ -30,6 +31,9 @@ class TrackView(Protocol):
     @property
     def last_user(self) -> int | None:
         """The most recent user message's index, or None."""
+
+    def picked(self) -> Picked:
+        """The survivors, by index (see `memrules._core.survivors`)."""
 
     @property
     def leads_with_user(self) -> bool:

@@ -18,6 +18,8 @@ from memrules._core.conversation import (
     latest_turn_start,
 )
 from memrules._core.messages import Conversation, Message, ToolCall, ToolResult
+from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
+from memrules._core.survivors import survivors as pick_survivors
 
 __all__ = ["check_invariants", "pairing_problems"]
 
@@ -45,14 +47,23 @@ def pairing_problems(before: Conversation, after: Conversation) -> list[str]:
     return problems
 
 
-def check_invariants(before: Conversation, after: Conversation) -> list[str]:
+def check_invariants(
+    before: Conversation, after: Conversation, survivors: SurvivorRule = DEFAULT_SURVIVORS
+) -> list[str]:
     """Every way ``after`` breaks the invariants relative to ``before``.
 
     Kept messages are matched by value in order (a subsequence check), so this
     works on any two conversations, including ones read back from JSON.
-    The most recent user message may have lost tool results to closure.
+    A user-role survivor may have lost tool results to closure.
+    ``survivors`` is the rule that picks them (the task, the question and
+    the pinned messages, see `memrules._core.survivors`).
     """
     problems: list[str] = []
+    picked = pick_survivors(before, survivors)
+    for i in sorted(picked.indices - {picked.first_system, picked.last_user}):
+        kept = before[i]
+        if not any(_same_but_results(kept, m) for m in after):
+            problems.append(f"{picked.name(i)} is gone or altered")
     first_system = first_system_index(before)
     last_user = last_user_index(before)
     if first_system is not None:

@@ -3,13 +3,15 @@
 After each strategy the interpreter calls :func:`enforce` with the strategy's
 input and output:
 
-1. **Survivors.** The first system message and the most recent user message
-   of the input are in the output, unaltered (the same objects), and a first
-   system message that led the input leads the output. The input's most
-   recent user message stays the output's: no new user message stands
-   after it, and none opens a turn inside the latest turn, or the next
-   strategy would take that message for the one to keep (a summary of tool
-   rounds after the question is the assistant's, not the user's).
+1. **Survivors.** The input's survivors (`memrules._core.survivors`: the
+   first system message, the task, the question, the most recent user
+   message and the pinned messages) are in the output, unaltered (the same
+   objects), and a first system message that led the input leads the
+   output. Each keeps its place: no new user message stands after the most
+   recent one, none opens a turn inside the latest turn, no new message
+   from the person stands after the question or before the task, or the
+   next strategy would take that message for the one to keep (a summary
+   of tool rounds after the question is the assistant's, not the user's).
 2. **Tool pairing.** No tool result outlives its call, and no tool call
    outlives its result where the input had one. Pairing closure drops the
    orphaned half; parallel calls in one message are one unit, so losing the
@@ -36,9 +38,7 @@ from collections.abc import Container, Sequence
 import attrs
 
 from memrules._core.conversation import (
-    first_system_index,
     is_turn_start,
-    last_user_index,
     latest_turn_start,
     tool_links,
 )
@@ -46,6 +46,8 @@ from memrules._core.enforced import Enforced, Tracks, TrackView, diff, unchanged
 from memrules._core.indices import Indices
 from memrules._core.invariant_checks import check_invariants, pairing_problems
 from memrules._core.messages import Conversation, Message, ToolCall, ToolResult
+from memrules._core.survivors import DEFAULT_SURVIVORS, Picked, SurvivorRule, is_person
+from memrules._core.survivors import survivors as pick_survivors
 
 __all__ = [
     "Enforced",
@@ -219,6 +221,7 @@ def enforce(
     *,
     measure: Tracks | None = None,
     user_first: bool = False,
+    survivors: SurvivorRule = DEFAULT_SURVIVORS,
 ) -> Enforced:
     """Hold ``after``, a strategy's output for ``before``, to the invariants.
 
@@ -228,17 +231,17 @@ def enforce(
     ``before``. With ``user_first``, when the first message of ``before``
     after its system messages is a user message, the output's is too: a
     leading run of other messages is dropped, with the tool exchanges it
-    opens (see the module docs).
+    opens (see the module docs). ``survivors`` is the rule that picks the
+    survivors when there is no ``measure`` (a measure has its own).
     """
     if after is before:
         return unchanged(before)
     track = None if measure is None else measure.track(before)
-    if track is None:
-        first_system, last_user = first_system_index(before), last_user_index(before)
-    else:
-        first_system, last_user = track.first_system, track.last_user
+    picked = pick_survivors(before, survivors) if track is None else track.picked()
+    first_system = picked.first_system
+    anchors = tuple(sorted(picked.indices))
     if len(after) == len(before):
-        rewritten = _in_place(before, after, (first_system, last_user), measure)
+        rewritten = _in_place(before, after, anchors, measure)
         if rewritten is not None:
             return rewritten
     window = None if track is None else _window(before, after, track)
@@ -249,7 +252,7 @@ def enforce(
         origin = [*head, *range(start, len(before))]
         removed = Indices.gaps(head, start)
     else:
-        matched = _match(before, after, (first_system, last_user))
+        matched = _match(before, after, anchors)
         if isinstance(matched, str):
             return unchanged(before, matched)
         origin = matched
@@ -258,14 +261,9 @@ def enforce(
         kept: Container[int | None] = _WindowKept(frozenset(head), start)
     else:
         kept = {i for i in origin if i is not None}
-    if first_system is not None and first_system not in kept:
-        return unchanged(
-            before, f"removed or altered the first system message (index {first_system})"
-        )
-    if last_user is not None and last_user not in kept:
-        return unchanged(
-            before, f"removed or altered the most recent user message (index {last_user})"
-        )
+    for s in anchors:
+        if s not in kept:
+            return unchanged(before, f"removed or altered {picked.name(s)}")
     if first_system == 0 and origin[0] != 0:
         return unchanged(before, "put a message before the first system message")
     leads = _leads_with_user(before) if track is None else track.leads_with_user
@@ -275,7 +273,7 @@ def enforce(
         and track is not None
         and track.unique_calls
         and not track.splits(*window)
-        and not (user_first and leads)
+        and not (user_first and leads and not _leads_with_user(after))
     ):
         # A window that splits no tool pair: it stands as it is.
         return Enforced(messages=after, removed=removed, origin=tuple(origin))
@@ -297,18 +295,18 @@ def enforce(
         split = None in origin or not _no_pair_split(before, origin, measure)
     if split:
         removed = None
-        closed = _close(before, messages, origin, sources, first_system, last_user, dead)
+        closed = _close(before, messages, origin, sources, picked, dead)
         if closed is not None:
             return unchanged(before, closed)
     if user_first and leads:
         window_origin = list(origin)
-        led = _lead_with_user(before, messages, origin, sources, first_system, last_user, dead)
+        led = _lead_with_user(before, messages, origin, sources, picked, dead)
         if led is not None:
             return unchanged(before, led)
         if origin != window_origin:
             removed = None
     if None in origin:
-        misplaced = _misplaced(before, messages, origin, sources, last_user)
+        misplaced = _misplaced(before, messages, origin, sources, picked, survivors)
         if misplaced is not None:
             return unchanged(before, misplaced)
     mended = (
@@ -570,13 +568,16 @@ def _misplaced(
     messages: Sequence[Message],
     origin: Sequence[int | None],
     sources: Sequence[int | None],
-    last_user: int | None,
+    picked: Picked,
+    rule: SurvivorRule,
 ) -> str | None:
     """A violation when a new user message of the output stands after the
     input's most recent user message, or opens a turn inside the input's
-    latest turn: the next strategy would take it for the latest user
-    message (or the latest turn) and be free to drop the real one. A new
-    message stands where the kept or mended message before it came from."""
+    latest turn, or is from the person (a summary is not) and stands after
+    the question or before the task: the next strategy would take it for
+    the one to keep and be free to drop the real one. A new message stands
+    where the kept or mended message before it came from."""
+    last_user, question, task = picked.last_user, picked.question, picked.task
     start = latest_turn_start(before)
     after = -1  # the input index of the last kept or mended message so far
     for j, m in enumerate(messages):
@@ -595,6 +596,13 @@ def _misplaced(
             return (
                 f"output[{j}] is a new user message that opens a turn inside the latest "
                 f"turn (which starts at index {start})"
+            )
+        late = question is not None and after >= question
+        early = task is not None and after < task
+        if (late or early) and is_person(m, rule):
+            where = "after the question" if late else "before the task"
+            return (
+                f"output[{j}] is a new message from the person {where}, which it would stand in for"
             )
     return None
 
@@ -640,8 +648,7 @@ def _lead_with_user(
     messages: list[Message],
     origin: list[int | None],
     sources: list[int | None],
-    first_system: int | None,
-    last_user: int | None,
+    picked: Picked,
     dead: set[str],
 ) -> str | None:
     """Make the first non-system message of ``messages`` a user message, in
@@ -656,7 +663,7 @@ def _lead_with_user(
             return None
         trial = (list(messages), list(origin), list(sources), set(dead))
         del trial[0][j], trial[1][j], trial[2][j]
-        if _close(before, *trial[:3], first_system, last_user, trial[3]) is None:
+        if _close(before, *trial[:3], picked, trial[3]) is None:
             messages[:], origin[:], sources[:] = trial[:3]
             dead.update(trial[3])
             continue
@@ -672,7 +679,7 @@ def _lead_with_user(
         messages.insert(j, before[i])
         origin.insert(j, i)
         sources.insert(j, None)
-        closed = _close(before, messages, origin, sources, first_system, last_user, dead)
+        closed = _close(before, messages, origin, sources, picked, dead)
         if closed is not None:
             return closed
         if not (j < len(messages) and messages[j].role == "user"):
@@ -693,13 +700,14 @@ def _close(
     messages: list[Message],
     origin: list[int | None],
     sources: list[int | None],
-    first_system: int | None,
-    last_user: int | None,
+    picked: Picked,
     dead: set[str],
 ) -> str | None:
     """Apply pairing closure to ``messages`` in place (with their ``origin``
     and ``sources``, adding the closed call ids to ``dead``); a violation
-    when closure would alter a survivor beyond what it may."""
+    when closure would alter a survivor beyond what it may (a user-role
+    survivor may lose tool results; nothing else of a survivor may go)."""
+    survivors = picked.indices
     dead_calls, dead_results = _closure(before, tuple(messages))
     if not (dead_calls or dead_results):
         return None
@@ -712,11 +720,14 @@ def _close(
             j += 1
             continue
         source = i if i is not None else sources[j]
-        if source == first_system and source is not None:
-            return "tool pairing would alter the first system message"
+        if source is not None and source in survivors:
+            if source == picked.first_system:
+                return "tool pairing would alter the first system message"
+            if closed is None:
+                return f"dropped the tool calls that {picked.name(source)} answers"
+            if m.role != "user":
+                return f"tool pairing would alter {picked.name(source)}"
         if closed is None:
-            if source == last_user and source is not None:
-                return "dropped the tool calls that the most recent user message answers"
             del messages[j], origin[j], sources[j]
             continue
         messages[j], origin[j], sources[j] = closed, None, source

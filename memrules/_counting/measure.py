@@ -61,6 +61,7 @@ from memrules._core.bounded import BoundedTable
 from memrules._core.conversation import ToolLinks
 from memrules._core.messages import Conversation, Message, as_messages, check_messages
 from memrules._core.repair import InputProblem, input_problems
+from memrules._core.survivors import DEFAULT_SURVIVORS, PERSON, PIN, Picked, SurvivorRule
 from memrules._counting.framing import per_request_tokens
 from memrules._counting.tokens import TokenCounter
 
@@ -132,20 +133,28 @@ class _Shape:
         "first_other",
         "first_system",
         "holders",
+        "kinds",
         "linked",
         "pair_call",
         "pair_hi",
         "pair_result",
         "pair_span",
         "pending",
+        "persons",
+        "pins",
         "repeats",
+        "rule",
         "talk",
         "unmatched",
         "users",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, rule: SurvivorRule = DEFAULT_SURVIVORS) -> None:
+        self.rule = rule
         self.done = 0
+        self.persons: list[int] = []  # messages from the person (see memrules._core.survivors)
+        self.pins: list[int] = []  # messages a pin rule or flag pins
+        self.kinds: dict[str, int] = {}  # messages seen per role ("" for all), for index rules
         self.first_system: int | None = None
         self.first_other: int | None = None
         self.users: list[int] = []  # user messages
@@ -172,8 +181,20 @@ class _Shape:
         start = self.done
         if start >= size:
             return
+        rule = self.rule
+        positional = rule.positional
         for i in range(start, size):
-            role = messages[i].role
+            m = messages[i]
+            role = m.role
+            if m.metadata or role == "user" or rule.pin:
+                kind = rule.kind(m, self.kinds if positional else None)
+                if kind & PERSON:
+                    self.persons.append(i)
+                if kind & PIN:
+                    self.pins.append(i)
+            if positional:
+                self.kinds[role] = self.kinds.get(role, 0) + 1
+                self.kinds[""] = self.kinds.get("", 0) + 1
             if role == "system":
                 if self.first_system is None:
                     self.first_system = i
@@ -255,7 +276,9 @@ class Track:
         "_line",
         "_links",
         "_lock",
+        "_picked",
         "_problems",
+        "_rule",
         "_sizes",
         "_source",
         "_total",
@@ -275,8 +298,11 @@ class Track:
         counter: TokenCounter | None = None,
         source: tuple[list[int], Sequence[int]] | None = None,
         total: int | None = None,
+        rule: SurvivorRule = DEFAULT_SURVIVORS,
     ) -> None:
         self.conversation = conversation
+        self._rule = rule
+        self._picked: Picked | None = None
         self._counter = counter  # what counts the line's messages it has not counted
         self.size = len(conversation)
         self.per_request = per_request
@@ -353,7 +379,7 @@ class Track:
             with self._lock:
                 shape = line.shape
                 if shape is None:
-                    shape = line.shape = _Shape()
+                    shape = line.shape = _Shape(self._rule)
                 shape.extend(line.messages, self.size)
         return shape
 
@@ -369,6 +395,27 @@ class Track:
         users = self._structure().users
         k = bisect.bisect_left(users, self.size)
         return users[k - 1] if k else None
+
+    def picked(self) -> Picked:
+        """The survivors (see :mod:`memrules._core.survivors`), by index."""
+        found = self._picked
+        if found is None:
+            shape = self._structure()
+            persons = shape.persons
+            k = bisect.bisect_left(persons, self.size)
+            found = self._picked = Picked(
+                first_system=self.first_system,
+                task=persons[0] if k and self._rule.task else None,
+                question=persons[k - 1] if k else None,
+                last_user=self.last_user,
+                pinned=tuple(shape.pins[: bisect.bisect_left(shape.pins, self.size)]),
+            )
+        return found
+
+    def survivors(self) -> frozenset[int]:
+        """Every survivor's index: the first system message, the task, the
+        question, the most recent user message and the pinned ones."""
+        return self.picked().indices
 
     @property
     def leads_with_user(self) -> bool:
@@ -435,7 +482,7 @@ class Track:
 
     def _find_held(self) -> set[int]:
         conversation = self.conversation
-        survivors = {i for i in (self.first_system, self.last_user) if i is not None}
+        survivors = set(self.survivors())
         if not survivors:
             return survivors
         pinned = set(survivors)
@@ -515,10 +562,19 @@ class Measure:
     docs). ``counter`` counts the messages; its ``per_request`` tokens are
     added to every total."""
 
-    __slots__ = ("_lock", "_notes", "_outputs", "_tracks", "counter", "per_request")
+    __slots__ = (
+        "_lock",
+        "_notes",
+        "_outputs",
+        "_tracks",
+        "counter",
+        "per_request",
+        "survivors",
+    )
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: TokenCounter, survivors: SurvivorRule = DEFAULT_SURVIVORS) -> None:
         self.counter = counter
+        self.survivors = survivors
         self.per_request = per_request_tokens(counter)
         self._tracks: tuple[Track, ...] = ()
         # What the pipeline made of them (a strategy's output, whose counts
@@ -569,7 +625,14 @@ class Measure:
                     line.messages.extend(conversation[shared:])
                 else:  # another thread extended it differently: start afresh
                     line = _Line(conversation)
-        track = Track(conversation, line, self._lock, self.per_request, counter=self.counter)
+        track = Track(
+            conversation,
+            line,
+            self._lock,
+            self.per_request,
+            counter=self.counter,
+            rule=self.survivors,
+        )
         track.kin = kin
         self._tracks = (track, *tracks[: TRACKS - 1])
         return track
@@ -655,7 +718,7 @@ class Measure:
         line = _Line(conversation)
         line.sizes = list(sizes)
         line.sums = list(itertools.accumulate(line.sizes, initial=0))
-        self._output(Track(conversation, line, self._lock, self.per_request))
+        self._output(Track(conversation, line, self._lock, self.per_request, rule=self.survivors))
 
     def rewrite(self, output: Conversation, source: Conversation, changed: Sequence[int]) -> None:
         """Remember ``output``, which is ``source`` (as long) with the
@@ -678,11 +741,20 @@ class Measure:
         line.sizes = sizes
         line.sums = list(itertools.accumulate(sizes, initial=0))
         was = list(map(source.__getitem__, changed))
-        if _same_structure(was, news):
+        if _same_structure(was, news, self.survivors):
             root = found.line
             borrowed = root.borrowed
             line.borrowed = borrowed if borrowed is not None and n <= borrowed[1] else (root, n)
-        self._output(Track(output, line, self._lock, self.per_request, counter=self.counter))
+        self._output(
+            Track(
+                output,
+                line,
+                self._lock,
+                self.per_request,
+                counter=self.counter,
+                rule=self.survivors,
+            )
+        )
 
     def _extend_rewrite(
         self, output: Conversation, source: Conversation, found: Track, changed: Sequence[int]
@@ -720,7 +792,7 @@ class Measure:
         recount = [i for i in differ if i in wanted]
         recount.extend(changed[bisect.bisect_left(changed, m) :])
         news = list(map(output.__getitem__, recount))
-        if not _same_structure(list(map(source.__getitem__, recount)), news):
+        if not _same_structure(list(map(source.__getitem__, recount)), news, self.survivors):
             return False
         counts = found.counted().sizes
         earlier = best.line
@@ -742,7 +814,9 @@ class Measure:
                 line.sums = list(itertools.accumulate(sizes, initial=0))
                 line.sizes = sizes
             line.borrowed = (root, n)
-        made = Track(output, line, self._lock, self.per_request, counter=self.counter)
+        made = Track(
+            output, line, self._lock, self.per_request, counter=self.counter, rule=self.survivors
+        )
         made.kin = (best.conversation, differ)
         self._output(made)
         return True
@@ -757,7 +831,15 @@ class Measure:
         counts = self.track(source).counted().sizes
         total = sum(map(counts.__getitem__, origin)) + self.per_request
         self._output(
-            Track(output, None, self._lock, self.per_request, source=(counts, origin), total=total)
+            Track(
+                output,
+                None,
+                self._lock,
+                self.per_request,
+                source=(counts, origin),
+                total=total,
+                rule=self.survivors,
+            )
         )
 
     def moved(self, conversation: Conversation, source: Conversation) -> Sequence[int] | None:
@@ -800,13 +882,24 @@ class Measure:
         self._outputs = (track, *self._outputs[: TRACKS - 1])
 
 
-def _same_structure(was: Sequence[Message], now: Sequence[Message]) -> bool:
+def _same_structure(was: Sequence[Message], now: Sequence[Message], rule: SurvivorRule) -> bool:
     """Whether each of ``now`` stands where the one of ``was`` did in every
-    question a shape answers: the role, the tool calls and the tool results
-    (C-level passes)."""
-    return not any(
+    question a shape answers: the role, the tool calls, the tool results
+    (C-level passes), and, for a user message or one with metadata, what
+    it is to the survivor rule (from the person, pinned)."""
+    if any(
         any(map(operator.ne, map(get, was), map(get, now)))
         for get in (_ROLE, _CALL_IDS, _RESULT_IDS)
+    ):
+        return False
+    if rule.positional:
+        return not any(
+            w.role == "user" or w.metadata or n.metadata for w, n in zip(was, now, strict=True)
+        )
+    return all(
+        rule.kind(w) == rule.kind(n)
+        for w, n in zip(was, now, strict=True)
+        if w.role == "user" or w.metadata or n.metadata or rule.pin
     )
 
 

@@ -105,7 +105,10 @@ def _step(
         else:
             output, note, seam_calls = checked
             enforced = enforce(
-                conversation, output, measure=context.measure, user_first=context.user_first
+                conversation,
+                output,
+                measure=context.measure,
+                user_first=context.user_first,
             )
             error = enforced.violation
 

@@ -118,7 +118,9 @@ class Pipeline:
     prices: PriceTable = DEFAULT_PRICES
     _measure: Measure = attrs.field(
         init=False,
-        default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
+        default=attrs.Factory(
+            lambda self: Measure(self.counter, self.config.survivors), takes_self=True
+        ),
         eq=False,
         repr=False,
     )
@@ -174,7 +176,7 @@ class Pipeline:
         its new messages only. Pass it as ``memo=`` to :meth:`apply`,
         :meth:`apply_async` and :meth:`count` with each of the conversation's
         requests (see the class docs)."""
-        return Measure(self.counter)
+        return Measure(self.counter, self.config.survivors)
 
     def memo(self) -> Measure:
         """The same as :meth:`measure`: a new measure for one conversation, to

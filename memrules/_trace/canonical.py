@@ -98,6 +98,8 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
+    if attrs.has(type(value)):
+        return _fields(value, skip_none=True)  # a value of a section (a survivor rule)
     return {"code": _code(value)}
 
 

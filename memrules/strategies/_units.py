@@ -35,7 +35,10 @@ def take_units(
     conversation with that message in its place (one message more, and its
     tokens). Units at the head of the block for which ``free`` holds (what
     an earlier summary already replaced) do not count toward ``units``."""
-    found = movable_units(conversation, context.links(conversation), keep_exchanges=keep_exchanges)
+    track = context.measure.track(conversation)
+    found = movable_units(
+        conversation, track.links(), keep_exchanges=keep_exchanges, held=frozenset(track.held())
+    )
     if not found.units:
         return ()
     target = units

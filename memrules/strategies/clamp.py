@@ -84,7 +84,7 @@ class _Clamp:
             return part  # call arguments are JSON: cutting them would break them
 
         track = context.measure.track(conversation)
-        survivors = {track.first_system, track.last_user}
+        survivors = track.survivors()
         # A part alone counts at most a few tokens more than inside its message
         # (only the pre-tokens at its edges differ), so messages well under the
         # limit are skipped on their count, which the measure has (the

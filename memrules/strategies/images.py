@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from memrules._core.conversation import survivor_indices, turns
+from memrules._core.conversation import turns
 from memrules._core.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
 from memrules._counting.imagesize import base64_image_size, data_url_image_size
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
@@ -141,7 +141,7 @@ class _StripOldImages:
         if not images:
             return conversation
         kept = self._kept(conversation, images)
-        survivors = survivor_indices(conversation)
+        survivors = context.measure.track(conversation).survivors()
         targets: dict[int, dict[tuple[int, int | None], None]] = {}
         for k, (i, j, c) in enumerate(images):
             if k in kept or i in survivors:

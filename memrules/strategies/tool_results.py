@@ -164,8 +164,8 @@ def _tail_state(
 
 
 def _survivors(track: Track) -> frozenset[int]:
-    """The first system message's and the last user message's positions."""
-    return frozenset(i for i in (track.first_system, track.last_user) if i is not None)
+    """The survivors' positions (see `memrules._core.survivors`)."""
+    return track.survivors()
 
 
 def _call_names(message: Message) -> tuple[tuple[str, str], ...]:
@@ -397,7 +397,7 @@ class _DeduplicateFileReads:
             )
 
         # Only a message that holds a stale result can change.
-        survivors = {track.first_system, track.last_user}
+        survivors = track.survivors()
         at, ids = _results(conversation)
         is_stale = map(stale.__contains__, ids)
         candidates = sorted(set(itertools.compress(at, is_stale)) - survivors)
@@ -652,7 +652,7 @@ class _ClearToolResults:
         if not older:
             return conversation
         track = context.measure.track(conversation)
-        survivors = {track.first_system, track.last_user}
+        survivors = track.survivors()
         older_at, older_ids = at[:older], ids[:older]
         at_survivor = map(survivors.__contains__, older_at)
         targets = set(itertools.compress(older_ids, map(operator.not_, at_survivor)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from memrules._core.invariants import Enforced, check_invariants, enforce
 from memrules._core.messages import Conversation, Message, Part, Text, ToolCall, ToolResult
 from memrules._core.report import CompressionResult
+from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._engine.contract import Outcome, Strategy, StrategyContext
 from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 
@@ -40,11 +41,13 @@ def render(conversation: Conversation) -> str:
     return "\n".join(lines) or "  (empty)"
 
 
-def assert_invariants(before: Conversation, after: Conversation) -> None:
+def assert_invariants(
+    before: Conversation, after: Conversation, survivors: SurvivorRule = DEFAULT_SURVIVORS
+) -> None:
     """Fail with a readable message when ``after`` breaks the invariants of
     :mod:`memrules._core.invariants` relative to ``before`` (see
     :func:`memrules._core.invariants.check_invariants`)."""
-    problems = check_invariants(before, after)
+    problems = check_invariants(before, after, survivors)
     if problems:
         listed = "\n".join(f"  - {p}" for p in problems)
         msg = f"invariants broken:\n{listed}\nbefore:\n{render(before)}\nafter:\n{render(after)}"
@@ -101,14 +104,14 @@ def check_strategy(
     """
     name = getattr(strategy, "__name__", None) or repr(strategy)
     output, note = _output(strategy(conversation, context), name)
-    enforced = enforce(conversation, output)
+    enforced = enforce(conversation, output, survivors=context.measure.survivors)
     if strict and enforced.violation is not None:
         msg = (
             f"{name}'s output breaks an invariant and would be discarded: "
             f"{enforced.violation}\nbefore:\n{render(conversation)}\noutput:\n{render(output)}"
         )
         raise AssertionError(msg)
-    assert_invariants(conversation, enforced.messages)
+    assert_invariants(conversation, enforced.messages, context.measure.survivors)
     if strict and not enforced.changed and output is not conversation:
         msg = (
             f"{name} changed nothing but returned a new tuple; return the input tuple itself "

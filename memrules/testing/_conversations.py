@@ -4,7 +4,8 @@ A builder appends one message at a time and keeps the calls still awaiting
 their results, so that call ids are unique and every result comes after its
 call; the knobs turn each shape compaction meets on or off (tool calls in
 either provider's style, observations, the context warning, unanswered calls,
-orphan results, empty parts, repeated file reads, reused message objects).
+orphan results, empty parts, repeated file reads, reused message objects,
+user messages a harness wrote, pinned messages).
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ __all__ = ["FILE_PATHS", "conversations"]
 
 FILE_PATHS = ("src/app.py", "README.md", "docs/guide.md", "tests/test_app.py")
 """The few paths file reads draw from, so that paths repeat."""
+
+HARNESS_REPLIES = (
+    "Please always provide EXACTLY ONE action in triple backticks.",
+    "Your last command timed out; try a shorter one.",
+    "",
+)
+"""What an agent harness says in a user message of its own (marked
+``harness: true`` in the message's metadata)."""
 
 
 class _Builder:
@@ -63,9 +72,18 @@ class _Builder:
             body.insert(self.draw(st.integers(0, 1)), self.draw(opaques()))
         return tuple(body)
 
-    def add(self, role: Role, parts: tuple[Part, ...], *, name: str | None = None) -> None:
+    def add(
+        self,
+        role: Role,
+        parts: tuple[Part, ...],
+        *,
+        name: str | None = None,
+        metadata: dict[str, object] | None = None,
+    ) -> None:
         ident = f"m{len(self.out)}" if self.draw(st.booleans()) else None
-        m = Message(role=role, parts=parts, id=ident, name=name)
+        if self.k.pinned and self.draw(st.integers(0, 14)) == 0:
+            metadata = {**(metadata or {}), "pinned": True}
+        m = Message(role=role, parts=parts, id=ident, name=name, metadata=metadata)
         self.out.append(m)
         if not m.is_tool_carrier:
             self.plain.setdefault(role, []).append(m)
@@ -137,6 +155,8 @@ class _Builder:
             options.append("warning")
         if k.orphan_results:
             options.append("orphan")
+        if k.harness_messages:
+            options.append("harness")
         kind = self.draw(st.sampled_from(options))
         if kind == "user":
             self.user()
@@ -150,6 +170,9 @@ class _Builder:
         elif kind == "observation":
             if not self.reuse("system"):
                 self.add("system", (Text(text=f"observation: {self.text()}"),))
+        elif kind == "harness":
+            reply = self.draw(st.sampled_from(HARNESS_REPLIES))
+            self.add("user", (Text(text=reply),), metadata={"harness": True})
         elif kind == "warning":
             pct = self.draw(st.integers(50, 99))
             marker = k.warning_marker
@@ -232,6 +255,8 @@ class _Knobs:
     empty_parts: bool
     file_reads: bool
     repeats: bool
+    harness_messages: bool
+    pinned: bool
     warning_marker: str
 
 
@@ -261,6 +286,8 @@ def conversations(
     file_reads: bool = True,
     large_texts: bool = False,
     repeats: bool = True,
+    harness_messages: bool = True,
+    pinned: bool = True,
     warning_marker: str = DEFAULT_WARNING_MARKER,
     text: st.SearchStrategy[str] | None = None,
 ) -> st.SearchStrategy[Conversation]:
@@ -283,7 +310,11 @@ def conversations(
     - ``empty_parts``: sometimes a message with no parts, or an empty text;
     - ``large_texts`` (off): long prose too, for budgets and clamping;
     - ``repeats``: sometimes the very same message object appears twice (a
-      caller reusing a canned reminder or "continue"); never one with tool parts.
+      caller reusing a canned reminder or "continue"); never one with tool parts;
+    - ``harness_messages``: sometimes a user message an agent harness wrote
+      (a format reminder, marked ``harness: true``), which is not the
+      person's question;
+    - ``pinned``: sometimes a message whose metadata says ``pinned: true``.
 
     Call ids are unique within a conversation and every result comes after
     its call. ``text`` replaces the text generator (:func:`texts`).
@@ -306,6 +337,8 @@ def conversations(
         empty_parts=empty_parts,
         file_reads=file_reads,
         repeats=repeats,
+        harness_messages=harness_messages,
+        pinned=pinned,
         warning_marker=warning_marker,
     )
     return _conversations(min_size=min_size, max_size=max_size, knobs=knobs)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from memrules._core.invariants import check_invariants, enforce, pairing_problems
 from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult, message
+from memrules._core.survivors import SurvivorRule
 from memrules.testing import assert_invariants
 from tests.support.strategies import agent_histories, held, survivors
 
@@ -20,6 +21,9 @@ A1 = message("assistant", "first answer")
 U2 = message("user", "second question")
 A2 = message("assistant", "second answer")
 U3 = message("user", "latest question")
+
+NO_TASK = SurvivorRule(task=False)
+"""The survivors without the task: these cases drop the first user message."""
 
 
 def call(*ids: str, text: str | None = None) -> Message:
@@ -48,7 +52,7 @@ def test_no_op_keeps_the_input_tuple() -> None:
 
 def test_dropping_messages_is_reported_by_index() -> None:
     before = (SYS, U1, A1, U2, A2, U3)
-    enforced = enforce(before, (SYS, U2, A2, U3))
+    enforced = enforce(before, (SYS, U2, A2, U3), survivors=NO_TASK)
     assert enforced.violation is None
     assert enforced.removed == (1, 2)
     assert enforced.origin == (0, 3, 4, 5)
@@ -93,7 +97,7 @@ def test_survivors_must_stay_unaltered(after: tuple[Message, ...], what: str) ->
 def test_a_system_message_that_is_not_first_may_be_preceded() -> None:
     before = (U1, SYS, A1, U3)
     note = message("user", "[summary] earlier")
-    enforced = enforce(before, (note, SYS, A1, U3))
+    enforced = enforce(before, (note, SYS, A1, U3), survivors=NO_TASK)
     assert enforced.violation is None
     assert enforced.replaced == ((0, 0),)
 
@@ -101,12 +105,12 @@ def test_a_system_message_that_is_not_first_may_be_preceded() -> None:
 def test_replacements_and_insertions_are_named() -> None:
     before = (SYS, U1, A1, U2, A2, U3)
     summary = message("user", "[summary] of two turns")
-    enforced = enforce(before, (SYS, summary, U3))
+    enforced = enforce(before, (SYS, summary, U3), survivors=NO_TASK)
     assert enforced.replaced == ((1, 1),)
     assert enforced.removed == (2, 3, 4)
     assert enforced.origin == (0, None, 5)
     stub = message("assistant", "[stub]")
-    enforced = enforce(before, (SYS, U1, A1, U2, A2, stub, U3))
+    enforced = enforce(before, (SYS, U1, A1, U2, A2, stub, U3), survivors=NO_TASK)
     assert enforced.inserted == (5,)
     assert enforced.removed == ()
 
@@ -115,16 +119,16 @@ def test_a_reused_message_object_does_not_confuse_matching() -> None:
     """Callers reuse canned messages; a window over such a history stands."""
     reminder = message("system", "reminder: be brief")
     before = (SYS, U1, reminder, A1, U2, reminder, A2, U3)
-    enforced = enforce(before, (SYS, reminder, A1, U2, reminder, A2, U3))
+    enforced = enforce(before, (SYS, reminder, A1, U2, reminder, A2, U3), survivors=NO_TASK)
     assert enforced.violation is None
     assert enforced.removed == (1,)
-    enforced = enforce(before, (SYS, U2, reminder, A2, U3))
+    enforced = enforce(before, (SYS, U2, reminder, A2, U3), survivors=NO_TASK)
     assert enforced.violation is None
     assert enforced.removed == (1, 2, 3)
     # the latest user message is itself a reused object
     again = message("user", "continue")
     before = (SYS, again, A1, again)
-    enforced = enforce(before, (SYS, again))
+    enforced = enforce(before, (SYS, again), survivors=NO_TASK)
     assert enforced.violation is None
     assert enforced.origin == (0, 3)
     assert enforced.removed == (1, 2)
@@ -232,7 +236,7 @@ def test_orphans_and_unanswered_calls_in_the_input_are_left_alone() -> None:
     orphan = result("gone")  # its call was never in the conversation
     pending = call("p1", text="running")  # never answered
     before = (SYS, U1, A1, orphan, U2, pending, U3)
-    enforced = enforce(before, (SYS, orphan, U2, pending, U3))
+    enforced = enforce(before, (SYS, orphan, U2, pending, U3), survivors=NO_TASK)
     assert enforced.violation is None
     assert enforced.messages == (SYS, orphan, U2, pending, U3)
     assert enforced.closed_calls == ()
@@ -244,7 +248,7 @@ def test_new_messages_are_held_to_pairing_too() -> None:
     assistant = call("c1")
     before = (SYS, U1, assistant, result("c1"), U3)
     made = Message(role="user", parts=(Text(text="summary"), ToolResult(call_id="c1")))
-    enforced = enforce(before, (SYS, made, U3))
+    enforced = enforce(before, (SYS, made, U3), survivors=NO_TASK)
     assert enforced.violation is None
     assert enforced.messages[1].parts == (Text(text="summary"),)
 
@@ -256,23 +260,27 @@ def test_check_invariants_finds_each_kind_of_problem() -> None:
     assistant = call("c1")
     before = (SYS, U1, assistant, result("c1"), A1, U3)
     assert check_invariants(before, before) == []
-    assert check_invariants(before, (U1, assistant, result("c1"), A1, U3)) == [
+    assert check_invariants(before, (U1, assistant, result("c1"), A1, U3), NO_TASK) == [
         "the first system message is gone or altered"
     ]
     assert "the first system message is no longer first" in check_invariants(
         before, (U1, SYS, assistant, result("c1"), A1, U3)
     )
-    assert check_invariants(before, (SYS, U1, A1)) == [
+    assert check_invariants(before, (SYS, U1, A1), NO_TASK) == [
         "the most recent user message is gone or altered"
     ]
-    assert check_invariants(before, (SYS, result("c1"), U3)) == [
+    assert check_invariants(before, (SYS, result("c1"), U3), NO_TASK) == [
         "tool result 'c1' outlives its call"
     ]
-    assert check_invariants(before, (SYS, assistant, U3)) == ["tool call 'c1' outlives its result"]
-    assert check_invariants(before, (SYS, Message(role="assistant"), U3)) == [
+    assert check_invariants(before, (SYS, assistant, U3), NO_TASK) == [
+        "tool call 'c1' outlives its result"
+    ]
+    assert check_invariants(before, (SYS, Message(role="assistant"), U3), NO_TASK) == [
         "output[1] is an empty assistant message"
     ]
-    assert check_invariants(before, (SYS, A1, U1, U3)) == ["kept messages are out of order"]
+    assert check_invariants(before, (SYS, A1, U1, U3), NO_TASK) == [
+        "kept messages are out of order"
+    ]
 
 
 def test_check_invariants_tells_a_new_message_from_a_moved_one() -> None:

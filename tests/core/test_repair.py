@@ -12,6 +12,8 @@ from memrules._core.budget import Budget
 from memrules._core.invariants import enforce
 from memrules._core.messages import Conversation, Message, ToolCall, ToolResult, message
 from memrules._core.repair import input_problems, repair
+from memrules._core.survivors import SurvivorRule
+from memrules._counting.measure import Measure
 from memrules._engine.interpreter import NamedStrategy, run_pipeline
 from memrules.strategies import sliding_window, trim_to_budget
 from memrules.testing import assert_invariants, check_strategy, conversations
@@ -169,8 +171,8 @@ def test_user_first_drops_a_leading_assistant_run_with_its_exchange() -> None:
         message("user", "new question"),
     )
     window = NamedStrategy(name="drop_first_user", strategy=lambda c, _: (c[0], *c[2:]))
-    result = run_pipeline(
-        history, (window,), attrs.evolve(context(budget=Budget.messages(4)), user_first=True)
-    )
+    base = context(budget=Budget.messages(4))
+    no_task = Measure(base.counter, SurvivorRule(task=False))  # this case drops the task
+    result = run_pipeline(history, (window,), attrs.evolve(base, user_first=True, measure=no_task))
     assert [m.role for m in result.messages] == ["system", "user", "assistant", "user"]
     assert result.messages[1].parts == (history[3].parts[1],)  # its result went with the call

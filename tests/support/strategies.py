@@ -235,15 +235,32 @@ def total(conversation: Iterable[Message], counter: TokenCounter = COUNTER) -> i
 # --- reference structure ---------------------------------------------------------
 
 
+def _from_person(m: Message) -> bool:
+    """A user message with text of its own, not a harness's, not a summary."""
+    if m.role != "user" or m.metadata.get("harness") is True:
+        return False
+    info = m.metadata.get("memrules")
+    if isinstance(info, Mapping) and "summary_of" in info:
+        return False
+    return any(isinstance(p, Text) and p.text.strip() for p in m.parts)
+
+
 def survivors(conversation: Conversation) -> set[int]:
-    """The first system message and the most recent user message."""
+    """The first system message, the most recent user message, the task and
+    the question (the first and the latest message from the person), and
+    the messages whose metadata pins them (an oracle written apart from
+    `memrules._core.survivors`)."""
     out: set[int] = set()
     systems = [i for i, m in enumerate(conversation) if m.role == "system"]
     users = [i for i, m in enumerate(conversation) if m.role == "user"]
+    persons = [i for i, m in enumerate(conversation) if _from_person(m)]
     if systems:
         out.add(systems[0])
     if users:
         out.add(users[-1])
+    if persons:
+        out.update((persons[0], persons[-1]))
+    out.update(i for i, m in enumerate(conversation) if m.metadata.get("pinned") is True)
     return out
 
 
@@ -288,10 +305,20 @@ def unit_ranges(conversation: Conversation, keep_exchanges: int = 3) -> list[ran
     units: list[range] = []
     if not turns:
         return units
+    answered = {r for m in conversation for r in m.result_ids}
     for turn in turns[:-1]:
-        if keep.intersection(turn):
-            return units
-        units.append(turn)
+        if not keep.intersection(turn):
+            units.append(turn)
+            continue
+        # A survivor in an earlier turn (the task): its exchanges are units.
+        heads = [i for i in turn if conversation[i].role == "assistant"]
+        tails = [*heads[1:], turn.stop][: len(heads)]
+        for x in (range(a, b) for a, b in zip(heads, tails, strict=True)):
+            if keep.intersection(x) or any(
+                c not in answered for i in x for c in conversation[i].call_ids
+            ):
+                return units
+            units.append(x)
     last = turns[-1]
     starts = [i for i in last if conversation[i].role == "assistant"]
     ends = [*starts[1:], last.stop][: len(starts)]
