@@ -19,7 +19,7 @@ from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 from memrules.seams import Seams, extractive_summarizer, openai_summarizer
 from memrules.seams.summarizers import SUMMARY_PROMPT
 from memrules.strategies import summarize
-from memrules.strategies.seamed import SUMMARY_PREFIX, summary_role
+from memrules.strategies.seamed import SUMMARY_PREFIX
 from tests.strategies.test_units import agent_loop
 from tests.support.chat_server import ChatServer
 from tests.support.strategies import context, terse_summary
@@ -57,15 +57,18 @@ def summaries(conversation: Conversation) -> list[Message]:
 
 @pytest.mark.parametrize(
     ("history", "max_messages"),
-    [(chat(4), 5), (chat(4), 4), (chat(3, system=False)[:5], 3)],
-    ids=["9-messages-to-5", "9-messages-to-4", "5-messages-to-3"],
+    [(chat(3, system=False)[:5], 4), (chat(4), 6), (chat(6), 8), (chat(6), 5)],
+    ids=["5-messages-to-4", "9-messages-to-6", "13-messages-to-8", "13-messages-to-5"],
 )
 def test_summarize_meets_a_message_budget_in_one_call(
     history: Conversation, max_messages: int
 ) -> None:
     """``turns: 1`` under a ``max_messages`` budget: one summary of as many
     units as it takes, counting the summary itself; never a summary of a
-    summary."""
+    summary. Five messages to four is the peers' case: one unit a pass gave
+    a summary of one message in place of one, then of itself, and five
+    messages stayed. (The least these reach is the system message, the
+    task, the summary and the latest turn.)"""
     pipeline = load_pipeline(
         f"{{max_messages: {max_messages}, strategies: [{{type: summarize, turns: 1}}]}}",
         seams=Seams(summarizer=extractive_summarizer(max_chars=300)),
@@ -91,11 +94,12 @@ def test_a_lone_summary_is_not_summarized_again() -> None:
     strategy = NamedStrategy(name="summarize", strategy=summarize(turns=2))
     first = run_once(history, (strategy,), context(summarizer=extractive_summarizer(max_chars=300)))
     (summary,) = summaries(first.messages)
-    # One turn left after the summary: the latest one. Nothing new to summarize.
+    # Only the latest turn after the summary: nothing new to summarize.
+    assert first.messages[2] is summary
     again = run_once(
-        (*first.messages[:2], *first.messages[-2:]),
+        (*first.messages[:3], *first.messages[-2:]),
         (NamedStrategy(name="summarize", strategy=summarize(turns=1)),),
-        context(summarizer=extractive_summarizer(max_chars=300), budget=Budget.messages(2)),
+        context(summarizer=extractive_summarizer(max_chars=300), budget=Budget.messages(3)),
     )
     assert not again.report.actions[0].changed
     assert again.report.actions[0].seam_calls == ()
@@ -339,8 +343,9 @@ def exchanges_after_the_task() -> Conversation:
 
 
 def test_the_summary_takes_the_role_of_the_first_message_it_replaces() -> None:
-    # Whole turns starting at a user message: a user summary.
-    history = chat(4)
+    # Whole turns starting at a user message: a user summary. (The task's
+    # turn holds the task alone, so the units are the turns after it.)
+    history = (*chat(4)[:2], *chat(4)[3:])
     out = run_once(
         history,
         (NamedStrategy(name="summarize", strategy=summarize(turns=2)),),
@@ -348,7 +353,7 @@ def test_the_summary_takes_the_role_of_the_first_message_it_replaces() -> None:
     ).messages
     (summary,) = summaries(out)
     assert summary.role == "user"
-    assert out[1] is summary
+    assert out[2] is summary
     # Tool rounds after the question, starting at an assistant message: an assistant summary.
     loop = agent_loop(10)
     out = run_once(
@@ -368,6 +373,8 @@ def test_a_summary_of_exchanges_after_the_task_in_an_earlier_turn_is_the_assista
     summary starts where an assistant message stood: it is the assistant's,
     so it neither splits the task's turn nor reads as a user's word, and the
     interpreter's check accepts it."""
+    from memrules.strategies.seamed import summary_role
+
     history = exchanges_after_the_task()
     first = 2  # the assistant's first call, after the task (message 1)
     assert summary_role(history, first) == "assistant"
@@ -377,3 +384,23 @@ def test_a_summary_of_exchanges_after_the_task_in_an_earlier_turn_is_the_assista
     enforced = enforce(history, output)
     assert enforced.violation is None
     assert check_invariants(history, output) == []
+
+
+def test_summarize_writes_the_assistants_summary_of_the_tasks_exchanges() -> None:
+    """The task's turn is an earlier one (a later user message opened the
+    latest turn); the task stays, so its tool exchanges are the units, and
+    their summary is the assistant's, right after the task."""
+    history = exchanges_after_the_task()
+    result = run_once(
+        history,
+        (NamedStrategy(name="summarize", strategy=summarize(turns=3, keep_exchanges=0)),),
+        context(summarizer=extractive_summarizer(max_chars=300)),
+    )
+    out = result.messages
+    assert result.report.errors == ()
+    (summary,) = summaries(out)
+    assert out[1] is history[1]  # the task
+    assert out[2] is summary
+    assert summary.role == "assistant"
+    assert [m for m in out if m.role == "user"] == [history[1], history[-1]]
+    assert check_invariants(history, out) == []
