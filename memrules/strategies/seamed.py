@@ -284,21 +284,22 @@ def _prompted(summarizer: Summarizer, prompt: str | None) -> Summarizer:
     """``summarizer`` asking with ``prompt`` (its ``with_prompt``), or as it is."""
     if prompt is None:
         return summarizer
+    advice = "nothing was replaced (drop the strategy's prompt, or use a summarizer that takes one)"
     with_prompt = getattr(summarizer, "with_prompt", None)
+    if not callable(with_prompt):
+        msg = f"the summarizer {summarizer!r} takes no prompt (it has no with_prompt); {advice}"
+        raise StrategyError(msg)
     try:
-        if not callable(with_prompt):
-            msg = f"the summarizer {summarizer!r} takes no prompt (it has no with_prompt)"
-            raise TypeError(msg)
         prompted = with_prompt(prompt)
-        if not isinstance(prompted, Summarizer):
-            msg = f"its with_prompt answered {type(prompted).__name__}, not a summarizer"
-            raise TypeError(msg)
     except Exception as exc:
-        msg = (
-            f"the summarizer {summarizer!r} takes no prompt: {exc}; nothing was replaced "
-            "(drop the strategy's prompt, or give the summarizer one that takes it)"
-        )
+        msg = f"the summarizer {summarizer!r} takes no prompt: {exc}; {advice}"
         raise StrategyError(msg) from exc
+    if not isinstance(prompted, Summarizer):
+        msg = (
+            f"the summarizer {summarizer!r} takes no prompt: its with_prompt answered "
+            f"{type(prompted).__name__}, not a summarizer; {advice}"
+        )
+        raise StrategyError(msg)
     return prompted
 
 

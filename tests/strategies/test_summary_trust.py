@@ -404,3 +404,29 @@ def test_summarize_writes_the_assistants_summary_of_the_tasks_exchanges() -> Non
     assert summary.role == "assistant"
     assert [m for m in out if m.role == "user"] == [history[1], history[-1]]
     assert check_invariants(history, out) == []
+
+
+def test_a_prompt_with_the_extractive_summarizer_is_an_error_traced_or_not(
+    tmp_path: Path,
+) -> None:
+    """The extractive summarizer has no prompt: a strategy's prompt with it
+    is an error in the report, whether the run is traced or not, and the
+    turns stay."""
+    config = """
+max_messages: 5
+summarizer: {type: extractive, max_chars: 300}
+strategies:
+  - type: summarize
+    turns: 1
+    prompt: "Keep the file paths."
+"""
+    pipeline = load_pipeline(config)
+    history = chat(4)
+    plain = pipeline.apply(history)
+    with record_trace(tmp_path / "t.jsonl", pipeline, name="p") as traced:
+        logged = traced.apply(history, conversation_id="c1")
+    for result in (plain, logged):
+        assert result.messages == history
+        (error,) = result.report.errors
+        assert error.startswith("summarize: StrategyError: the summarizer extractive_summarizer(")
+        assert "takes no prompt" in error
