@@ -26,6 +26,7 @@ def take_units(
     fill: bool,
     replacement: Replacement | None = None,
     free: Callable[[range], bool] | None = None,
+    stays: Callable[[range], bool] | None = None,
 ) -> tuple[range, ...]:
     """The oldest block of about ``units`` units to move out, never
     splitting a tool exchange. With ``fill`` and a budget, the block is
@@ -34,7 +35,10 @@ def take_units(
     otherwise delete. With ``replacement``, the block is chosen for the
     conversation with that message in its place (one message more, and its
     tokens). Units at the head of the block for which ``free`` holds (what
-    an earlier summary already replaced) do not count toward ``units``."""
+    an earlier summary already replaced) do not count toward ``units``;
+    nor do those for which ``stays`` holds, which the caller then leaves
+    where they are (a frozen summary and what precedes it): they are
+    counted as staying."""
     track = context.measure.track(conversation)
     found = movable_units(
         conversation, track.links(), keep_exchanges=keep_exchanges, held=frozenset(track.held())
@@ -42,10 +46,14 @@ def take_units(
     if not found.units:
         return ()
     target = units
-    if free is not None:
-        target += next((k for k, u in enumerate(found.units) if not free(u)), len(found.units))
+    for skipped in (free, stays):
+        if skipped is not None:
+            target += next(
+                (k for k, u in enumerate(found.units) if not skipped(u)), len(found.units)
+            )
     if fill and not context.budget.is_unlimited:
-        target = max(target, _needed(conversation, context, found.units, replacement))
+        needed = _needed(conversation, context, found.units, replacement, stays)
+        target = max(target, needed)
     return found.pick(target)
 
 
@@ -54,21 +62,26 @@ def _needed(
     context: StrategyContext,
     units: Sequence[range],
     replacement: Replacement | None,
+    stays: Callable[[range], bool] | None = None,
 ) -> int:
     """How many of the oldest ``units`` must go for the rest (and the
     ``replacement`` of those gone) to fit the budget (all of them when even
-    that is not enough)."""
+    that is not enough); the units for which ``stays`` holds do not go."""
     sizes = context.sizes(conversation)
     added = 0 if replacement is None else 1
     messages, tokens = len(conversation) + added, context.measure.total(conversation)
+    first = 0  # the first unit that goes
     for k, unit in enumerate(units, start=1):
+        if stays is not None and first == k - 1 and stays(unit):
+            first = k
+            continue
         messages -= len(unit)
         tokens -= sum(sizes[unit.start : unit.stop])
         if context.budget.is_over(messages=messages, tokens=tokens):
             continue  # over even before the replacement's tokens: no need to count them
         if replacement is None:
             return k
-        cost = context.counter.count(replacement(tuple(units[:k])))
+        cost = context.counter.count(replacement(tuple(units[first:k])))
         if not context.budget.is_over(messages=messages, tokens=tokens + cost):
             return k
     return len(units)

@@ -215,10 +215,15 @@ def is_summary(message: Message) -> bool:
     )
 
 
+def _last_summary(conversation: Conversation) -> int:
+    """The index of the last summary in ``conversation``, or -1."""
+    return max((i for i, m in enumerate(conversation) if is_summary(m)), default=-1)
+
+
 def _after_summaries(conversation: Conversation, moved: tuple[range, ...]) -> tuple[range, ...]:
     """``moved`` without the units at or before the last summary: those
     stay as they were sent (frozen), and the new summary follows them."""
-    last = max((i for i, m in enumerate(conversation) if is_summary(m)), default=-1)
+    last = _last_summary(conversation)
     return tuple(unit for unit in moved if unit.start > last)
 
 
@@ -315,7 +320,13 @@ class _Summarize:
     ) -> tuple[range, ...]:
         """The units to summarize: ``turns`` of them (a summary already
         there, at their head, not counted), or, with ``fill``, as many as
-        the budget needs with the summary in their place."""
+        the budget needs with the summary in their place. With ``frozen``
+        the units up to the last summary stay, and are not counted."""
+        last = _last_summary(conversation) if self.frozen else -1
+
+        def summarized(unit: range) -> bool:
+            return all(is_summary(conversation[i]) for i in unit)
+
         moved = take_units(
             conversation,
             context,
@@ -323,7 +334,8 @@ class _Summarize:
             keep_exchanges=self.keep_exchanges,
             fill=fill,
             replacement=lambda block: _summary(conversation, block, ""),
-            free=lambda unit: all(is_summary(conversation[i]) for i in unit),
+            free=None if self.frozen else summarized,
+            stays=(lambda unit: unit.start <= last) if self.frozen else None,
         )
         return _after_summaries(conversation, moved) if self.frozen else moved
 

@@ -430,3 +430,26 @@ strategies:
         (error,) = result.report.errors
         assert error.startswith("summarize: StrategyError: the summarizer extractive_summarizer(")
         assert "takes no prompt" in error
+
+
+def test_frozen_counts_the_summaries_it_keeps() -> None:
+    """With ``frozen: true`` the summary already there and what precedes it
+    stay, so the block is chosen among the units after it: one call
+    reaches the budget."""
+    summary = Message(
+        role="user",
+        parts=(message("user", f"{SUMMARY_PREFIX} Earlier: src/a.py fixed.").parts[0],),
+        metadata={"memrules": {"summary_of": 4, "replaced_ids": []}},
+    )
+    history = (*chat(1), summary, *(m for k in range(1, 6) for m in turn(k)))
+    pipeline = load_pipeline(
+        "{max_messages: 9, strategies: [{type: summarize, turns: 1, frozen: true}]}",
+        seams=Seams(summarizer=extractive_summarizer(max_chars=300)),
+    )
+    result = pipeline.apply(history)
+    assert len(result.messages) <= 9, [a.note for a in result.report.actions]
+    assert result.messages[:4] == history[:4]  # the frozen prefix, as it was
+    assert [a.changed for a in result.report.actions] == [True]
+    assert result.report.actions[0].note == (
+        "summarized 6 messages (3 units, 2 more than turns=1 takes, to fit the budget)"
+    )
