@@ -75,6 +75,18 @@ def _seams(config: MemoryConfig) -> list[str]:
     return found
 
 
+def _survivors(config: MemoryConfig) -> str:
+    """What no strategy may remove, in words."""
+    rule = config.survivors
+    kept = ["first system message", *(["task"] if rule.task else []), "question", "latest user"]
+    if rule.pin:
+        kept.append(f"{len(rule.pin)} pin rule{'s' if len(rule.pin) > 1 else ''}")
+    text = ", ".join(kept)
+    if rule.harness:
+        text += f"; {len(rule.harness)} harness rule{'s' if len(rule.harness) > 1 else ''}"
+    return text + ("; requests start with a user message" if config.user_first else "")
+
+
 def _route(name: str, config: MemoryConfig) -> list[str]:
     strategies = config.strategies
     count = f"{len(strategies)} strateg{'y' if len(strategies) == 1 else 'ies'}"
@@ -82,6 +94,7 @@ def _route(name: str, config: MemoryConfig) -> list[str]:
         f"  route {name}:",
         f"    budget: {_budget(config)}",
         f"    counter: {config.encoder_name}, count rule {config.count_rule}",
+        f"    survivors: {_survivors(config)}",
         f"    pipeline: {count}",
         *(f"      {i}. {s.strategy!r}" for i, s in enumerate(strategies, 1)),
     ]

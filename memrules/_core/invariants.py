@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import collections
 import itertools
+import math
 import operator
 import threading
 from collections.abc import Container, Sequence
@@ -90,6 +91,8 @@ def _match(
     failed = 0
     for size in range(len(pins), -1, -1):
         for chosen in itertools.combinations(range(len(pins)), size):
+            if math.prod(len(options[k]) for k in chosen) > _READINGS:
+                continue  # survivors repeated many times over: fewer of them pinned
             for js in itertools.product(*(options[k] for k in chosen)):
                 pinned = [(pins[k], j) for k, j in zip(chosen, js, strict=True)]
                 origin = _embed(before, after, positions, pinned)
@@ -99,6 +102,13 @@ def _match(
     # The last try pinned nothing: no order-keeping reading exists.
     i = positions[id(after[failed])][0]
     return f"output[{failed}] moved or repeated the input message at index {i}; order must be kept"
+
+
+_READINGS = 64
+"""The most placements of the pinned survivors :func:`_match` tries for
+one choice of them (each survivor's object may stand several times in an
+output that reuses it): the readings grow as a product, so a choice with
+more is left for one that pins fewer."""
 
 
 def _occurrences(after: Conversation, target: Message, cap: int = 4) -> list[int]:
