@@ -41,6 +41,7 @@ from memrules.strategies import (
     drop_observations,
     drop_turns,
     offload,
+    seamed,
     sliding_window,
     summarize,
     trim_to_budget,
@@ -546,10 +547,24 @@ def test_trim_to_budget(edge: bool, data: st.DataObject) -> None:
 # --- turns: drop_turns, offload, summarize ---------------------------------------------
 
 
+def header_only(conversation: Conversation, block: tuple[range, ...]) -> Message:
+    """The summary of ``block`` before the summarizer's text is in it: what
+    ``summarize`` counts when it chooses a block for a budget."""
+    return seamed._summary(conversation, block, "")
+
+
 def oldest_turns(
-    conversation: Conversation, limit: int, budget: Budget = Budget.UNLIMITED
+    conversation: Conversation,
+    limit: int,
+    budget: Budget = Budget.UNLIMITED,
+    *,
+    summarized: bool = False,
 ) -> tuple[set[int], int]:
-    units = moved_units(conversation, limit, budget=budget)
+    """The indices and count of the units a turn strategy moves; with
+    ``summarized``, the block is chosen with its summary's header in its
+    place (one message more, and its tokens)."""
+    replacement = (lambda block: header_only(conversation, block)) if summarized else None
+    units = moved_units(conversation, limit, budget=budget, replacement=replacement)
     return {i for unit in units for i in unit}, len(units)
 
 
@@ -691,7 +706,7 @@ def test_seam_failure_leaves_the_conversation_and_records_the_call(
                 named,
                 context(budget=budget, store=store, summarizer=summarizer),
             ),
-            oldest_turns(conversation, turns, budget)[0],
+            oldest_turns(conversation, turns, budget, summarized=name == "summarize")[0],
         ),
     ):
         assert result.messages is conversation
