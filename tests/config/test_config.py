@@ -325,9 +325,9 @@ def test_estimate_selects_the_script_aware_counter() -> None:
 
 
 def test_repair_and_user_first_are_read() -> None:
-    config = load_config("repair: true\nuser_first: true\n")
-    assert (config.repair, config.user_first) == (True, True)
-    assert (load_config("{}").repair, load_config("{}").user_first) == (False, False)
+    config = load_config("repair: true\nuser_first: false\n")
+    assert (config.repair, config.user_first) == (True, False)
+    assert (load_config("{}").repair, load_config("{}").user_first) == (False, True)
 
 
 def test_default_pipeline_is_the_seeds_eight() -> None:

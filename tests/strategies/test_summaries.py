@@ -23,6 +23,7 @@ from memrules import load_pipeline
 from memrules._core.budget import Budget
 from memrules._core.invariants import check_invariants, enforce
 from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules._core.survivors import SurvivorRule
 from memrules._engine.contract import StrategyContext
 from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 from memrules.seams import Seams, Summarizer, extractive_summarizer, openai_summarizer
@@ -142,10 +143,12 @@ def test_a_user_message_before_the_question_stands() -> None:
     earlier = (message("user", "Hello"), message("assistant", "Hi, what can I do?"))
     history = (message("system", "sys"), *earlier, *agent_loop(4)[1:])
     output = (history[0], SUMMARY, *history[3:])
-    enforced = enforce(history, output)
+    no_task = SurvivorRule(task=False)  # "Hello" is the task: here it is summarized away
+    enforced = enforce(history, output, survivors=no_task)
     assert enforced.violation is None
     assert enforced.messages == output
-    assert check_invariants(history, output) == []
+    assert check_invariants(history, output, no_task) == []
+    assert enforce(history, output).violation == "removed or altered the task (index 1)"
 
 
 # --- the reproduction: the default config with a summarizer ---------------------------
