@@ -42,8 +42,8 @@ from memrules._config.load import load_config
 from memrules._core.errors import MessageFormatError
 from memrules._core.messages import Conversation
 from memrules._core.report import CompressionReport, CompressionResult
-from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.over_budget import over_budget_text
+from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.progress import Progress, ProgressObserver
 from memrules._trace.record import TracedPipeline, TraceWriter
 

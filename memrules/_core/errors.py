@@ -20,9 +20,9 @@ __all__ = [
     "EncodingError",
     "GraphError",
     "MemrulesError",
+    "MemrulesWarning",
     "MessageFormatError",
     "MessageTypeError",
-    "MemrulesWarning",
     "ObserverError",
     "OutputError",
     "OverBudgetError",
@@ -134,7 +134,9 @@ class OverBudgetError(MemrulesError, ValueError):
     :class:`~memrules.CompressionReport`. A ``ValueError``: the input is too
     big for the budget."""
 
-    def __init__(self, message: str, *, tokens: int, messages: int, budget: Any, report: Any) -> None:
+    def __init__(
+        self, message: str, *, tokens: int, messages: int, budget: Any, report: Any
+    ) -> None:
         self.tokens = tokens
         self.messages = messages
         self.budget = budget

@@ -43,7 +43,9 @@ def _without_results(message: Message, calls: set[str]) -> Message | None:
         isinstance(p, ToolResult) and p.call_id in calls for p in message.parts
     ):
         return message
-    parts = tuple(p for p in message.parts if not (isinstance(p, ToolResult) and p.call_id in calls))
+    parts = tuple(
+        p for p in message.parts if not (isinstance(p, ToolResult) and p.call_id in calls)
+    )
     return message.evolve(parts=parts) if parts else None
 
 

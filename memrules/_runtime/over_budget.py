@@ -33,7 +33,7 @@ def check_mode(value: object, name: str = "over_budget") -> OverBudgetMode:
     if value not in OVER_BUDGET_MODES:
         msg = f"{name}={value!r} must be one of {', '.join(map(repr, OVER_BUDGET_MODES))}"
         raise ConfigError.single(msg, yaml_path=name)
-    return value  # type: ignore[return-value]
+    return value
 
 
 def over_budget_text(report: CompressionReport) -> str:

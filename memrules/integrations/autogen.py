@@ -88,9 +88,7 @@ def compact_autogen(
     it was) and the result."""
     messages = list(messages)
     conversation = from_autogen(messages)
-    result = pipeline.apply(
-        conversation, conversation_id=conversation_id, over_budget=over_budget
-    )
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     return _handed_back(messages, conversation, result, {})[0], result
 
 

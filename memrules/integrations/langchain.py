@@ -73,9 +73,7 @@ def compact_langchain(
     :meth:`~memrules.Pipeline.apply`'s."""
     messages = list(messages)
     conversation = from_langchain(messages) if memo is None else memo.convert(messages)
-    result = pipeline.apply(
-        conversation, conversation_id=conversation_id, over_budget=over_budget
-    )
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     origin = result.report.origin
     out: list[Any] = []
     for j, m in enumerate(result.messages):

@@ -57,9 +57,7 @@ def compact_llama_index(
     conversation = (
         from_llama_index(messages) if conversions is None else conversions.convert(messages)
     )
-    result = pipeline.apply(
-        conversation, conversation_id=conversation_id, over_budget=over_budget
-    )
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     origin = result.report.origin
     out: list[Any] = []
     for j, m in enumerate(result.messages):

@@ -78,9 +78,7 @@ def compact_items(
     objects given, where the pipeline kept a message as it was) and the result."""
     items = list(items)
     conversation = from_items(items)
-    result = pipeline.apply(
-        conversation, conversation_id=conversation_id, over_budget=over_budget
-    )
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     origin = result.report.origin
     out: list[Any] = []
     for j, m in enumerate(result.messages):
@@ -225,9 +223,7 @@ def call_model_input_filter(
     objects given (the SDK matches them to its own). ``conversation_id``
     names the conversation to the pipeline's observers."""
     require("agents", "agents")
-    return CompactingInputFilter(
-        pipeline, conversation_id=conversation_id, over_budget=over_budget
-    )
+    return CompactingInputFilter(pipeline, conversation_id=conversation_id, over_budget=over_budget)
 
 
 report_public_module(__name__, __all__, globals())

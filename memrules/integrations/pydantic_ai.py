@@ -61,9 +61,7 @@ def compact_history(
     """``pipeline.apply`` over a pydantic-ai message history: the messages to
     send and the result. ``over_budget`` is :meth:`~memrules.Pipeline.apply`'s."""
     conversation, source = from_history(messages)
-    result = pipeline.apply(
-        conversation, conversation_id=conversation_id, over_budget=over_budget
-    )
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     if result.messages is conversation:
         return list(messages), result
     return to_history(result.messages, source), result

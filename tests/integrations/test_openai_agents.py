@@ -392,7 +392,10 @@ class ManyCallsModel(Model):  # type: ignore[misc,valid-type]
             text = ResponseOutputText(type="output_text", text="all read", annotations=[])
             output = [
                 ResponseOutputMessage(
-                    id="msg_end", type="message", role="assistant", status="completed",
+                    id="msg_end",
+                    type="message",
+                    role="assistant",
+                    status="completed",
                     content=[text],
                 )
             ]
@@ -426,7 +429,8 @@ def test_the_input_filter_keeps_every_model_call_of_a_run_under_budget() -> None
     assert len(model.inputs) == 30
     sizes = [_sent_tokens(pipeline, i, given) for i, given in model.inputs]
     assert max(sizes) < 2000, sizes
-    assert model_filter.last_result is not None and model_filter.last_result.report.compacted
+    assert model_filter.last_result is not None
+    assert model_filter.last_result.report.compacted
     for k, (instructions, sent) in enumerate(model.inputs):
         assert instructions == "Read files."
         assert pairing_problems(sent) == [], f"model call {k}"
@@ -444,7 +448,9 @@ def test_the_input_filter_passes_over_budget_through() -> None:
 
     pipeline = load_pipeline("{max_tokens: 20, strategies: []}")
     model = ManyCallsModel(1)
-    config = RunConfig(call_model_input_filter=call_model_input_filter(pipeline, over_budget="raise"))
+    config = RunConfig(
+        call_model_input_filter=call_model_input_filter(pipeline, over_budget="raise")
+    )
     with pytest.raises(OverBudgetError):
         asyncio.run(Runner.run(_agent(model), "read " * 40, run_config=config))  # type: ignore[arg-type]
     assert model.inputs == []  # nothing was sent

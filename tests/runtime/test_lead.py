@@ -101,7 +101,8 @@ def test_a_request_starts_with_a_user_message_after_the_system_messages() -> Non
 def test_a_result_left_behind_by_the_lead_goes_with_its_call() -> None:
     pipeline = load_pipeline(REPAIR)
     both = Message(
-        role="tool", parts=(ToolResult(call_id="c1", content="a"), ToolResult(call_id="c2", content="b"))
+        role="tool",
+        parts=(ToolResult(call_id="c1", content="a"), ToolResult(call_id="c2", content="b")),
     )
     messages = (
         message("system", "rules"),

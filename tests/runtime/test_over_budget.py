@@ -48,14 +48,16 @@ def test_warn_is_the_default_and_says_it_once_with_a_log_record(
 ) -> None:
     pipeline = load_pipeline(CONFIG)
     assert pipeline.config.over_budget == "warn"
-    with caplog.at_level(logging.WARNING, logger="memrules"), pytest.warns(
-        OverBudgetWarning
-    ) as caught:
+    with (
+        caplog.at_level(logging.WARNING, logger="memrules"),
+        pytest.warns(OverBudgetWarning) as caught,
+    ):
         pipeline.apply(BIG)
     assert len(caught) == 1
     assert caught[0].filename == __file__  # points at the caller, not at memrules
     text = str(caught[0].message)
-    assert "tokens" in text and "budget of 40" in text
+    assert "tokens" in text
+    assert "budget of 40" in text
     records = [r for r in caplog.records if r.name == "memrules"]
     assert len(records) == 1
     assert records[0].levelno == logging.WARNING
@@ -69,7 +71,8 @@ def test_raise_carries_the_survivors_cost_and_the_budget() -> None:
     with pytest.raises(OverBudgetError) as caught:
         pipeline.apply(BIG)
     error = caught.value
-    assert isinstance(error, MemrulesError) and isinstance(error, ValueError)
+    assert isinstance(error, MemrulesError)
+    assert isinstance(error, ValueError)
     assert error.budget.limit == 40
     assert error.tokens == error.report.tokens_after >= 40
     assert error.messages == 2  # the system message and the latest user message
@@ -92,7 +95,8 @@ def test_the_config_key_is_checked_at_its_line() -> None:
     with pytest.raises(ConfigError) as caught:
         load_config("max_tokens: 40\nover_budget: loud\n")
     assert caught.value.line == 2
-    assert "over_budget" in str(caught.value) and "send, warn, raise" in str(caught.value)
+    assert "over_budget" in str(caught.value)
+    assert "send, warn, raise" in str(caught.value)
     with pytest.raises(ConfigError, match="over_budget"):
         MemoryConfig(over_budget="never")  # type: ignore[arg-type]
     assert load_config("over_budget: send\n").over_budget == "send"
@@ -115,7 +119,8 @@ def test_the_hook_warns_by_default_and_raises_before_anything_is_written() -> No
     with pytest.warns(OverBudgetWarning) as caught:
         plugin.on_openai_request(body)
     assert len(caught) == 1
-    assert plugin.last_report is not None and plugin.last_report.over_budget
+    assert plugin.last_report is not None
+    assert plugin.last_report.over_budget
 
     strict = MemoryPlugin(config, over_budget="raise")
     with pytest.raises(OverBudgetError):
