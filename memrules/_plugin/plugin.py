@@ -354,11 +354,11 @@ class MemoryPlugin:
     ) -> None:
         """The pipeline, the state store, the tracer and the conversation
         caches (everything but retrieval memory)."""
-        if config.repair is None:  # the hook sends requests: it repairs by default
-            config = attrs.evolve(config, repair=True)
-        self._pipeline = Pipeline.from_config(
+        made = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
+        # The hook sends requests: with repair: null it repairs what a provider rejects.
+        self._pipeline = attrs.evolve(made, default_repair=True)
         # The offload store the config's ``store:`` section built is this
         # plugin's to close; one passed in is its giver's.
         built = self._pipeline.seams.store

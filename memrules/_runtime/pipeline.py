@@ -110,6 +110,8 @@ class Pipeline:
     logging, a progress bar; see :mod:`memrules.observability`); they change
     nothing in the result. ``prices`` is the price table the prompt-cache
     measure costs requests by (see :mod:`memrules._counting.cache`).
+    ``default_repair`` is what the config's ``repair: null`` means here (see
+    :attr:`repairs`).
     """
 
     config: MemoryConfig
@@ -118,6 +120,7 @@ class Pipeline:
     max_passes: int = MAX_PASSES
     observers: tuple[PipelineObserver, ...] = attrs.field(default=(), converter=_observers)
     prices: PriceTable = DEFAULT_PRICES
+    default_repair: bool = False
     _measure: Measure = attrs.field(
         init=False,
         default=attrs.Factory(lambda self: Measure(self.counter), takes_self=True),
@@ -164,6 +167,15 @@ class Pipeline:
             seams=given,
             observers=tuple(observers),
         )
+
+    @property
+    def repairs(self) -> bool:
+        """Whether this pipeline removes what a provider would reject (see
+        :mod:`memrules._runtime.lead`): the config's ``repair``, or, when
+        that is None, ``default_repair`` (off for a pipeline of its own, on
+        for the request hook's)."""
+        repair = self.config.repair
+        return self.default_repair if repair is None else repair
 
     def budget(self, window: int | None = None) -> Budget:
         """The budget the config sets, for a context ``window`` if known."""
@@ -269,14 +281,14 @@ class Pipeline:
             now=now,
             prices=self.prices,
         )
-        if self.config.repair:  # None (the default) is off here, on in the hook
+        if self.repairs:
             aim = _leading_user(aim, context)
         result = run_pipeline(
             conversation,
             self.config.strategies,
             context,
             max_passes=self.max_passes,
-            repair=self.config.repair is True,
+            repair=self.repairs,
             observers=self.observers,
             conversation_id=conversation_id,
             aim=aim,
@@ -373,11 +385,11 @@ class Pipeline:
             as_conversation(messages),
             self.config.strategies,
             context,
-            repair=self.config.repair is True,
+            repair=self.repairs,
             observers=self.observers,
             conversation_id=conversation_id,
         )
-        if self.config.repair:
+        if self.repairs:
             result = lead_with_user(result, context)
         return with_estimates(result, self.counter)
 

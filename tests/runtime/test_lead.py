@@ -30,8 +30,8 @@ REPAIR = "{repair: true, max_tokens: 100000, strategies: []}"
 def test_repair_is_on_by_default_in_the_hook_and_asked_for_in_a_pipeline() -> None:
     assert load_config("{}").repair is None
     assert load_config("repair: false\n").repair is False
-    assert MemoryPlugin(load_config("{}")).config.repair is True
-    assert MemoryPlugin(load_config("repair: false\n")).config.repair is False
+    assert MemoryPlugin(load_config("{}")).pipeline.repairs is True
+    assert MemoryPlugin(load_config("repair: false\n")).pipeline.repairs is False
     lead = (message("system", "rules"), message("assistant", "hello"), message("user", "q"))
     assert load_pipeline(UNLIMITED).apply(lead).messages == lead  # Pipeline.apply: as asked
     assert len(load_pipeline(REPAIR).apply(lead).messages) == 2
