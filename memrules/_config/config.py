@@ -21,6 +21,7 @@ from memrules._config.keys import (
 )
 from memrules._core.budget import CachePolicy, ContextWindowResolver, Trigger
 from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._core.report import OverBudgetMode
 from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
 from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._counting.content import ContentCounting
@@ -195,14 +196,23 @@ class MemoryConfig:
     request; None by default) and ``state_store`` (a
     :class:`~memrules.graph.StateStoreConfig`: where conversation state
     lives, this process's memory by default).
-    ``repair`` removes input that is already broken (a tool result whose call
-    is absent, two results for one call, a result before its call) instead of
-    only reporting it; ``user_first`` (on by default) keeps the first
-    non-system message a user message when the input's was (the task leads
+    ``repair`` removes what a provider would reject: input that is already
+    broken (a tool result whose call is absent, two results for one call, a
+    result before its call, a call left unanswered) and what comes before
+    the first user message after the system messages (see
+    :mod:`memrules._runtime.lead`); ``False`` only reports it (the request
+    is sent as it came). None, the default, is on in the request hook
+    (:class:`~memrules.MemoryPlugin`, which sends requests) and off in
+    :meth:`~memrules.Pipeline.apply`; ``user_first`` keeps the first non-system message a
+    user message when the input's was (on by default; the task leads
     where it is kept). ``survivors`` says what no strategy may remove
     besides the first system message and the most recent user message
     (a :class:`~memrules._core.survivors.SurvivorRule`: the task, the
-    question, pinned and harness messages). ``store``, ``embedder`` and
+    question, pinned and harness messages). ``over_budget`` is what is done with
+    a request compaction cannot bring within its budget: ``"send"`` it,
+    ``"warn"`` (an :class:`~memrules.OverBudgetWarning`, a log record, a
+    metric; the default) and send it, or ``"raise"``
+    :class:`~memrules.OverBudgetError`. ``store``, ``embedder`` and
     ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
     None: absent). ``cache`` is how compaction keeps the provider's prompt
     cache (a :class:`~memrules._core.budget.CachePolicy`; None: it does
@@ -231,9 +241,10 @@ class MemoryConfig:
     warn_fraction: float | None = None
     offload_turns: int = 10
     warning_marker: str = DEFAULT_WARNING_MARKER
-    repair: bool = False
+    repair: bool | None = None
     user_first: bool = True
     survivors: SurvivorRule = DEFAULT_SURVIVORS
+    over_budget: OverBudgetMode = "warn"
     memory: RouteRetrieval | None = None
     memory_store: RetrievalStoreConfig | None = None
     routes: PMap[str, MemoryConfig] = attrs.field(factory=pmap, converter=_routes)

@@ -21,6 +21,7 @@ from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_
 from memrules._config.survivors import survivors_from_config
 from memrules._core.budget import CachePolicy
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
+from memrules._core.report import OVER_BUDGET_MODES
 from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
 from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._core.yaml_nodes import Node
@@ -147,6 +148,14 @@ def _encoder(value: object) -> str | None:
     return None
 
 
+def _flag_or_null(value: object) -> str | None:
+    return None if value is None or isinstance(value, bool) else "true, false or null"
+
+
+def _over_budget(value: object) -> str | None:
+    return None if value in OVER_BUDGET_MODES else "one of " + ", ".join(OVER_BUDGET_MODES)
+
+
 SETTINGS: Mapping[str, Check] = types.MappingProxyType(
     {
         "encoder_name": _encoder,
@@ -159,8 +168,9 @@ SETTINGS: Mapping[str, Check] = types.MappingProxyType(
         "warn_fraction": _fraction,
         "offload_turns": _whole(1, nullable=False),
         "warning_marker": _marker,
-        "repair": _flag,
+        "repair": _flag_or_null,
         "user_first": _flag,
+        "over_budget": _over_budget,
     }
 )
 """The scalar keys a config sets, each with its check: the one definition

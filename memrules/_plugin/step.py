@@ -226,6 +226,7 @@ def step(
         previous=None if policy is None else previous,
         cache=None if policy is None else policy_rule(policy, request.model, pipeline.prices),
         now=None if policy is None else now,
+        over_budget="send",  # the shell settles it, once per request
     )
     state, delta, merged, graph_error = _extract(state, messages, pipeline)
     sent, rendered, graph_tokens = _render_graph(
