@@ -32,7 +32,12 @@ from datetime import date
 import attrs
 
 from memrules._core.messages import Message
-from memrules._counting.tokens import DEFAULT_CACHE_SIZE, BoundedCache, TokenCounter
+from memrules._counting.tokens import (
+    DEFAULT_CACHE_SIZE,
+    BoundedCache,
+    TokenCounter,
+    published_sha256,
+)
 
 __all__ = [
     "DEFAULT_ENCODERS",
@@ -212,6 +217,13 @@ class LargerCounter:
     @property
     def name(self) -> str:
         return f"max({self.first.name},{self.second.name})"
+
+    @property
+    def vocabulary_sha256(self) -> str | None:
+        """The published sha256 of each vocabulary, ``+`` between (what a
+        trace records of the encoder), or None when either has none."""
+        hashes = [published_sha256(c.name) for c in (self.first, self.second)]
+        return None if None in hashes else "+".join(str(h) for h in hashes)
 
     def _compute(self, message: Message) -> int:
         return max(self.first.count(message), self.second.count(message))

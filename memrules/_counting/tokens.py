@@ -53,6 +53,7 @@ __all__ = [
     "is_bundled",
     "load_encoding",
     "preload_encoding",
+    "published_sha256",
 ]
 
 # tiktoken's published hashes of the decompressed vocabularies.
@@ -190,6 +191,12 @@ def _encoding_name(name: str) -> str:
     else:
         msg = f"unknown encoder or model {name!r}; use one of {shipped}, or a model like 'gpt-4o'"
     raise EncodingError(msg)
+
+
+def published_sha256(name: str) -> str | None:
+    """tiktoken's published sha256 of the bundled encoding ``name``'s
+    vocabulary (which loading checks), or None for another name."""
+    return _EXPECTED_SHA256.get(name)
 
 
 def is_bundled(name: str) -> bool:
