@@ -183,8 +183,9 @@ class MemoryConfig:
     ``cl100k_base``'s and ``o200k_base``'s counts. ``count_rule`` frames each message's
     count the way a provider does (``"openai"``, ``"anthropic"``, or
     ``"seed"`` for no framing, the counter's own ``"<role> <text>"``; see
-    :mod:`memrules._counting.framing`; None: the model's, else ``"openai"``), and ``safety_margin`` keeps that fraction of
-    a token budget free (0.05: compact to 95% of it). ``strategies`` are
+    :mod:`memrules._counting.framing`; None: the model's, else
+    ``"openai"``), and ``safety_margin`` keeps that fraction of a token
+    budget free (0.05: compact to 95% of it). ``strategies`` are
     strategy callables (or
     :class:`NamedStrategy`), the eight built-ins by default. ``observers`` and
     ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`,

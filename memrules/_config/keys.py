@@ -22,8 +22,8 @@ from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
 from memrules._core.yaml_nodes import Node
 from memrules._counting.content import ContentCounting, counting_from_config
 from memrules._counting.framing import COUNT_RULES
-from memrules._counting.schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._counting.models import FAMILIES, TABLE_DATE, model_counting
+from memrules._counting.schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._counting.tokens import BUNDLED, is_bundled, load_encoding, preload_encoding
 from memrules.graph.extract import extractor_from_config
 from memrules.graph.limits import GraphLimits

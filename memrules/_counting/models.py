@@ -8,13 +8,19 @@ estimate: an OpenAI encoding's count times a margin, named in
 ``report.estimates`` (an exact Claude count asks Anthropic's endpoint:
 ``encoder_name: "anthropic:<model>"``).
 
-| family | encoding | count rule | margin | why |
-| --- | --- | --- | --- | --- |
-| gpt-4o, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4, gpt-oss | o200k_base | openai | exact | OpenAI's encoding for these models (tiktoken's model table) |
-| gpt-4, gpt-3.5 | cl100k_base | openai | exact | idem |
-| gemini | o200k_base | openai | x 1.35 | measured: Gemini 3 Pro billed at most 1.30x (median 1.16x) memrules' o200k count on 2,562 requests of the benchmark's 60 trajectories |
-| claude (3 to 4.6) | o200k_base | anthropic | x 1.4 | not measurable offline: published comparisons put Claude 3.5 Sonnet at up to 1.30x gpt-4o's tokens (Python code) |
-| claude (4.7 on) | o200k_base | anthropic | x 2.0 | not measurable offline: Anthropic states Opus 4.7's tokenizer uses up to 1.35x Opus 4.6's tokens, and independent counts found up to 1.47x: 1.30 x 1.47 = 1.91 |
+- gpt-4o, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4, gpt-oss: ``o200k_base``
+  under ``openai``, exact (OpenAI's encoding for these models);
+- gpt-4, gpt-3.5: ``cl100k_base`` under ``openai``, exact;
+- gemini: ``o200k_base`` under ``openai``, times 1.35. Measured: Gemini 3
+  Pro billed at most 1.30x (median 1.16x) memrules' ``o200k_base`` count on
+  the 2,562 requests of the benchmark's 60 trajectories;
+- claude, 3 to 4.6: ``o200k_base`` under ``anthropic``, times 1.4. Not
+  measurable offline; published comparisons put Claude 3.5 Sonnet at up to
+  1.30x gpt-4o's tokens (Python code);
+- claude, 4.7 on: ``o200k_base`` under ``anthropic``, times 2.0. Not
+  measurable offline; Anthropic states Opus 4.7's tokenizer uses up to
+  1.35x Opus 4.6's tokens, and independent counts found up to 1.47x
+  (1.30 x 1.47 = 1.91).
 
 Names are matched after a provider's prefix (``openai/``, ``google/``,
 ``anthropic/``, ``models/``, ``anthropic.``, a region such as ``us.``) and a

@@ -40,9 +40,9 @@ from memrules._core.errors import EncodingError
 from memrules._core.messages import Message, Text
 
 __all__ = [
+    "BUNDLED",
     "DEFAULT_CACHE_SIZE",
     "FORCED_CUT_SLACK",
-    "BUNDLED",
     "BoundedCache",
     "EstimatingCounter",
     "SharedCounters",

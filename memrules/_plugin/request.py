@@ -17,8 +17,8 @@ from memrules._core.messages import Conversation
 from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionReport
 from memrules._core.seam_records import MAX_SCOPE_CHARS
-from memrules._plugin.body_shape import check_openai_body
 from memrules._counting.usage import ContextUsage
+from memrules._plugin.body_shape import check_openai_body
 from memrules._runtime.pipeline import as_conversation
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergeReport

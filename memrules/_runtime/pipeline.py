@@ -92,7 +92,9 @@ def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ..
     return tuple(values)
 
 
-def model_counter(config: MemoryConfig, model: str | None, given: TokenCounter | None) -> TokenCounter:
+def model_counter(
+    config: MemoryConfig, model: str | None, given: TokenCounter | None
+) -> TokenCounter:
     """The counter of a pipeline of ``config`` for requests to ``model``:
     ``given``, else the config's ``encoder_name``, else the table's row for
     ``model`` (see :mod:`memrules._counting.models`), framed by the config's
@@ -142,9 +144,7 @@ class Pipeline:
         eq=False,
         repr=False,
     )
-    _by_model: dict[object, Pipeline] = attrs.field(
-        init=False, factory=dict, eq=False, repr=False
-    )
+    _by_model: dict[object, Pipeline] = attrs.field(init=False, factory=dict, eq=False, repr=False)
 
     @classmethod
     def from_config(

@@ -96,9 +96,7 @@ def test_the_config_model_chooses_the_encoding() -> None:
     messages = from_openai(AGENT)
     pipeline = load_pipeline("model: gpt-4o\n")
     assert pipeline.count(messages) == count_tokens(messages, "o200k_base")
-    assert load_pipeline("model: gpt-4\n").count(messages) == count_tokens(
-        messages, "cl100k_base"
-    )
+    assert load_pipeline("model: gpt-4\n").count(messages) == count_tokens(messages, "cl100k_base")
     default = load_pipeline("{}").count(messages)
     assert default >= max(count_tokens(messages, n) for n in ("o200k_base", "cl100k_base"))
 
@@ -108,7 +106,8 @@ def test_claude_and_gemini_are_a_stated_estimate_with_a_margin() -> None:
     o200k = count_tokens(messages, "o200k_base")
     for model, rule in (("claude-sonnet-4-5", "anthropic"), ("gemini-2.5-pro", "openai")):
         row = model_counting(model)
-        assert row is not None and row.margin > 1.3
+        assert row is not None
+        assert row.margin > 1.3
         pipeline = load_pipeline(f"model: {model}\nstrategies: []\n")
         assert pipeline.counter.rule.name == rule  # type: ignore[attr-defined]
         assert pipeline.count(messages) >= math.floor(o200k * row.margin) - 20
@@ -128,7 +127,9 @@ def test_an_encoding_memrules_does_not_ship_is_a_config_error_at_its_line(
 ) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(f"max_tokens: 100\nencoder_name: {name}\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=rf"c\.yaml:2: encoder_name: encoder_name='{name}'.*never"):
+    with pytest.raises(
+        ConfigError, match=rf"c\.yaml:2: encoder_name: encoder_name='{name}'.*never"
+    ):
         load_config(path)
     with pytest.raises(EncodingError, match="never downloads"):
         load_encoding(name)

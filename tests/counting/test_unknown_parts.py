@@ -57,8 +57,14 @@ ANTHROPIC_BODY: dict[str, Any] = {
     "system": "be brief",
     "messages": [
         {"role": "user", "content": "list the files"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a b"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a b"}],
+        },
     ],
 }
 OPENAI_BODY: dict[str, Any] = {
@@ -90,7 +96,9 @@ def test_an_anthropic_body_on_the_openai_hook_names_the_hook_that_fits() -> None
 
 def test_an_openai_body_on_the_anthropic_hook_names_the_hook_that_fits() -> None:
     with MemoryPlugin(MemoryConfig()) as plugin:
-        with pytest.raises(MessageFormatError, match=r"messages\[2\]\.tool_calls.*on_openai_request"):
+        with pytest.raises(
+            MessageFormatError, match=r"messages\[2\]\.tool_calls.*on_openai_request"
+        ):
             plugin.on_anthropic_request(OPENAI_BODY)
         image = {
             "messages": [
