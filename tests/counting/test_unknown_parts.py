@@ -9,10 +9,15 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from memrules import MemoryConfig, MemoryPlugin, MessageFormatError, from_anthropic, from_openai
+from memrules._core.messages import Message, Opaque
+from memrules._counting.framing import OPENAI, framed
+from memrules._counting.named import counter_for
 from memrules._counting.tokens import load_encoding
 from memrules._runtime.pipeline import load_pipeline
+from memrules.testing import messages
 
 WEIRD = {"type": "weird_block", "data": "the quarterly figures were revised " * 140}
 
@@ -124,3 +129,28 @@ def test_a_word_with_no_place_to_cut_is_named_as_an_estimate() -> None:
     result = pipeline.apply(from_openai([{"role": "tool", "tool_call_id": "c", "content": word}]))
     (line,) = result.report.estimates
     assert line.startswith("messages[0].parts[0]: 800,000 characters with runs of no space")
+
+
+# --- the property suites draw blocks of no known type ------------------------------
+
+
+def test_the_shared_strategies_draw_unknown_blocks() -> None:
+    from hypothesis import find
+
+    from memrules.testing import parts
+
+    found = find(parts(), lambda p: isinstance(p, Opaque) and p.kind.endswith("weird_block"))
+    assert isinstance(found, Opaque)
+
+
+@settings(max_examples=40, deadline=None)
+@given(messages())
+def test_no_drawn_part_counts_nothing(message: Message) -> None:
+    counter = framed(counter_for("cl100k_base"), OPENAI)
+    bare = Message(role=message.role, name=message.name)
+    for part in message.parts:
+        if isinstance(part, Opaque) and part.kind.endswith("weird_block"):
+            alone = Message(role=message.role, parts=(part,), name=message.name)
+            if part.kind.startswith("anthropic:"):
+                continue  # to_openai drops another provider's block: not sent, not counted
+            assert counter.count(alone) > counter.count(bare)
