@@ -63,6 +63,7 @@ _EXPECTED_SHA256 = {
 }
 BUNDLED = tuple(_EXPECTED_SHA256)
 """The encodings memrules ships and loads offline; no other is ever loaded."""
+_OFFLINE = (*BUNDLED, "o200k_harmony")  # o200k_base's vocabulary, special tokens of its own
 K = TypeVar("K")
 
 
@@ -180,7 +181,7 @@ def _encoding_name(name: str) -> str:
             found = tiktoken.model.encoding_name_for_model(name)
         except KeyError:
             found = ""
-    if found in BUNDLED:
+    if found in _OFFLINE:
         return found
     shipped = ", ".join(BUNDLED)
     if found:
