@@ -25,7 +25,6 @@ from memrules._core.report import OverBudgetMode
 from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
 from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._counting.content import ContentCounting
-from memrules._counting.framing import DEFAULT_COUNT_RULE
 from memrules._counting.usage import ContextUsageObserver
 from memrules._engine.contract import DEFAULT_WARNING_MARKER, Strategy
 from memrules._engine.interpreter import NamedStrategy
@@ -176,14 +175,23 @@ class MemoryConfig:
     ``key=value`` (``MemoryConfig(max_messages=0)``,
     ``MemoryConfig(encoder_name="no-such")``).
 
-    ``encoder_name`` is a tiktoken encoder or model name, ``"estimate"``
-    for the script-aware estimator, ``"hf:<tokenizer.json, directory or
-    package>"`` for a Hugging Face tokenizer, or ``"anthropic:<model>"`` for
-    Anthropic's count-tokens endpoint. ``count_rule`` frames each message's
+    ``model`` is the model the requests go to (``"gpt-4o"``,
+    ``"claude-sonnet-4-5"``): it chooses the encoding and the count rule
+    from the dated table of :mod:`memrules._counting.models` (exact for
+    OpenAI's models, a stated estimate with a margin for Claude and
+    Gemini); the request hook uses the body's ``model`` the same way.
+    ``encoder_name``, when set, is the counter instead: a bundled tiktoken
+    encoding (``o200k_base``, ``cl100k_base``) or an OpenAI model name,
+    ``"estimate"`` for the script-aware estimator, ``"hf:<tokenizer.json,
+    directory or package>"`` for a Hugging Face tokenizer, or
+    ``"anthropic:<model>"`` for Anthropic's count-tokens endpoint. With
+    neither, a request whose model is unknown counts the larger of
+    ``cl100k_base``'s and ``o200k_base``'s counts. ``count_rule`` frames each message's
     count the way a provider does (``"openai"``, ``"anthropic"``, or
     ``"seed"`` for no framing, the counter's own ``"<role> <text>"``; see
-    :mod:`memrules._counting.framing`), and ``safety_margin`` keeps that fraction of
-    a token budget free (0.05: compact to 95% of it). ``strategies`` are
+    :mod:`memrules._counting.framing`; None: the model's, else
+    ``"openai"``), and ``safety_margin`` keeps that fraction of a token
+    budget free (0.05: compact to 95% of it). ``strategies`` are
     strategy callables (or
     :class:`NamedStrategy`), the eight built-ins by default. ``observers`` and
     ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`,
@@ -229,8 +237,9 @@ class MemoryConfig:
     came from, if any.
     """
 
-    encoder_name: str = "cl100k_base"
-    count_rule: str = DEFAULT_COUNT_RULE
+    encoder_name: str | None = None
+    count_rule: str | None = None
+    model: str | None = None
     safety_margin: float = 0.0
     context_window_tokens: int = 128_000
     max_messages: int | None = None

@@ -39,7 +39,7 @@ from memrules._counting.cache import DEFAULT_PRICES, CacheRule, PriceTable
 from memrules._counting.content import DEFAULT_COUNTING
 from memrules._counting.framing import count_rule_named, framed
 from memrules._counting.measure import Measure
-from memrules._counting.named import counter_named
+from memrules._counting.models import base_counter, count_rule_for, model_counting
 from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import StrategyContext, StrategyFactory
 from memrules._engine.interpreter import MAX_PASSES, Aim, run_once, run_pipeline
@@ -76,12 +76,15 @@ def with_estimates(result: CompressionResult, counter: TokenCounter) -> Compress
     estimates = getattr(counter, "estimates", None)
     if estimates is None:
         return result
+    stated = getattr(getattr(counter, "base", counter), "note", "")
     found = tuple(
         f"messages[{i}].{line}"
         for i, m in enumerate(result.messages)
         if m.parts
         for line in estimates(m)
     )
+    if isinstance(stated, str) and stated:
+        found = (f"every message: {stated}", *found)
     if not found:
         return result
     return attrs.evolve(result, report=attrs.evolve(result.report, estimates=found))
@@ -89,6 +92,25 @@ def with_estimates(result: CompressionResult, counter: TokenCounter) -> Compress
 
 def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
     return tuple(values)
+
+
+def model_counter(
+    config: MemoryConfig, model: str | None, given: TokenCounter | None
+) -> TokenCounter:
+    """The counter of a pipeline of ``config`` for requests to ``model``:
+    ``given``, else the config's ``encoder_name``, else the table's row for
+    ``model`` (see :mod:`memrules._counting.models`), framed by the config's
+    ``count_rule`` (else the row's)."""
+    rule = count_rule_for(config.count_rule, config.encoder_name, model)
+    base = given or base_counter(config.encoder_name, model)
+    return framed(
+        base,
+        count_rule_named(
+            rule,
+            counting=config.counting or DEFAULT_COUNTING,
+            model=config.encoder_name or model,
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -129,6 +151,7 @@ class Pipeline:
         eq=False,
         repr=False,
     )
+    _by_model: dict[object, Pipeline] = attrs.field(init=False, factory=dict, eq=False, repr=False)
 
     @classmethod
     def from_config(
@@ -155,17 +178,9 @@ class Pipeline:
         )
         if store is not given.store or summarizer is not given.summarizer:
             given = Seams(summarizer=summarizer, store=store)
-        base = counter or counter_named(config.encoder_name)
         return cls(
             config=config,
-            counter=framed(
-                base,
-                count_rule_named(
-                    config.count_rule,
-                    counting=config.counting or DEFAULT_COUNTING,
-                    model=config.encoder_name,
-                ),
-            ),
+            counter=model_counter(config, config.model, counter),
             seams=given,
             observers=tuple(observers),
         )
@@ -178,6 +193,24 @@ class Pipeline:
         for the request hook's)."""
         repair = self.config.repair
         return self.default_repair if repair is None else repair
+
+    def for_model(self, model: str | None) -> Pipeline:
+        """This pipeline counting for ``model`` (a request's ``model``), when
+        the config leaves the choice to the model (no ``encoder_name``) and
+        the table of :mod:`memrules._counting.models` knows it; else this
+        pipeline itself. One pipeline per model, made once and kept."""
+        if self.config.encoder_name is not None or model_counting(model) is None:
+            return self
+        if model_counting(model) == model_counting(self.config.model):
+            return self
+        key = model_counting(model)
+        found = self._by_model.get(key)
+        if found is None:
+            counter = model_counter(self.config, model, None)
+            found = attrs.evolve(self, counter=counter)
+            if len(self._by_model) < 16:
+                self._by_model[key] = found
+        return found
 
     def budget(self, window: int | None = None) -> Budget:
         """The budget the config sets, for a context ``window`` if known."""

@@ -87,7 +87,8 @@ def test_logging_one_record_per_run_and_per_strategy_run(caplog: pytest.LogCaptu
     assert fields["memrules.duration_ms"] >= 0
     assert runs[0].getMessage() == (
         f"memrules apply: {report.tokens_before} -> {report.tokens_after} tokens, "
-        f"{report.messages_before} -> {report.messages_after} messages (cl100k_base), "
+        f"{report.messages_before} -> {report.messages_after} messages "
+        "(max(cl100k_base,o200k_base)), "
         f"under_budget after {report.passes} passes"
     )
     for record in caplog.records:
@@ -147,7 +148,7 @@ def test_otel_spans_for_a_known_compaction(spans: Any) -> None:
     run = finished[-1]
     assert run.attributes == {
         "memrules.operation": "apply",
-        "memrules.counter": "cl100k_base",
+        "memrules.counter": "max(cl100k_base,o200k_base)",
         "memrules.strategies": "clear_tool_results,sliding_window",
         "memrules.messages.before": 18,
         "memrules.budget.kind": "tokens",

@@ -44,6 +44,7 @@ HISTORY = json.loads((ROOT / "examples" / "agent_history.json").read_text(encodi
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
 SEAMED = """
+encoder_name: cl100k_base
 context_window_tokens: 400
 max_tokens: 150
 summarizer: {type: extractive, max_chars: 300}
