@@ -42,6 +42,7 @@ def replica(url: str) -> MemoryPlugin:
             max_messages=6,
             warn_fraction=0.2,
             strategies=[sliding_window(keep_messages=4)],
+            repair=False,  # send the last reply before the question, as the seed's turn 4 does
             graph_context=GraphContext(),
             graph_extractor=offline_extractor(),
             state_store=StateStoreConfig(url=url, ttl_seconds=3600),

@@ -59,6 +59,7 @@ def main() -> None:
         max_messages=6,  # the trigger: compact a prompt of more than 6 messages
         warn_fraction=0.2,  # warn, once, at 20% of the window
         strategies=[sliding_window(keep_messages=4)],
+        repair=False,  # send the last reply before the question, as the seed's turn 4 does
         observers=[gauge],
     )
     plugin = MemoryPlugin(config)

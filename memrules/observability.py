@@ -63,7 +63,8 @@ def error_type(error: str) -> str:
 
 def run_attributes(run: RunInfo, result: CompressionResult | None = None) -> Attributes:
     """What a run is known by, before (``result`` None) and after it:
-    ``memrules.*`` keys, and the GenAI conventions' ``gen_ai.conversation.id``
+    ``memrules.*`` keys (``memrules.over_budget``: the output still over
+    its budget), and the GenAI conventions' ``gen_ai.conversation.id``
     and ``gen_ai.usage.input_tokens`` (the tokens of the compacted
     conversation: what the model is sent, by this pipeline's counter).
     When the run measured the prompt cache (``report.cache``), also
@@ -94,6 +95,7 @@ def run_attributes(run: RunInfo, result: CompressionResult | None = None) -> Att
                 "memrules.messages.after": report.messages_after,
                 "memrules.strategy_runs": len(report.actions),
                 "memrules.errors": len(report.errors),
+                "memrules.over_budget": report.over_budget,
                 "gen_ai.usage.input_tokens": report.tokens_after,
             }
         )

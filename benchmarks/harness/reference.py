@@ -7,7 +7,10 @@ tiktoken", applied to chat-completions message objects as they are sent
 encoded on its own, 1 more for a ``name``, 3 for the reply's priming. The
 guide stops short of tool traffic, so a tool call counts its ``id``,
 ``type``, function ``name`` and ``arguments``, a tool message its
-``tool_call_id``, and a list ``content`` the text of its text parts.
+``tool_call_id``, and a list ``content`` the text of its text parts; a part
+with no type that holds ``thinking`` text counts that text, and a part of
+any other type (audio, a block of no rule) the tokens of its JSON as sent,
+memrules' stated estimate for parts it does not know.
 
 Images are billed as OpenAI's "Images and vision" guide states for gpt-4o
 (and gpt-4.1, gpt-4.5; other families differ only in the two figures, which
@@ -35,6 +38,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -163,7 +167,9 @@ def _part_tokens(part: Any, count: Callable[[str], int]) -> int:
         return _image_part(part)
     if kind == "file":
         return _file_part(part)
-    return 0
+    if kind is None and isinstance(part.get("thinking"), str):  # thinking of no provider
+        return count(part["thinking"]) if part["thinking"] else 0
+    return count(json.dumps(part, ensure_ascii=False))
 
 
 def _reasoning_details(details: Any, count: Callable[[str], int]) -> int:

@@ -32,6 +32,7 @@ from memrules._config.keys import TEXT_SOURCE
 from memrules._config.load import load_config
 from memrules._core.budget import Budget, resolve_budget
 from memrules._core.errors import ConfigError
+from memrules._counting.models import count_rule_for, model_counting
 
 __all__ = ["CheckOutcome", "check_configs", "describe"]
 
@@ -87,13 +88,28 @@ def _survivors(config: MemoryConfig) -> str:
     return text + ("; requests start with a user message" if config.user_first else "")
 
 
+def _counter(config: MemoryConfig) -> str:
+    """What counts the route's tokens, as ``memrules check`` says it."""
+    rule = count_rule_for(config.count_rule, config.encoder_name, config.model)
+    if config.encoder_name is not None:
+        return f"{config.encoder_name}, count rule {rule}"
+    row = model_counting(config.model)
+    if row is None:
+        return (
+            "the request's model (else the larger of cl100k_base and o200k_base), "
+            f"count rule {rule}"
+        )
+    margin = "" if row.exact else f" x {row.margin:g} (an estimate)"
+    return f"{row.encoder}{margin} for {config.model}, count rule {rule}"
+
+
 def _route(name: str, config: MemoryConfig) -> list[str]:
     strategies = config.strategies
     count = f"{len(strategies)} strateg{'y' if len(strategies) == 1 else 'ies'}"
     lines = [
         f"  route {name}:",
         f"    budget: {_budget(config)}",
-        f"    counter: {config.encoder_name}, count rule {config.count_rule}",
+        f"    counter: {_counter(config)}",
         f"    survivors: {_survivors(config)}",
         f"    pipeline: {count}",
         *(f"      {i}. {s.strategy!r}" for i, s in enumerate(strategies, 1)),

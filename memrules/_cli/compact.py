@@ -8,7 +8,10 @@ written back in the same shape on stdout. ``--report FILE`` writes the
 report as JSON, ``--trace FILE`` a trace of the run
 (:mod:`memrules._trace.record`). Every output path is checked writable
 before any work, and everything is built before anything is written: with
-``--strict``, a failing strategy writes nothing and exits 1.
+``--strict``, a failing strategy, or an output still over the budget,
+writes nothing and exits 1 (so does an output over the budget under the
+config's ``over_budget: raise``); without it, an output over the budget is
+written with a warning on stderr (none under ``over_budget: send``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from memrules._config.load import load_config
 from memrules._core.errors import MessageFormatError
 from memrules._core.messages import Conversation
 from memrules._core.report import CompressionReport, CompressionResult
+from memrules._runtime.over_budget import over_budget_text
 from memrules._runtime.pipeline import Pipeline
 from memrules._runtime.progress import Progress, ProgressObserver
 from memrules._trace.record import TracedPipeline, TraceWriter
@@ -100,6 +104,10 @@ def compact(args: argparse.Namespace) -> int:
     stdout()
     with progress_line(args) as progress:
         pipe = pipeline(args, progress)
+        # An output over the budget is said in the command's own words (_finish).
+        mode = pipe.config.over_budget
+        if mode != "send":
+            pipe = attrs.evolve(pipe, config=attrs.evolve(pipe.config, over_budget="send"))
         name = source_name(args.input)
         progress.update(f"reading {name}")
         data = read_json(args.input)
@@ -114,15 +122,28 @@ def compact(args: argparse.Namespace) -> int:
             raise UsageError(msg) from None
         if trace_path is None:
             result = (pipe.compress if args.compress else pipe.apply)(conversation)
-            return _finish(args, result, encode, report_path, progress)
+            return _finish(args, result, encode, report_path, progress, mode=mode)
         label = Path(args.config).stem
         with TraceWriter.for_pipelines(trace_path, [(label, pipe)], atomic=True) as writer:
             traced = TracedPipeline(writer, pipe)
             result = (traced.compress if args.compress else traced.apply)(conversation)
-            status = _finish(args, result, encode, report_path, progress, writer)
+            status = _finish(args, result, encode, report_path, progress, writer, mode=mode)
             if status:
                 writer.discard()
             return status
+
+
+def _over_budget(args: argparse.Namespace, report: CompressionReport, mode: str) -> bool:
+    """Say that the output is over its budget, unless the config says to send
+    it in silence; whether the command fails for it (``--strict``, or the
+    config's ``over_budget: raise``)."""
+    if not report.over_budget or (mode == "send" and not args.strict):
+        return False
+    fails = args.strict or mode == "raise"
+    why = "--strict" if args.strict else "over_budget: raise"
+    text = over_budget_text(report)
+    say(f"memrules: error: {text} ({why})" if fails else f"memrules: warning: {text}")
+    return fails
 
 
 def _finish(
@@ -132,6 +153,8 @@ def _finish(
     report_path: Path | None,
     progress: Progress,
     trace: TraceWriter | None = None,
+    *,
+    mode: str = "warn",
 ) -> int:
     """Write what ``compact`` made: the report, the trace, then stdout."""
     progress.update("writing")
@@ -146,6 +169,8 @@ def _finish(
     if failures and args.strict:
         for name, error in failures:
             say(f"memrules: error: strategy {name} failed (--strict): {error}")
+        return 1
+    if _over_budget(args, result.report, mode):
         return 1
     if report_path is not None:
         write_file(report_path, report, "the report")

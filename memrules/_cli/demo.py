@@ -99,6 +99,10 @@ def demo_config(*observers: ContextUsageObserver, graph: bool = False) -> Memory
         max_messages=6,
         warn_fraction=0.2,
         strategies=[sliding_window(keep_messages=4)],
+        # The seed's turn 4 sends the last reply before the question: the
+        # hook's default repair would drop it (a prompt led by an assistant
+        # message), so the demo sends what the window keeps, as it came.
+        repair=False,
         observers=observers,
         graph_context=GraphContext() if graph else None,
         graph_extractor=offline_extractor() if graph else None,

@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     compacting.add_argument(
         "--strict",
         action="store_true",
-        help="exit with status 1, writing nothing, when a strategy fails",
+        help="exit with status 1, writing nothing, when a strategy fails or the output is "
+        "still over the budget",
     )
     add_trust(compacting)
     compacting.set_defaults(handler=compact)

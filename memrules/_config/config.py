@@ -21,10 +21,10 @@ from memrules._config.keys import (
 )
 from memrules._core.budget import CachePolicy, ContextWindowResolver, Trigger
 from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._core.report import OverBudgetMode
 from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
 from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._counting.content import ContentCounting
-from memrules._counting.framing import DEFAULT_COUNT_RULE
 from memrules._counting.usage import ContextUsageObserver
 from memrules._engine.contract import DEFAULT_WARNING_MARKER, Strategy
 from memrules._engine.interpreter import NamedStrategy
@@ -175,14 +175,23 @@ class MemoryConfig:
     ``key=value`` (``MemoryConfig(max_messages=0)``,
     ``MemoryConfig(encoder_name="no-such")``).
 
-    ``encoder_name`` is a tiktoken encoder or model name, ``"estimate"``
-    for the script-aware estimator, ``"hf:<tokenizer.json, directory or
-    package>"`` for a Hugging Face tokenizer, or ``"anthropic:<model>"`` for
-    Anthropic's count-tokens endpoint. ``count_rule`` frames each message's
+    ``model`` is the model the requests go to (``"gpt-4o"``,
+    ``"claude-sonnet-4-5"``): it chooses the encoding and the count rule
+    from the dated table of :mod:`memrules._counting.models` (exact for
+    OpenAI's models, a stated estimate with a margin for Claude and
+    Gemini); the request hook uses the body's ``model`` the same way.
+    ``encoder_name``, when set, is the counter instead: a bundled tiktoken
+    encoding (``o200k_base``, ``cl100k_base``) or an OpenAI model name,
+    ``"estimate"`` for the script-aware estimator, ``"hf:<tokenizer.json,
+    directory or package>"`` for a Hugging Face tokenizer, or
+    ``"anthropic:<model>"`` for Anthropic's count-tokens endpoint. With
+    neither, a request whose model is unknown counts the larger of
+    ``cl100k_base``'s and ``o200k_base``'s counts. ``count_rule`` frames each message's
     count the way a provider does (``"openai"``, ``"anthropic"``, or
     ``"seed"`` for no framing, the counter's own ``"<role> <text>"``; see
-    :mod:`memrules._counting.framing`), and ``safety_margin`` keeps that fraction of
-    a token budget free (0.05: compact to 95% of it). ``strategies`` are
+    :mod:`memrules._counting.framing`; None: the model's, else
+    ``"openai"``), and ``safety_margin`` keeps that fraction of a token
+    budget free (0.05: compact to 95% of it). ``strategies`` are
     strategy callables (or
     :class:`NamedStrategy`), the eight built-ins by default. ``observers`` and
     ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`,
@@ -195,14 +204,23 @@ class MemoryConfig:
     request; None by default) and ``state_store`` (a
     :class:`~memrules.graph.StateStoreConfig`: where conversation state
     lives, this process's memory by default).
-    ``repair`` removes input that is already broken (a tool result whose call
-    is absent, two results for one call, a result before its call) instead of
-    only reporting it; ``user_first`` (on by default) keeps the first
-    non-system message a user message when the input's was (the task leads
+    ``repair`` removes what a provider would reject: input that is already
+    broken (a tool result whose call is absent, two results for one call, a
+    result before its call, a call left unanswered) and what comes before
+    the first user message after the system messages (see
+    :mod:`memrules._runtime.lead`); ``False`` only reports it (the request
+    is sent as it came). None, the default, is on in the request hook
+    (:class:`~memrules.MemoryPlugin`, which sends requests) and off in
+    :meth:`~memrules.Pipeline.apply`; ``user_first`` keeps the first non-system message a
+    user message when the input's was (on by default; the task leads
     where it is kept). ``survivors`` says what no strategy may remove
     besides the first system message and the most recent user message
     (a :class:`~memrules._core.survivors.SurvivorRule`: the task, the
-    question, pinned and harness messages). ``store``, ``embedder`` and
+    question, pinned and harness messages). ``over_budget`` is what is done with
+    a request compaction cannot bring within its budget: ``"send"`` it,
+    ``"warn"`` (an :class:`~memrules.OverBudgetWarning`, a log record, a
+    metric; the default) and send it, or ``"raise"``
+    :class:`~memrules.OverBudgetError`. ``store``, ``embedder`` and
     ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
     None: absent). ``cache`` is how compaction keeps the provider's prompt
     cache (a :class:`~memrules._core.budget.CachePolicy`; None: it does
@@ -219,8 +237,9 @@ class MemoryConfig:
     came from, if any.
     """
 
-    encoder_name: str = "cl100k_base"
-    count_rule: str = DEFAULT_COUNT_RULE
+    encoder_name: str | None = None
+    count_rule: str | None = None
+    model: str | None = None
     safety_margin: float = 0.0
     context_window_tokens: int = 128_000
     max_messages: int | None = None
@@ -231,9 +250,10 @@ class MemoryConfig:
     warn_fraction: float | None = None
     offload_turns: int = 10
     warning_marker: str = DEFAULT_WARNING_MARKER
-    repair: bool = False
+    repair: bool | None = None
     user_first: bool = True
     survivors: SurvivorRule = DEFAULT_SURVIVORS
+    over_budget: OverBudgetMode = "warn"
     memory: RouteRetrieval | None = None
     memory_store: RetrievalStoreConfig | None = None
     routes: PMap[str, MemoryConfig] = attrs.field(factory=pmap, converter=_routes)

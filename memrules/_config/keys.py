@@ -13,21 +13,21 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 import attrs
-import tiktoken
-import tiktoken.model
 
 from memrules._adapters.context_editing import ProviderEditing
 from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_editing_from_config
 from memrules._config.survivors import survivors_from_config
 from memrules._core.budget import CachePolicy
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
+from memrules._core.report import OVER_BUDGET_MODES
 from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
 from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._core.yaml_nodes import Node
 from memrules._counting.content import ContentCounting, counting_from_config
 from memrules._counting.framing import COUNT_RULES
+from memrules._counting.models import FAMILIES, TABLE_DATE, model_counting
 from memrules._counting.schemes import DESCRIBED, is_scheme, scheme_problem
-from memrules._counting.tokens import load_encoding, preload_encoding
+from memrules._counting.tokens import BUNDLED, is_bundled, load_encoding, preload_encoding
 from memrules.graph.extract import extractor_from_config
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
@@ -107,9 +107,18 @@ def _margin(value: object) -> str | None:
 
 
 def _count_rule(value: object) -> str | None:
-    if isinstance(value, str) and value in COUNT_RULES:
+    if value is None or (isinstance(value, str) and value in COUNT_RULES):
         return None
-    return "one of " + ", ".join(COUNT_RULES)
+    return "one of " + ", ".join(COUNT_RULES) + ", or null for the model's"
+
+
+def _model(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and model_counting(value) is not None):
+        return None
+    return (
+        f"a model of the counting table of {TABLE_DATE.isoformat()} ({FAMILIES}), or null; "
+        "for another model, set encoder_name instead"
+    )
 
 
 def _flag(value: object) -> str | None:
@@ -121,22 +130,16 @@ def _marker(value: object) -> str | None:
 
 
 def _encoder(value: object) -> str | None:
-    if value == ESTIMATE:
+    if value is None or value == ESTIMATE:
         return None
     if is_scheme(value):
         return scheme_problem(str(value))
-    known = isinstance(value, str) and value in tiktoken.list_encoding_names()
-    if isinstance(value, str) and value and not known:
-        try:
-            tiktoken.model.encoding_name_for_model(value)
-            known = True
-        except KeyError:
-            pass
-    if not known:
-        names = ", ".join(sorted(tiktoken.list_encoding_names()))
+    if not (isinstance(value, str) and is_bundled(value)):
+        names = ", ".join(BUNDLED)
         return (
-            f"a tiktoken encoder ({names}), a model name such as 'gpt-4o', {ESTIMATE!r}, "
-            f"or {DESCRIBED}"
+            f"an encoding memrules ships ({names}), an OpenAI model name such as 'gpt-4o', "
+            f"{ESTIMATE!r}, or {DESCRIBED}; other encodings would be downloaded at run time, "
+            "and memrules never does"
         )
     try:
         # A bundled vocabulary loads offline: in the background, not in the check.
@@ -147,8 +150,17 @@ def _encoder(value: object) -> str | None:
     return None
 
 
+def _flag_or_null(value: object) -> str | None:
+    return None if value is None or isinstance(value, bool) else "true, false or null"
+
+
+def _over_budget(value: object) -> str | None:
+    return None if value in OVER_BUDGET_MODES else "one of " + ", ".join(OVER_BUDGET_MODES)
+
+
 SETTINGS: Mapping[str, Check] = types.MappingProxyType(
     {
+        "model": _model,
         "encoder_name": _encoder,
         "count_rule": _count_rule,
         "safety_margin": _margin,
@@ -159,8 +171,9 @@ SETTINGS: Mapping[str, Check] = types.MappingProxyType(
         "warn_fraction": _fraction,
         "offload_turns": _whole(1, nullable=False),
         "warning_marker": _marker,
-        "repair": _flag,
+        "repair": _flag_or_null,
         "user_first": _flag,
+        "over_budget": _over_budget,
     }
 )
 """The scalar keys a config sets, each with its check: the one definition

@@ -20,10 +20,13 @@ __all__ = [
     "EncodingError",
     "GraphError",
     "MemrulesError",
+    "MemrulesWarning",
     "MessageFormatError",
     "MessageTypeError",
     "ObserverError",
     "OutputError",
+    "OverBudgetError",
+    "OverBudgetWarning",
     "ReplayMismatch",
     "SeamError",
     "StateStoreError",
@@ -118,6 +121,26 @@ class StrategyError(MemrulesError, RuntimeError):
 
     def __init__(self, message: str, *, seam_calls: Sequence[Any] = ()) -> None:
         self.seam_calls = tuple(seam_calls)
+        super().__init__(message)
+
+
+class OverBudgetError(MemrulesError, ValueError):
+    """A request that compaction could not bring within its budget, under
+    ``over_budget: raise``: what no strategy may remove (the first system
+    message, the latest user message, the tool pairs they need) or what the
+    strategies left still costs more than the budget allows. Nothing was
+    sent. ``tokens`` and ``messages`` are what the survivors cost, ``budget``
+    the :class:`~memrules.Budget` they exceed, and ``report`` the whole
+    :class:`~memrules.CompressionReport`. A ``ValueError``: the input is too
+    big for the budget."""
+
+    def __init__(
+        self, message: str, *, tokens: int, messages: int, budget: Any, report: Any
+    ) -> None:
+        self.tokens = tokens
+        self.messages = messages
+        self.budget = budget
+        self.report = report
         super().__init__(message)
 
 
@@ -221,3 +244,19 @@ class ReplayMismatch(MemrulesError, AssertionError):  # noqa: N818 - it reports 
         self.replayed = replayed
         self.differences = tuple(differences) or (message,)
         super().__init__(message)
+
+
+# --- warnings -------------------------------------------------------------------
+
+
+class MemrulesWarning(UserWarning):
+    """Base class of every warning memrules emits: something was done, but
+    not what was asked (filter them all with
+    ``warnings.simplefilter("error", memrules.MemrulesWarning)``)."""
+
+
+class OverBudgetWarning(MemrulesWarning):
+    """A request sent over its budget, under ``over_budget: warn`` (the
+    default): compaction could not make it fit. The request's report says
+    ``over_budget``; ``over_budget: raise`` makes it an
+    :class:`OverBudgetError` instead, ``over_budget: send`` silences it."""

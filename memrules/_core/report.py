@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -14,7 +14,20 @@ from memrules._core.messages import Conversation
 from memrules._core.prompt_cache import CacheMeasure, SentRequest
 from memrules._core.seam_protocols import SeamCall
 
-__all__ = ["CompressionAction", "CompressionReport", "StopReason"]
+__all__ = [
+    "OVER_BUDGET_MODES",
+    "CompressionAction",
+    "CompressionReport",
+    "OverBudgetMode",
+    "StopReason",
+]
+
+OverBudgetMode = Literal["send", "warn", "raise"]
+OVER_BUDGET_MODES: tuple[OverBudgetMode, ...] = ("send", "warn", "raise")
+"""What is done with a request compaction could not bring within its
+budget (the ``over_budget`` setting): ``send`` it as it is, ``warn`` (an
+:class:`~memrules.OverBudgetWarning`, a log record, a metric) and send it,
+or ``raise`` :class:`~memrules.OverBudgetError` and send nothing."""
 
 
 def _ids(value: Iterable[str]) -> Sequence[str]:
@@ -148,8 +161,19 @@ class CompressionReport:
         """Whether any strategy changed the conversation."""
         return any(a.changed for a in self.actions)
 
+    @property
+    def over_budget(self) -> bool:
+        """Whether the output is still over :attr:`budget` (more messages
+        than a message budget, or at least a token budget's tokens): what
+        the strategies could not remove costs more than the budget allows.
+        The ``over_budget`` setting says what is done about it (send, warn,
+        raise)."""
+        return self.budget.is_over(messages=self.messages_after, tokens=self.tokens_after)
+
     def to_dict(self) -> dict[str, Any]:
         out = self._fields_dict()
+        if self.over_budget:  # absent otherwise: reports that fit read as before
+            out["over_budget"] = True
         if self.estimates:  # absent otherwise: reports without estimates read as before
             out["estimates"] = list(self.estimates)
         return out

@@ -28,17 +28,24 @@ What each part costs:
   text inside is shorter than its encryption in base64, so this never
   counts less than it holds); a reasoning item's readable ``summary`` by
   the counter;
-- anything else (audio, blocks memrules does not know): nothing.
+- anything else (audio, a provider's block memrules does not know, such as
+  ``{"type": "weird_block", ...}``): the tokens of its JSON (its payload
+  written as JSON, or its kind when it carries no payload), by the counter,
+  a stated estimate (:func:`unknown_part_cost`). No part counts 0 because
+  memrules does not know it: what the provider reads of a block is at most
+  what it was sent, and the JSON is what it was sent.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from memrules._core.errors import ConfigError, ConfigProblem
+from memrules._core.frozen import thaw
 from memrules._core.messages import Message, Opaque, ToolResult
 from memrules._counting.images import (
     ANTHROPIC_RULE,
@@ -63,6 +70,7 @@ __all__ = [
     "opaque_parts",
     "opaque_tokens",
     "reported_reasoning_tokens",
+    "unknown_part_cost",
 ]
 
 TextCount = Callable[[str], int]
@@ -265,14 +273,42 @@ def _reasoning_cost(
     return None
 
 
+def _as_json(part: Opaque) -> str:
+    """``part`` as the JSON it was sent as: its payload (its kind when it
+    has none)."""
+    if part.payload is None:
+        return part.kind
+    try:
+        return json.dumps(thaw(part.payload), ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):  # not JSON: what it shows
+        return f"{part.kind} {part.payload!s}"
+
+
+def unknown_part_cost(part: Opaque, count_text: TextCount) -> PartCost:
+    """What a part memrules does not price costs: the tokens of its JSON
+    (see :func:`_as_json`), a stated estimate.
+
+    >>> from memrules._counting.tokens import estimate_tokens
+    >>> cost = unknown_part_cost(Opaque(kind="openai:weird_block",
+    ...     payload={"type": "weird_block", "data": "x"}), estimate_tokens)
+    >>> cost.tokens > 0, cost.measured, cost.note
+    (True, False, "unknown part 'weird_block': the tokens of its JSON (estimate)")
+    """
+    kind = _get(part.payload, "type")
+    if not isinstance(kind, str):
+        kind = part.kind.rpartition(":")[2] or "opaque"
+    note = f"unknown part {kind[:40]!r}: the tokens of its JSON (estimate)"
+    return PartCost(tokens=count_text(_as_json(part)), what="other", measured=False, note=note)
+
+
 def opaque_tokens(
     part: Opaque,
     rule: ImageRule,
     counting: ContentCounting,
     count_text: TextCount,
-) -> PartCost | None:
-    """What ``part`` costs (see the module docs), or None for a part that
-    costs nothing (audio, a block memrules does not price)."""
+) -> PartCost:
+    """What ``part`` costs (see the module docs): a part memrules does not
+    price costs the tokens of its JSON (:func:`unknown_part_cost`)."""
     payload = part.payload
     kind = _get(payload, "type")
     if not isinstance(kind, str):
@@ -281,7 +317,8 @@ def opaque_tokens(
     found = _reasoning_cost(payload, kind, count_text, counting)
     if found is not None:
         return found
-    return opaque_cost(part, rule, counting.estimates, count_text=count_text)
+    priced = opaque_cost(part, rule, counting.estimates, count_text=count_text)
+    return priced if priced is not None else unknown_part_cost(part, count_text)
 
 
 def opaque_parts(message: Message) -> tuple[tuple[str, Opaque], ...]:
@@ -334,9 +371,7 @@ def content_costs(
             )
             reported = 0
             continue
-        cost = opaque_tokens(part, rule, counting, count_text)
-        if cost is not None:
-            costs.append((where, cost))
+        costs.append((where, opaque_tokens(part, rule, counting, count_text)))
     return tuple(costs)
 
 

@@ -81,10 +81,13 @@ from memrules._counting.content import (
 from memrules._counting.images import ANTHROPIC_RULE, GPT_4O, ImageRule
 from memrules._counting.named import counter_for
 from memrules._counting.tokens import (
+    CHUNK_CHARS,
     DEFAULT_CACHE_SIZE,
+    FORCED_CUT_SLACK,
     BoundedCache,
     SharedCounters,
     TokenCounter,
+    forced_cuts,
 )
 
 __all__ = [
@@ -219,15 +222,33 @@ def _anthropic_frame(message: Message, count: TextCount) -> int:
 _IMAGE_KINDS = frozenset(("image", "image_url", "input_image"))
 
 
+_SOURCES = {
+    "openai": frozenset(("", "openai", "responses", "responses_item")),
+    "anthropic": frozenset(("", "anthropic")),
+}
+"""The parts each provider's writers send as they are, by the adapter that
+read them (the part kind's prefix before its first ``:``): OpenAI's chat
+and Responses parts alike under ``openai``, whichever of its two APIs the
+request goes to."""
+
+
 def _sent_by(provider: str) -> Callable[[Opaque], bool]:
     """Whether ``provider``'s writer sends an opaque part: its own parts,
-    parts of no provider, and other providers' images (converted)."""
+    parts of no provider (a kind with no adapter's prefix), and other
+    providers' images (converted)."""
+    own = _SOURCES[provider]
 
     def sent(part: Opaque) -> bool:
-        source, _, kind = part.kind.rpartition(":")
-        return source in ("", provider) or kind in _IMAGE_KINDS
+        source, colon, kind = part.kind.partition(":")
+        if not colon:
+            return True  # a part of no provider
+        return source in own or source not in _ADAPTERS or kind in _IMAGE_KINDS
 
     return sent
+
+
+_ADAPTERS = frozenset(("openai", "anthropic", "responses", "responses_item", "autogen"))
+"""The prefixes the adapters give the kinds of the parts they read."""
 
 
 def _kept_reasoning(message: Message, count: TextCount, counting: ContentCounting) -> int:
@@ -278,12 +299,47 @@ class ContentFrame:
         )
 
     def estimates(self, message: Message, count: TextCount) -> tuple[str, ...]:
-        """``"parts[i]: ..."`` for each opaque part of ``message`` whose
-        figure is an estimate, saying which."""
+        """``"parts[i]: ..."`` for each part of ``message`` whose figure is
+        an estimate, saying which: an opaque part priced by a stated rule,
+        a text counted with forced cuts (see
+        :func:`~memrules._counting.tokens.chunk_text`)."""
+        found = _long_text_estimates(message)
         if not opaque_parts(message):
-            return ()  # only opaque parts are ever estimated
+            return found
         costs = content_costs(message, self.images, self.counting, count, sent=_SENT[self.style])
-        return tuple(f"{where}: {cost.note}" for where, cost in costs if not cost.measured)
+        return found + tuple(f"{where}: {cost.note}" for where, cost in costs if not cost.measured)
+
+
+def _part_texts(part: object) -> tuple[str, ...]:
+    kind = type(part)
+    if kind is Text:
+        return (part.text,)  # type: ignore[attr-defined]
+    if kind is ToolCall:
+        return (part.arguments,)  # type: ignore[attr-defined]
+    if kind is ToolResult:
+        content = part.content  # type: ignore[attr-defined]
+        if isinstance(content, str):
+            return (content,)
+        return tuple(p.text for p in content if type(p) is Text)
+    return ()
+
+
+def _long_text_estimates(message: Message) -> tuple[str, ...]:
+    """``"parts[i]: ..."`` for each text of ``message`` long enough to be
+    counted in chunks and holding a run with nowhere exact to cut it."""
+    found = []
+    for i, part in enumerate(message.parts):
+        for text in _part_texts(part):
+            if len(text) <= 2 * CHUNK_CHARS:
+                continue
+            cuts = forced_cuts(text)
+            if cuts:
+                found.append(
+                    f"parts[{i}]: {len(text):,} characters with runs of no space, counted in "
+                    f"chunks: {cuts} cuts inside a run, {FORCED_CUT_SLACK} tokens added per cut "
+                    "(estimate)"
+                )
+    return tuple(found)
 
 
 OPENAI = CountRule(

@@ -344,14 +344,15 @@ class PartCost:
     """What one image or document part costs, and how that was worked out.
 
     ``what`` is ``"image"`` or ``"document"`` (``"thinking"`` or
-    ``"reasoning"`` for what :mod:`memrules._counting.content` prices);
+    ``"reasoning"`` for what :mod:`memrules._counting.content` prices,
+    ``"other"`` for a part it does not know);
     ``measured`` is True when the figure comes from the part's own bytes
     (an image's header, a PDF's page objects, a document's text) and False
     when an estimate stood in;
     ``note`` says it in a few words for the report."""
 
     tokens: int
-    what: Literal["image", "document", "thinking", "reasoning"]
+    what: Literal["image", "document", "thinking", "reasoning", "other"]
     measured: bool
     note: str
     size: ImageSize | None = None

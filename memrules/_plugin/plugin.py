@@ -117,7 +117,7 @@ from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
 from memrules._core.checks import check_whole
 from memrules._core.errors import ConfigError, GraphError, MessageFormatError
 from memrules._core.messages import Message
-from memrules._core.report import CompressionReport, CompressionResult
+from memrules._core.report import CompressionReport, CompressionResult, OverBudgetMode
 from memrules._core.seam_protocols import Seams, Summarizer, VectorStore
 from memrules._counting.tokens import TokenCounter
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
@@ -146,6 +146,7 @@ from memrules._runtime.logged import (
     logged_seams,
     retrieval_request,
 )
+from memrules._runtime.over_budget import check_mode, settle
 from memrules._runtime.pipeline import Pipeline
 from memrules._trace.record import PluginTracer
 from memrules.graph.memory_graph import MemoryGraph
@@ -258,6 +259,12 @@ class MemoryPlugin:
     :class:`~memrules._adapters.conversion_cache.ConversionCache` then takes
     the very same objects unread, so a request pays for its new dicts only
     (see there). Bodies parsed afresh cost the same either way.
+
+    ``over_budget`` replaces the config's ``over_budget``: what a request
+    that compaction cannot bring within its budget gets (``"send"``,
+    ``"warn"``, ``"raise"``; see :class:`~memrules.OverBudgetError`). Under
+    ``"raise"`` the request fails before anything is written, like an
+    observer error.
     """
 
     def __init__(
@@ -277,8 +284,10 @@ class MemoryPlugin:
         memory_observers: Iterable[RetrievalObserver] = (),
         clock: Callable[[], float] = time.time,
         edits_in_place: bool = True,
+        over_budget: OverBudgetMode | None = None,
     ) -> None:
         check_whole("max_conversations", max_conversations, 1)
+        self._over_budget = config.over_budget if over_budget is None else check_mode(over_budget)
         if not isinstance(edits_in_place, bool):
             msg = f"edits_in_place={edits_in_place!r} must be True or False"
             raise ValueError(msg)
@@ -345,9 +354,11 @@ class MemoryPlugin:
     ) -> None:
         """The pipeline, the state store, the tracer and the conversation
         caches (everything but retrieval memory)."""
-        self._pipeline = Pipeline.from_config(
+        made = Pipeline.from_config(
             config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
+        # The hook sends requests: with repair: null it repairs what a provider rejects.
+        self._pipeline = attrs.evolve(made, default_repair=True)
         # The offload store the config's ``store:`` section built is this
         # plugin's to close; one passed in is its giver's.
         built = self._pipeline.seams.store
@@ -504,6 +515,7 @@ class MemoryPlugin:
                 now=when,
                 previous=memo.previous,
             )
+            settle(result.report, self._over_budget)
             commit = _commit(loaded, result)
             self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
             memo.previous = result.sent
@@ -776,6 +788,7 @@ class MemoryPlugin:
 
                 answers.run(lambda: run(quiet, ()))  # raises _Pending for a call to make
                 result = answers.run(lambda: run(watched, self.config.observers))
+                settle(result.report, self._over_budget)
                 commit = _commit(loaded, result)
                 self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
                 memos.previous = result.sent

@@ -29,6 +29,7 @@ from memrules._adapters.context_editing import (
 from memrules._adapters.conversion_cache import ConversionCache
 from memrules._core.errors import MessageFormatError
 from memrules._core.messages import Conversation
+from memrules._plugin.body_shape import check_anthropic_body
 from memrules._plugin.request import Request, StepResult, scope_from_metadata
 
 __all__ = [
@@ -52,10 +53,12 @@ def request_from_anthropic(
     """The :class:`Request` of an Anthropic Messages body: its ``system`` and
     ``messages`` (see :func:`~memrules.from_anthropic`, converted with the
     conversation's ``memo``) and ``model``, whose it is found as for an
-    OpenAI body."""
+    OpenAI body. An OpenAI chat body is a :class:`MessageFormatError` that
+    names the hook that fits (see :mod:`memrules._plugin.body_shape`)."""
     if not isinstance(body, Mapping):
         msg = f"expected a request object, got {type(body).__name__}"
         raise MessageFormatError(msg)
+    check_anthropic_body(body)
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         msg = f"expected a string, got {type(model).__name__}"

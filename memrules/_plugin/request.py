@@ -18,6 +18,7 @@ from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionReport
 from memrules._core.seam_records import MAX_SCOPE_CHARS
 from memrules._counting.usage import ContextUsage
+from memrules._plugin.body_shape import check_openai_body
 from memrules._runtime.pipeline import as_conversation
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergeReport
@@ -133,10 +134,13 @@ class Request:
         :func:`scope_from_metadata`). ``memo`` is the conversation's
         :class:`~memrules._adapters.conversion_cache.ConversionCache` (see
         :func:`~memrules.from_openai`). Raises
-        :class:`~memrules._core.errors.MessageFormatError` for malformed input."""
+        :class:`~memrules._core.errors.MessageFormatError` for malformed input,
+        and for an Anthropic Messages body (naming the hook that fits; see
+        :mod:`memrules._plugin.body_shape`)."""
         if not isinstance(body, Mapping):
             msg = f"expected a request object, got {type(body).__name__}"
             raise MessageFormatError(msg)
+        check_openai_body(body)
         model = body.get("model")
         if model is not None and not isinstance(model, str):
             msg = f"expected a string, got {type(model).__name__}"

@@ -82,6 +82,21 @@ def measure(
     )
 
 
+def _model_memo(memo: Measure | None, pipeline: Pipeline) -> Measure | None:
+    """The conversation's measure for ``pipeline``'s counter (a model's,
+    see :meth:`Pipeline.for_model`): kept as a note of the conversation's
+    own measure ``memo``, made on first use; None without ``memo`` (the
+    pipeline's own is used)."""
+    if memo is None:
+        return None
+    found = memo.noted(pipeline.counter)
+    if isinstance(found, Measure) and found.counter is pipeline.counter:
+        return found
+    made = pipeline.measure()
+    memo.note(pipeline.counter, made)
+    return made
+
+
 def _notify(observers: Iterable[ContextUsageObserver], usage: ContextUsage) -> None:
     for observer in observers:
         try:
@@ -179,7 +194,9 @@ def step(
 ) -> StepResult:
     """Run one request of a conversation in ``state`` through the steps (see
     the module docs); pure but for what the observers, the pipeline's seams
-    and the graph extractor do. ``memo`` is the conversation's
+    and the graph extractor do. The request is counted for
+    ``request.model`` when the config leaves the counter to the model
+    (:meth:`Pipeline.for_model`). ``memo`` is the conversation's
     (:meth:`Pipeline.memo`): it changes what the request costs, never what
     it does.
 
@@ -200,6 +217,10 @@ def step(
     observer error raises :class:`~memrules._core.errors.ObserverError`, chained to
     the cause, before anything else has run.
     """
+    chosen = pipeline.for_model(request.model)
+    if chosen is not pipeline:  # counted for the request's model
+        memo = _model_memo(memo, chosen)
+        pipeline = chosen
     config = pipeline.config
     context = config.graph_context
     settings = memory_settings(config)
@@ -226,6 +247,7 @@ def step(
         previous=None if policy is None else previous,
         cache=None if policy is None else policy_rule(policy, request.model, pipeline.prices),
         now=None if policy is None else now,
+        over_budget="send",  # the shell settles it, once per request
     )
     state, delta, merged, graph_error = _extract(state, messages, pipeline)
     sent, rendered, graph_tokens = _render_graph(

@@ -203,6 +203,15 @@ class LoggedSummarizer:
         )
         return text
 
+    def with_prompt(self, prompt: str) -> LoggedSummarizer:
+        """The summarizer's own ``with_prompt(prompt)``, logged as this one
+        is (a summarizer without one raises ``AttributeError``)."""
+        with_prompt = getattr(self.inner, "with_prompt", None)
+        if not callable(with_prompt):
+            msg = f"{self.inner!r} has no with_prompt"
+            raise AttributeError(msg)
+        return _logged_summarizer(with_prompt(prompt))
+
     def __repr__(self) -> str:
         return repr(self.inner)
 
@@ -524,7 +533,11 @@ class StandIn:
 class RecordedRequests(StandIn):
     """A stand-in summarizer that cannot be rebuilt (one given in code): it
     says, as its requests, the ones the trace recorded. Its answers come
-    from the trace, as every seam's do; only its requests go unchecked."""
+    from the trace, as every seam's do; only its requests go unchecked
+    (a prompt a strategy gives it included: the recorded request holds it)."""
+
+    def with_prompt(self, prompt: str) -> RecordedRequests:
+        return self
 
     def request_json(self, messages: Conversation) -> dict[str, Any]:
         log = active_log()

@@ -25,7 +25,7 @@ from memrules._core.budget import Budget, resolve_budget
 from memrules._core.errors import ConfigError, StoreError
 from memrules._core.messages import Conversation, Message, as_messages, check_messages
 from memrules._core.prompt_cache import SentRequest
-from memrules._core.report import CompressionResult
+from memrules._core.report import CompressionResult, OverBudgetMode
 from memrules._core.seam_protocols import Seams, VectorStore
 from memrules._core.seam_records import (
     IndexContext,
@@ -39,13 +39,15 @@ from memrules._counting.cache import DEFAULT_PRICES, CacheRule, PriceTable
 from memrules._counting.content import DEFAULT_COUNTING
 from memrules._counting.framing import count_rule_named, framed
 from memrules._counting.measure import Measure
-from memrules._counting.named import counter_named
+from memrules._counting.models import base_counter, count_rule_for, model_counting
 from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import StrategyContext, StrategyFactory
-from memrules._engine.interpreter import MAX_PASSES, run_once, run_pipeline
+from memrules._engine.interpreter import MAX_PASSES, Aim, run_once, run_pipeline
 from memrules._engine.observe import PipelineObserver
 from memrules._runtime.awaiting import SeamAnswers
+from memrules._runtime.lead import lead_with_user
 from memrules._runtime.logged import logged_seams
+from memrules._runtime.over_budget import check_mode, settle
 from memrules._runtime.prompt_cache import cache_aim
 from memrules.seams._settings import build_seams
 
@@ -74,12 +76,15 @@ def with_estimates(result: CompressionResult, counter: TokenCounter) -> Compress
     estimates = getattr(counter, "estimates", None)
     if estimates is None:
         return result
+    stated = getattr(getattr(counter, "base", counter), "note", "")
     found = tuple(
         f"messages[{i}].{line}"
         for i, m in enumerate(result.messages)
         if m.parts
         for line in estimates(m)
     )
+    if isinstance(stated, str) and stated:
+        found = (f"every message: {stated}", *found)
     if not found:
         return result
     return attrs.evolve(result, report=attrs.evolve(result.report, estimates=found))
@@ -87,6 +92,25 @@ def with_estimates(result: CompressionResult, counter: TokenCounter) -> Compress
 
 def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ...]:
     return tuple(values)
+
+
+def model_counter(
+    config: MemoryConfig, model: str | None, given: TokenCounter | None
+) -> TokenCounter:
+    """The counter of a pipeline of ``config`` for requests to ``model``:
+    ``given``, else the config's ``encoder_name``, else the table's row for
+    ``model`` (see :mod:`memrules._counting.models`), framed by the config's
+    ``count_rule`` (else the row's)."""
+    rule = count_rule_for(config.count_rule, config.encoder_name, model)
+    base = given or base_counter(config.encoder_name, model)
+    return framed(
+        base,
+        count_rule_named(
+            rule,
+            counting=config.counting or DEFAULT_COUNTING,
+            model=config.encoder_name or model,
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -108,6 +132,8 @@ class Pipeline:
     logging, a progress bar; see :mod:`memrules.observability`); they change
     nothing in the result. ``prices`` is the price table the prompt-cache
     measure costs requests by (see :mod:`memrules._counting.cache`).
+    ``default_repair`` is what the config's ``repair: null`` means here (see
+    :attr:`repairs`).
     """
 
     config: MemoryConfig
@@ -116,6 +142,7 @@ class Pipeline:
     max_passes: int = MAX_PASSES
     observers: tuple[PipelineObserver, ...] = attrs.field(default=(), converter=_observers)
     prices: PriceTable = DEFAULT_PRICES
+    default_repair: bool = False
     _measure: Measure = attrs.field(
         init=False,
         default=attrs.Factory(
@@ -124,6 +151,7 @@ class Pipeline:
         eq=False,
         repr=False,
     )
+    _by_model: dict[object, Pipeline] = attrs.field(init=False, factory=dict, eq=False, repr=False)
 
     @classmethod
     def from_config(
@@ -150,20 +178,39 @@ class Pipeline:
         )
         if store is not given.store or summarizer is not given.summarizer:
             given = Seams(summarizer=summarizer, store=store)
-        base = counter or counter_named(config.encoder_name)
         return cls(
             config=config,
-            counter=framed(
-                base,
-                count_rule_named(
-                    config.count_rule,
-                    counting=config.counting or DEFAULT_COUNTING,
-                    model=config.encoder_name,
-                ),
-            ),
+            counter=model_counter(config, config.model, counter),
             seams=given,
             observers=tuple(observers),
         )
+
+    @property
+    def repairs(self) -> bool:
+        """Whether this pipeline removes what a provider would reject (see
+        :mod:`memrules._runtime.lead`): the config's ``repair``, or, when
+        that is None, ``default_repair`` (off for a pipeline of its own, on
+        for the request hook's)."""
+        repair = self.config.repair
+        return self.default_repair if repair is None else repair
+
+    def for_model(self, model: str | None) -> Pipeline:
+        """This pipeline counting for ``model`` (a request's ``model``), when
+        the config leaves the choice to the model (no ``encoder_name``) and
+        the table of :mod:`memrules._counting.models` knows it; else this
+        pipeline itself. One pipeline per model, made once and kept."""
+        if self.config.encoder_name is not None or model_counting(model) is None:
+            return self
+        if model_counting(model) == model_counting(self.config.model):
+            return self
+        key = model_counting(model)
+        found = self._by_model.get(key)
+        if found is None:
+            counter = model_counter(self.config, model, None)
+            found = attrs.evolve(self, counter=counter)
+            if len(self._by_model) < 16:
+                self._by_model[key] = found
+        return found
 
     def budget(self, window: int | None = None) -> Budget:
         """The budget the config sets, for a context ``window`` if known."""
@@ -221,9 +268,14 @@ class Pipeline:
         previous: SentRequest | None = None,
         cache: CacheRule | None = None,
         now: float | None = None,
+        over_budget: OverBudgetMode | None = None,
     ) -> CompressionResult:
         """Compact ``messages`` until they fit ``budget`` (the config's by
-        default). Returns the new messages and the report. ``memo`` is the
+        default). Returns the new messages and the report.
+        When they cannot fit (``report.over_budget``), ``over_budget`` (the
+        config's by default) says what happens: ``"send"`` returns them,
+        ``"warn"`` also emits an :class:`~memrules.OverBudgetWarning` and a
+        log record, ``"raise"`` raises :class:`~memrules.OverBudgetError`. ``memo`` is the
         conversation's own measure (:meth:`measure`), the pipeline's by default.
         ``conversation_id`` names the conversation to the observers (a trace's
         ``gen_ai.conversation.id``); what ``offload`` stores is filed under
@@ -252,6 +304,7 @@ class Pipeline:
         >>> second.report.cache.cached, second.report.cache.uncached
         (1152, 67)
         """
+        mode = self._over_budget(over_budget)
         context = self.context(budget, _scope(conversation_id, user, tenant), memo)
         conversation = context.measure.conversation(messages)
         aim = cache_aim(
@@ -263,17 +316,24 @@ class Pipeline:
             now=now,
             prices=self.prices,
         )
+        if self.repairs:
+            aim = _leading_user(aim, context)
         result = run_pipeline(
             conversation,
             self.config.strategies,
             context,
             max_passes=self.max_passes,
-            repair=self.config.repair,
+            repair=self.repairs,
             observers=self.observers,
             conversation_id=conversation_id,
             aim=aim,
         )
-        return with_estimates(result, self.counter)
+        result = with_estimates(result, self.counter)
+        settle(result.report, mode)
+        return result
+
+    def _over_budget(self, value: OverBudgetMode | None) -> OverBudgetMode:
+        return self.config.over_budget if value is None else check_mode(value)
 
     async def apply_async(
         self,
@@ -287,9 +347,11 @@ class Pipeline:
         previous: SentRequest | None = None,
         cache: CacheRule | None = None,
         now: float | None = None,
+        over_budget: OverBudgetMode | None = None,
     ) -> CompressionResult:
         """:meth:`apply`, awaiting the seams instead of blocking on them: the
-        same arguments and the same result, report included.
+        same arguments and the same result, report included (and the same
+        ``over_budget`` warning or error, once).
 
         The strategies stay sync. They run, whole, until a seam call has no
         answer yet; that call is awaited (an OpenAI-compatible summarizer's
@@ -316,6 +378,7 @@ class Pipeline:
         >>> result == pipeline.apply(turns), len(result.messages)
         (True, 3)
         """
+        mode = self._over_budget(over_budget)
         conversation = as_conversation(messages)
         memo = self._measure if memo is None else memo
         seams = logged_seams(self.seams)
@@ -332,14 +395,16 @@ class Pipeline:
                 previous=previous,
                 cache=cache,
                 now=now,
+                over_budget="send",
             )
 
         answers = SeamAnswers()
         result = await answers.settle(lambda: run(quiet))
-        if not self.observers:
-            return result
-        watched = attrs.evolve(self, seams=seams)
-        return await answers.settle(lambda: run(watched))
+        if self.observers:
+            watched = attrs.evolve(self, seams=seams)
+            result = await answers.settle(lambda: run(watched))
+        settle(result.report, mode)
+        return result
 
     def compress(
         self,
@@ -350,14 +415,17 @@ class Pipeline:
         tenant: str | None = None,
     ) -> CompressionResult:
         """Run every strategy once, with no budget."""
+        context = self.context(scope=_scope(conversation_id, user, tenant))
         result = run_once(
             as_conversation(messages),
             self.config.strategies,
-            self.context(scope=_scope(conversation_id, user, tenant)),
-            repair=self.config.repair,
+            context,
+            repair=self.repairs,
             observers=self.observers,
             conversation_id=conversation_id,
         )
+        if self.repairs:
+            result = lead_with_user(result, context)
         return with_estimates(result, self.counter)
 
     # --- memory: what the store keeps -------------------------------------------------
@@ -467,6 +535,18 @@ class Pipeline:
         ``message``, its ``score`` and ``conversation_id``."""
         scope = _scope(conversation_id, user, tenant)
         return self._store().search(query, k=k, scope=scope, mode=mode)
+
+
+def _leading_user(aim: Aim | None, context: StrategyContext) -> Aim:
+    """``aim`` whose finish first makes the output start with a user message
+    (:func:`~memrules._runtime.lead.lead_with_user`), then does its own."""
+    then = None if aim is None else aim.finish
+
+    def finish(result: CompressionResult) -> CompressionResult:
+        result = lead_with_user(result, context)
+        return result if then is None else then(result)
+
+    return Aim(finish=finish) if aim is None else attrs.evolve(aim, finish=finish)
 
 
 def _scope(conversation_id: str | None, user: str | None, tenant: str | None) -> Scope:

@@ -40,7 +40,7 @@ from memrules._adapters.autogen import convert_one, from_autogen, to_autogen
 from memrules._adapters.by_identity import ConversionsByIdentity
 from memrules._core.messages import Conversation, Message
 from memrules._core.public_names import report_public_module
-from memrules._core.report import CompressionResult
+from memrules._core.report import CompressionResult, OverBudgetMode
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
@@ -81,13 +81,14 @@ def compact_autogen(
     messages: Sequence[Any],
     *,
     conversation_id: str | None = None,
+    over_budget: OverBudgetMode | None = None,
 ) -> tuple[list[Any], CompressionResult]:
     """``pipeline.apply`` over AutoGen ``LLMMessage`` objects: the compacted
     messages (the very objects given, where the pipeline kept a message as
     it was) and the result."""
     messages = list(messages)
     conversation = from_autogen(messages)
-    result = pipeline.apply(conversation, conversation_id=conversation_id)
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     return _handed_back(messages, conversation, result, {})[0], result
 
 
@@ -96,7 +97,9 @@ class CompactingChatContext(_model_context.ChatCompletionContext):  # type: igno
     whole history compacted by ``pipeline`` (see the module docs).
 
     ``initial_messages`` start the history (AutoGen's own argument);
-    ``conversation_id`` names the conversation to the pipeline's observers.
+    ``conversation_id`` names the conversation to the pipeline's observers;
+    ``over_budget`` is what a model call that cannot fit the budget gets
+    (``"send"``, ``"warn"``, ``"raise"``; the config's by default).
     """
 
     def __init__(
@@ -105,10 +108,12 @@ class CompactingChatContext(_model_context.ChatCompletionContext):  # type: igno
         initial_messages: Sequence[Any] | None = None,
         *,
         conversation_id: str | None = None,
+        over_budget: OverBudgetMode | None = None,
     ) -> None:
         super().__init__(None if initial_messages is None else list(initial_messages))
         self.pipeline = pipeline
         self.conversation_id = conversation_id
+        self.over_budget = over_budget
         self.last_result: CompressionResult | None = None
         self._conversions = ConversionsByIdentity(convert_one)
         self._written: dict[Message, Any] = {}
@@ -117,7 +122,9 @@ class CompactingChatContext(_model_context.ChatCompletionContext):  # type: igno
         """The history compacted by the pipeline, as AutoGen messages."""
         history = list(self._messages)
         conversation = self._conversions.convert(history)
-        result = await self.pipeline.apply_async(conversation, conversation_id=self.conversation_id)
+        result = await self.pipeline.apply_async(
+            conversation, conversation_id=self.conversation_id, over_budget=self.over_budget
+        )
         self.last_result = result
         compacted, self._written = _handed_back(history, conversation, result, self._written)
         return compacted

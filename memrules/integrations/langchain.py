@@ -37,7 +37,7 @@ from memrules._adapters.langchain import LangChainConversions, from_langchain, t
 from memrules._core.bounded import BoundedTable
 from memrules._core.errors import ConfigError
 from memrules._core.public_names import report_public_module
-from memrules._core.report import CompressionResult
+from memrules._core.report import CompressionResult, OverBudgetMode
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
@@ -65,13 +65,15 @@ def compact_langchain(
     *,
     conversation_id: str | None = None,
     memo: LangChainConversions | None = None,
+    over_budget: OverBudgetMode | None = None,
 ) -> tuple[list[Any], CompressionResult]:
     """``pipeline.apply`` over LangChain messages: the compacted messages and
     the result. Messages the pipeline kept as they were are the very objects
-    given; only changed or new ones are converted back."""
+    given; only changed or new ones are converted back. ``over_budget`` is
+    :meth:`~memrules.Pipeline.apply`'s."""
     messages = list(messages)
     conversation = from_langchain(messages) if memo is None else memo.convert(messages)
-    result = pipeline.apply(conversation, conversation_id=conversation_id)
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     origin = result.report.origin
     out: list[Any] = []
     for j, m in enumerate(result.messages):
@@ -112,8 +114,11 @@ def _updates(
     mode: str,
     thread: str | None,
     memo: LangChainConversions,
+    over_budget: OverBudgetMode | None,
 ) -> dict[str, Any]:
-    compacted, _ = compact_langchain(pipeline, messages, conversation_id=thread, memo=memo)
+    compacted, _ = compact_langchain(
+        pipeline, messages, conversation_id=thread, memo=memo, over_budget=over_budget
+    )
     if mode == "llm_input_messages":
         return {"llm_input_messages": compacted}
     if len(compacted) == len(messages) and all(
@@ -162,21 +167,31 @@ class PreModelHook:
     messages and keeps the state's history whole; ``"remove_messages"``
     replaces the history with the compacted one (a ``RemoveMessage`` of all
     messages, then the survivors, which keep their ids), and returns no
-    update when nothing changed.
+    update when nothing changed. ``over_budget`` is what a model call that
+    cannot fit the budget gets (``"send"``, ``"warn"``, ``"raise"``; the
+    config's by default).
     """
 
-    __slots__ = ("_memo", "mode", "pipeline")
+    __slots__ = ("_memo", "mode", "over_budget", "pipeline")
 
-    def __init__(self, pipeline: Pipeline, *, mode: Mode = "llm_input_messages") -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        *,
+        mode: Mode = "llm_input_messages",
+        over_budget: OverBudgetMode | None = None,
+    ) -> None:
         _check_mode(mode)
         self.pipeline = pipeline
         self.mode = mode
+        self.over_budget = over_budget
         self._memo = _ThreadConversions()
 
     def __call__(self, state: Any) -> dict[str, Any]:
         messages = state["messages"] if isinstance(state, Mapping) else state.messages
         thread = _thread_id(None)
-        return _updates(self.pipeline, messages, self.mode, thread, self._memo.of(thread))
+        memo = self._memo.of(thread)
+        return _updates(self.pipeline, messages, self.mode, thread, memo, self.over_budget)
 
     def __repr__(self) -> str:
         return f"PreModelHook(mode={self.mode!r})"
@@ -195,11 +210,25 @@ def _middleware_class() -> type:
     class MemrulesMiddleware(base):  # type: ignore[misc]
         """Runs a memrules pipeline before each model call (see :func:`memrules_middleware`)."""
 
-        def __init__(self, pipeline: Pipeline, mode: Mode) -> None:
+        def __init__(
+            self, pipeline: Pipeline, mode: Mode, over_budget: OverBudgetMode | None
+        ) -> None:
             super().__init__()
             self.pipeline = pipeline
             self.mode = mode
+            self.over_budget = over_budget
             self._memo = _ThreadConversions()
+
+        def _compacted(self, messages: Any) -> list[Any]:
+            thread = _thread_id(None)
+            compacted, _ = compact_langchain(
+                self.pipeline,
+                messages,
+                conversation_id=thread,
+                memo=self._memo.of(thread),
+                over_budget=self.over_budget,
+            )
+            return compacted
 
         @property
         def name(self) -> str:
@@ -210,7 +239,9 @@ def _middleware_class() -> type:
                 return None
             thread = _thread_id(None)
             memo = self._memo.of(thread)
-            updates = _updates(self.pipeline, state["messages"], self.mode, thread, memo)
+            updates = _updates(
+                self.pipeline, state["messages"], self.mode, thread, memo, self.over_budget
+            )
             return updates or None
 
         async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -219,20 +250,12 @@ def _middleware_class() -> type:
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
             if self.mode != "llm_input_messages":
                 return handler(request)
-            thread = _thread_id(None)
-            compacted, _ = compact_langchain(
-                self.pipeline, request.messages, conversation_id=thread, memo=self._memo.of(thread)
-            )
-            return handler(request.override(messages=compacted))
+            return handler(request.override(messages=self._compacted(request.messages)))
 
         async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
             if self.mode != "llm_input_messages":
                 return await handler(request)
-            thread = _thread_id(None)
-            compacted, _ = compact_langchain(
-                self.pipeline, request.messages, conversation_id=thread, memo=self._memo.of(thread)
-            )
-            return await handler(request.override(messages=compacted))
+            return await handler(request.override(messages=self._compacted(request.messages)))
 
         def __repr__(self) -> str:
             return f"MemrulesMiddleware(mode={self.mode!r})"
@@ -241,7 +264,12 @@ def _middleware_class() -> type:
     return MemrulesMiddleware
 
 
-def memrules_middleware(pipeline: Pipeline, *, mode: Mode = "llm_input_messages") -> Any:
+def memrules_middleware(
+    pipeline: Pipeline,
+    *,
+    mode: Mode = "llm_input_messages",
+    over_budget: OverBudgetMode | None = None,
+) -> Any:
     """A LangChain v1 agent middleware that runs ``pipeline`` before each
     model call (``langchain`` >= 1.0)::
 
@@ -249,10 +277,11 @@ def memrules_middleware(pipeline: Pipeline, *, mode: Mode = "llm_input_messages"
 
     ``mode`` as for :class:`PreModelHook`: ``"llm_input_messages"`` compacts
     what the model is sent (``wrap_model_call``), ``"remove_messages"``
-    rewrites the history before the model node (``before_model``).
+    rewrites the history before the model node (``before_model``);
+    ``over_budget`` as for :class:`PreModelHook`.
     """
     _check_mode(mode)
-    return _middleware_class()(pipeline, mode)
+    return _middleware_class()(pipeline, mode, over_budget)
 
 
 report_public_module(__name__, __all__, globals())

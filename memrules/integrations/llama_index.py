@@ -31,7 +31,7 @@ from typing import Any
 from memrules._adapters.by_identity import ConversionsByIdentity
 from memrules._adapters.llama_index import convert_one, from_llama_index, to_llama_index
 from memrules._core.public_names import report_public_module
-from memrules._core.report import CompressionResult
+from memrules._core.report import CompressionResult, OverBudgetMode
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
@@ -48,6 +48,7 @@ def compact_llama_index(
     *,
     conversation_id: str | None = None,
     conversions: ConversionsByIdentity | None = None,
+    over_budget: OverBudgetMode | None = None,
 ) -> tuple[list[Any], CompressionResult]:
     """``pipeline.apply`` over LlamaIndex chat messages: the compacted
     messages (the very objects given, where the pipeline kept a message as it
@@ -56,7 +57,7 @@ def compact_llama_index(
     conversation = (
         from_llama_index(messages) if conversions is None else conversions.convert(messages)
     )
-    result = pipeline.apply(conversation, conversation_id=conversation_id)
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     origin = result.report.origin
     out: list[Any] = []
     for j, m in enumerate(result.messages):
@@ -85,6 +86,7 @@ def _memory_class() -> type:
         inner: Any
         pipeline: Any
         conversation_id: str | None = None
+        over_budget: str | None = None
         last_result: Any = None
         conversions: Any = pydantic.Field(default_factory=_conversions, exclude=True)
 
@@ -105,6 +107,7 @@ def _memory_class() -> type:
                 history,
                 conversation_id=self.conversation_id,
                 conversions=self.conversions,
+                over_budget=self.over_budget,  # type: ignore[arg-type]
             )
             self.last_result = result
             return compacted
@@ -126,16 +129,23 @@ def _memory_class() -> type:
 
 
 def compacting_memory(
-    pipeline: Pipeline, *, memory: Any = None, conversation_id: str | None = None
+    pipeline: Pipeline,
+    *,
+    memory: Any = None,
+    conversation_id: str | None = None,
+    over_budget: OverBudgetMode | None = None,
 ) -> Any:
     """A LlamaIndex ``BaseMemory`` whose ``get`` returns ``memory``'s whole
     history (a ``ChatMemoryBuffer`` by default) compacted by ``pipeline``;
     writes go to ``memory`` unchanged. ``conversation_id`` names the
-    conversation to observers."""
+    conversation to observers; ``over_budget`` is what a read that cannot
+    fit the budget gets (``"send"``, ``"warn"``, ``"raise"``; the config's
+    by default)."""
     cls: Any = _memory_class()
+    options = {"conversation_id": conversation_id, "over_budget": over_budget}
     if memory is None:
-        return cls.from_defaults(pipeline=pipeline, conversation_id=conversation_id)
-    return cls(inner=memory, pipeline=pipeline, conversation_id=conversation_id)
+        return cls.from_defaults(pipeline=pipeline, **options)
+    return cls(inner=memory, pipeline=pipeline, **options)
 
 
 report_public_module(__name__, __all__, globals())

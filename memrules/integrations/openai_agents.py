@@ -10,7 +10,16 @@ every call with its output. Any other item (reasoning, web search, computer
 calls...) is an assistant message holding it as an
 :class:`~memrules.Opaque` part, carried through untouched.
 
-Then, two places to compact:
+Then, three places to compact:
+
+- :func:`call_model_input_filter` compacts what **every model call** of a
+  run is sent (the agent's instructions counted with it), for
+  ``RunConfig(call_model_input_filter=...)``: a run that calls tools thirty
+  times stays within the budget at each of its thirty model calls. Use it
+  whenever a run may make more than one model call::
+
+      config = RunConfig(call_model_input_filter=call_model_input_filter(pipeline))
+      await Runner.run(agent, "next question", session=session, run_config=config)
 
 - :class:`CompactingSession` wraps any session (``SQLiteSession``, Redis,
   SQLAlchemy...): what ``get_items`` returns is compacted by the pipeline;
@@ -19,8 +28,15 @@ Then, two places to compact:
       session = CompactingSession(SQLiteSession("user-42", "chats.db"), pipeline)
       await Runner.run(agent, "next question", session=session)
 
+  The SDK reads a session once, when a run starts: the tool calls the run
+  makes are not compacted by it (add the filter above).
+
 - :func:`session_input_callback` compacts the history and the new input
-  together, for ``RunConfig(session_input_callback=...)``.
+  together, for ``RunConfig(session_input_callback=...)``; also once per run.
+
+Each takes ``over_budget`` (``"send"``, ``"warn"``, ``"raise"``; the
+config's by default): what a model call that cannot fit the budget gets
+(see :class:`~memrules.OverBudgetError`).
 
 Compaction runs in a worker thread (``asyncio.to_thread``), so a pipeline
 with a summarizer seam does not block the event loop. The session id names
@@ -35,13 +51,15 @@ from typing import Any
 
 from memrules._adapters.openai_agents import KEY, from_items, to_items
 from memrules._core.public_names import report_public_module
-from memrules._core.report import CompressionResult
+from memrules._core.report import CompressionResult, OverBudgetMode
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
 __all__ = [
     "KEY",
+    "CompactingInputFilter",
     "CompactingSession",
+    "call_model_input_filter",
     "compact_items",
     "from_items",
     "session_input_callback",
@@ -50,13 +68,17 @@ __all__ = [
 
 
 def compact_items(
-    pipeline: Pipeline, items: Sequence[Any], *, conversation_id: str | None = None
+    pipeline: Pipeline,
+    items: Sequence[Any],
+    *,
+    conversation_id: str | None = None,
+    over_budget: OverBudgetMode | None = None,
 ) -> tuple[list[Any], CompressionResult]:
     """``pipeline.apply`` over items: the compacted items (the very item
     objects given, where the pipeline kept a message as it was) and the result."""
     items = list(items)
     conversation = from_items(items)
-    result = pipeline.apply(conversation, conversation_id=conversation_id)
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     origin = result.report.origin
     out: list[Any] = []
     for j, m in enumerate(result.messages):
@@ -77,10 +99,13 @@ class CompactingSession:
     wrapped session's. The last run's report is ``last_result``.
     """
 
-    def __init__(self, session: Any, pipeline: Pipeline) -> None:
+    def __init__(
+        self, session: Any, pipeline: Pipeline, *, over_budget: OverBudgetMode | None = None
+    ) -> None:
         require("agents", "agents")
         self.session = session
         self.pipeline = pipeline
+        self.over_budget = over_budget
         self.last_result: CompressionResult | None = None
 
     # The SDK's ``Session`` protocol declares both as settable attributes:
@@ -104,7 +129,11 @@ class CompactingSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         items = await self.session.get_items(limit)
         compacted, result = await asyncio.to_thread(
-            compact_items, self.pipeline, items, conversation_id=self.session_id
+            compact_items,
+            self.pipeline,
+            items,
+            conversation_id=self.session_id,
+            over_budget=self.over_budget,
         )
         self.last_result = result
         return compacted
@@ -123,17 +152,78 @@ class CompactingSession:
 
 
 def session_input_callback(
-    pipeline: Pipeline,
+    pipeline: Pipeline, *, over_budget: OverBudgetMode | None = None
 ) -> Callable[[list[Any], list[Any]], Awaitable[list[Any]]]:
     """A ``RunConfig(session_input_callback=...)`` that compacts the stored
     history and the new input together (the new input is the most recent
     user message, which no strategy removes)."""
 
     async def combine(history: list[Any], new_input: list[Any]) -> list[Any]:
-        compacted, _ = await asyncio.to_thread(compact_items, pipeline, [*history, *new_input])
+        compacted, _ = await asyncio.to_thread(
+            compact_items, pipeline, [*history, *new_input], over_budget=over_budget
+        )
         return compacted
 
     return combine
+
+
+class CompactingInputFilter:
+    """A ``RunConfig(call_model_input_filter=...)`` that compacts the input
+    of every model call of a run with ``pipeline`` (see
+    :func:`call_model_input_filter`). The last call's result is
+    ``last_result``; its report counts the agent's instructions as the
+    first system message, which the pipeline always keeps and the filter
+    hands back as ``instructions``, unchanged."""
+
+    __slots__ = ("conversation_id", "last_result", "over_budget", "pipeline")
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        *,
+        conversation_id: str | None = None,
+        over_budget: OverBudgetMode | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.conversation_id = conversation_id
+        self.over_budget = over_budget
+        self.last_result: CompressionResult | None = None
+
+    async def __call__(self, data: Any) -> Any:
+        run_config: Any = require("agents.run_config", "agents")
+        given = data.model_data
+        instructions = given.instructions
+        head = [] if not instructions else [{"role": "system", "content": instructions}]
+        compacted, result = await asyncio.to_thread(
+            compact_items,
+            self.pipeline,
+            [*head, *given.input],
+            conversation_id=self.conversation_id,
+            over_budget=self.over_budget,
+        )
+        self.last_result = result
+        if head and compacted and compacted[0] is head[0]:
+            compacted = compacted[1:]
+        return run_config.ModelInputData(input=compacted, instructions=instructions)
+
+    def __repr__(self) -> str:
+        return f"CompactingInputFilter(over_budget={self.over_budget!r})"
+
+
+def call_model_input_filter(
+    pipeline: Pipeline,
+    *,
+    conversation_id: str | None = None,
+    over_budget: OverBudgetMode | None = None,
+) -> CompactingInputFilter:
+    """A ``RunConfig(call_model_input_filter=...)`` that compacts, before
+    each model call of a run, the instructions and input items the model is
+    about to be sent: the history, the new input and every tool call and
+    output of the run so far. Items the pipeline kept are the very item
+    objects given (the SDK matches them to its own). ``conversation_id``
+    names the conversation to the pipeline's observers."""
+    require("agents", "agents")
+    return CompactingInputFilter(pipeline, conversation_id=conversation_id, over_budget=over_budget)
 
 
 report_public_module(__name__, __all__, globals())

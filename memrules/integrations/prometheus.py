@@ -6,6 +6,8 @@
 ``memrules_strategy_runs_total``           strategy runs, by ``strategy`` and ``outcome``
                                            (``changed``, ``unchanged``, ``error``)
 ``memrules_tokens_reclaimed_total``        tokens strategies removed, by ``strategy``
+``memrules_over_budget_total``             runs whose output is still over its budget (see
+                                           the ``over_budget`` setting), by ``operation``
 ``memrules_apply_duration_seconds``        how long a run took (histogram), by ``operation``
 ``memrules_cache_input_tokens_total``      input tokens sent, by ``operation`` and ``served``
                                            (``cached``, ``uncached``: what the provider's
@@ -95,6 +97,7 @@ class PrometheusObserver:
         "cache_cost",
         "cache_tokens",
         "duration",
+        "over_budget",
         "runs",
         "strategy_runs",
         "tokens_reclaimed",
@@ -146,6 +149,14 @@ class PrometheusObserver:
                 namespace=namespace,
                 registry=registry,
             )
+            self.over_budget = _prometheus.Counter(
+                "over_budget",
+                "Pipeline runs whose output is still over its budget (what could not be "
+                "removed costs more), by operation.",
+                ["operation"],
+                namespace=namespace,
+                registry=registry,
+            )
             self.duration = _prometheus.Histogram(
                 "apply_duration_seconds",
                 "How long a pipeline run took, by operation.",
@@ -170,6 +181,8 @@ class PrometheusObserver:
             raise
         self.duration.labels(run.operation).observe(time.perf_counter() - started)
         self.runs.labels(run.operation, result.report.stop_reason.value).inc()
+        if result.report.over_budget:
+            self.over_budget.labels(run.operation).inc()
         cache = result.report.cache
         if cache is not None:
             self.cache_tokens.labels(run.operation, "cached").inc(cache.cached)

@@ -36,7 +36,7 @@ from typing import Any
 
 from memrules._adapters.pydantic_ai import from_history, to_history
 from memrules._core.public_names import report_public_module
-from memrules._core.report import CompressionResult
+from memrules._core.report import CompressionResult, OverBudgetMode
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
@@ -52,42 +52,61 @@ _pai: Any = require("pydantic_ai.messages", "pydantic-ai")
 
 
 def compact_history(
-    pipeline: Pipeline, messages: Sequence[Any], *, conversation_id: str | None = None
+    pipeline: Pipeline,
+    messages: Sequence[Any],
+    *,
+    conversation_id: str | None = None,
+    over_budget: OverBudgetMode | None = None,
 ) -> tuple[list[Any], CompressionResult]:
     """``pipeline.apply`` over a pydantic-ai message history: the messages to
-    send and the result."""
+    send and the result. ``over_budget`` is :meth:`~memrules.Pipeline.apply`'s."""
     conversation, source = from_history(messages)
-    result = pipeline.apply(conversation, conversation_id=conversation_id)
+    result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     if result.messages is conversation:
         return list(messages), result
     return to_history(result.messages, source), result
 
 
-def history_processor(pipeline: Pipeline) -> Callable[[list[Any]], list[Any]]:
-    """A ``history_processors`` entry that compacts the history with ``pipeline``."""
+def history_processor(
+    pipeline: Pipeline, *, over_budget: OverBudgetMode | None = None
+) -> Callable[[list[Any]], list[Any]]:
+    """A ``history_processors`` entry that compacts the history with
+    ``pipeline``; ``over_budget`` is what a model request that cannot fit
+    the budget gets (``"send"``, ``"warn"``, ``"raise"``; the config's by
+    default)."""
 
     def process(messages: list[Any]) -> list[Any]:
-        return compact_history(pipeline, messages)[0]
+        return compact_history(pipeline, messages, over_budget=over_budget)[0]
 
     return process
 
 
-def async_history_processor(pipeline: Pipeline) -> Callable[[list[Any]], Awaitable[list[Any]]]:
+def async_history_processor(
+    pipeline: Pipeline, *, over_budget: OverBudgetMode | None = None
+) -> Callable[[list[Any]], Awaitable[list[Any]]]:
     """The same, as a coroutine that compacts in a worker thread."""
 
     async def process(messages: list[Any]) -> list[Any]:
-        compacted, _ = await asyncio.to_thread(compact_history, pipeline, messages)
+        compacted, _ = await asyncio.to_thread(
+            compact_history, pipeline, messages, over_budget=over_budget
+        )
         return compacted
 
     return process
 
 
-def history_capability(pipeline: Pipeline, *, in_thread: bool = True) -> Any:
+def history_capability(
+    pipeline: Pipeline, *, in_thread: bool = True, over_budget: OverBudgetMode | None = None
+) -> Any:
     """pydantic-ai's ``ProcessHistory`` capability around the processor (the
     async one unless ``in_thread=False``), for ``Agent(capabilities=[...])``.
     pydantic-ai then also keeps the compacted history as the run's own."""
     capabilities = require("pydantic_ai.capabilities", "pydantic-ai")
-    processor = async_history_processor(pipeline) if in_thread else history_processor(pipeline)
+    processor = (
+        async_history_processor(pipeline, over_budget=over_budget)
+        if in_thread
+        else history_processor(pipeline, over_budget=over_budget)
+    )
     return capabilities.ProcessHistory(processor)
 
 

@@ -47,14 +47,22 @@ __all__ = [
 SUMMARY_PROMPT = (
     "You summarize part of a conversation between a user and an AI assistant, with the "
     "assistant's tool calls and their results. These messages are being removed from the "
-    "assistant's context; it will go on with only your summary in their place. Write a "
-    "concise summary that keeps, exactly as written: names of people, projects, tools and "
-    "files; numbers, dates, amounts, versions and identifiers; paths, URLs and commands; "
-    "every decision made, with its reason; every open task, question or promise not yet "
-    "done. Drop greetings, repetition and tool output nobody needs again. Add nothing that "
-    "is not in the messages. Answer with the summary only."
+    "assistant's context; it will go on with only your summary in their place, so write what "
+    "it needs to go on, under these headings (leave out a heading with nothing under it):\n"
+    "Task and constraints: what the user asked for, and every requirement, limit or "
+    "preference they set.\n"
+    "Files touched: each file read, created, edited or deleted, by its exact path, and what "
+    "was done to it.\n"
+    "Decisions: each decision made, with its reason.\n"
+    "Errors seen: each error, failing test or non-zero exit, with the command that gave it "
+    "and its key line exactly as printed, and whether it was fixed.\n"
+    "What is left: every open task, question or promise not yet done, and the next step.\n"
+    "Keep exactly as written: names of people, projects and tools; numbers, dates, versions "
+    "and identifiers; paths, URLs and commands. Drop greetings, repetition and tool output "
+    "nobody needs again. Add nothing that is not in the messages. Answer with the summary only."
 )
-"""The system prompt of :func:`openai_summarizer`."""
+"""The system prompt of :func:`openai_summarizer` unless it is given another
+(``prompt``): the sections an agent needs to go on with its task."""
 
 
 def _clip(text: str, limit: int) -> str:
@@ -91,6 +99,18 @@ _OPEN = re.compile(
     r"oct|nov|dec)\w*)\b",
     re.IGNORECASE,
 )
+_ERROR = re.compile(
+    r"\b(error|errors|exception|traceback|failed|failure|fatal|panic|segmentation fault|"
+    r"exit (?:code|status)|non-zero|assertionerror|\w+error)\b|^E\s",
+    re.IGNORECASE,
+)
+_COMMAND = re.compile(
+    r"^[\w.-]+\(\{.*\}\)|^\$ |\b(?:pytest|python|pip|npm|git|make|cargo|go test)\b"
+)
+_CONSTRAINT = re.compile(
+    r"\b(do not|don't|never|must not|should not|shouldn't|without changing|only use|keep the)\b",
+    re.IGNORECASE,
+)
 _FILLER = re.compile(
     r"^(hi|hello|hey|thanks|thank you|ok|okay|sure|great|noted|got it|you're welcome)\b[\s!.,]*$",
     re.IGNORECASE,
@@ -98,10 +118,14 @@ _FILLER = re.compile(
 
 
 def _score(sentence: str) -> int:
-    """How much of what a summary must keep ``sentence`` holds."""
+    """How much of what a summary must keep ``sentence`` holds: errors,
+    commands and constraints most, then paths, decisions, open tasks,
+    numbers and names."""
     score = 3 * len(_PATH.findall(sentence)) + 2 * len(_NUMBER.findall(sentence))
     score += 2 * len(_NAME.findall(sentence))
     score += 4 * bool(_DECISION.search(sentence)) + 4 * bool(_OPEN.search(sentence))
+    score += 8 * bool(_ERROR.search(sentence)) + 8 * bool(_COMMAND.search(sentence))
+    score += 6 * bool(_CONSTRAINT.search(sentence))
     return score
 
 
@@ -174,13 +198,20 @@ class _OpenAISummarizer:
     model: str
     max_tokens: int
     max_message_chars: int
+    prompt: str = SUMMARY_PROMPT
+
+    def with_prompt(self, prompt: str) -> Summarizer:
+        """This summarizer with ``prompt`` as its system prompt (a new one;
+        this one is unchanged): what ``summarize``'s ``prompt`` asks for."""
+        _check_prompt(prompt)
+        return attrs.evolve(self, prompt=prompt)
 
     def request_json(self, messages: Conversation) -> dict[str, Any]:
         """The chat-completions body :meth:`summarize` posts."""
         return {
             "model": self.model,
             "messages": [
-                {"role": "system", "content": SUMMARY_PROMPT},
+                {"role": "system", "content": self.prompt},
                 {
                     "role": "user",
                     "content": "Summarize these messages:\n\n"
@@ -224,9 +255,10 @@ class _OpenAISummarizer:
     def __repr__(self) -> str:
         c = self.client
         key = f", api_key_env={c.api_key_env!r}" if c.api_key_env else ""
+        prompt = "" if self.prompt == SUMMARY_PROMPT else f", prompt={self.prompt!r}"
         return (
             f"openai_summarizer(base_url={c.base_url!r}, model={self.model!r}{key}, "
-            f"max_tokens={self.max_tokens}, timeout_s={c.timeout:g}, retries={c.retries})"
+            f"max_tokens={self.max_tokens}, timeout_s={c.timeout:g}, retries={c.retries}{prompt})"
         )
 
 
@@ -254,14 +286,17 @@ def openai_summarizer(
     timeout_s: float = 60.0,
     retries: int = 2,
     max_message_chars: int = 4000,
+    prompt: str = SUMMARY_PROMPT,
 ) -> Summarizer:
     """A summarizer that asks an OpenAI-compatible chat endpoint (llama.cpp
     server, vLLM, Ollama, OpenAI) at ``base_url`` (``http://host:8080/v1``)
-    with :data:`SUMMARY_PROMPT`, ``temperature: 0`` and at most
-    ``max_tokens``. Each attempt waits ``timeout_s``; HTTP 429 and 5xx are
-    retried ``retries`` times with backoff. The API key is read from the
-    environment variable ``api_key_env`` names, at each request, and never
-    logged or recorded. Failures raise :class:`SummarizerError`.
+    with ``prompt`` as the system message (:data:`SUMMARY_PROMPT` unless
+    given; a ``summarize`` strategy's own ``prompt`` replaces it for its
+    calls), ``temperature: 0`` and at most ``max_tokens``. Each attempt
+    waits ``timeout_s``; HTTP 429 and 5xx are retried ``retries`` times
+    with backoff. The API key is read from the environment variable
+    ``api_key_env`` names, at each request, and never logged or recorded.
+    Failures raise :class:`SummarizerError`.
     """
     check_base_url(base_url)
     if not isinstance(model, str) or not model:
@@ -272,7 +307,14 @@ def openai_summarizer(
     check_whole("max_message_chars", max_message_chars, 100)
     timeout = check_seconds("timeout_s", timeout_s, MAX_TIMEOUT)
     check_whole("retries", retries, 0, MAX_RETRIES)
+    _check_prompt(prompt)
     client = JSONClient(
         base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries
     )
-    return _OpenAISummarizer(client, model, max_tokens, max_message_chars)
+    return _OpenAISummarizer(client, model, max_tokens, max_message_chars, prompt)
+
+
+def _check_prompt(prompt: object) -> None:
+    if not isinstance(prompt, str) or not prompt.strip():
+        msg = f"prompt={prompt!r} must be a string that says something"
+        raise ConfigError.single(msg, yaml_path="prompt")

@@ -22,10 +22,11 @@ class _DropObservations:
         if first is None:
             return conversation
         marker = context.warning_marker
+        pinned = context.survivors(conversation)
         drop: list[int] = []
         for i in range(first + 1, len(conversation)):
             m = conversation[i]
-            if m.role == "system" and not m.text.startswith(marker):
+            if m.role == "system" and i not in pinned and not m.text.startswith(marker):
                 drop.append(i)
                 if len(drop) == self.max_drop:
                     break
@@ -42,8 +43,8 @@ class _DropObservations:
 def drop_observations(*, max_drop: int = 3) -> Strategy:
     """Remove up to ``max_drop`` system messages after the first, oldest
     first: observations injected into the conversation. Never the first
-    system message, never the context warning (the message that starts with
-    the warning marker).
+    system message, never a pinned one, never the context warning (the
+    message that starts with the warning marker).
 
     Keeps: survivors untouched, order.
     """

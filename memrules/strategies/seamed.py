@@ -18,15 +18,16 @@ answer is not copied into the report).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
 
-from memrules._core.conversation import is_turn_start, latest_turn_start, without_indices
-from memrules._core.errors import StoreError, StrategyError
-from memrules._core.messages import Conversation, Message, Text, ToolCall
-from memrules._core.seam_protocols import JSONRequests, SeamCall
+from memrules._core.conversation import is_turn_start, without_indices
+from memrules._core.errors import ConfigError, StoreError, StrategyError
+from memrules._core.messages import Conversation, Message, Role, Text, ToolCall
+from memrules._core.seam_protocols import JSONRequests, SeamCall, Summarizer
 from memrules._core.seam_records import StoreWrite, build_records, encode_message
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules.strategies._units import take_units
@@ -94,6 +95,8 @@ def _argument(call: ToolCall) -> str:
 
 def _describe(conversation: Conversation, unit: range) -> str:
     first = conversation[unit.start]
+    if len(unit) == 1 and is_summary(first):
+        return "an earlier summary"
     if is_turn_start(first):
         text = " ".join(first.text.split())
         shown = text if len(text) <= 60 else text[:57] + "..."
@@ -212,11 +215,97 @@ def is_summary(message: Message) -> bool:
     )
 
 
+def _last_summary(conversation: Conversation) -> int:
+    """The index of the last summary in ``conversation``, or -1."""
+    return max((i for i, m in enumerate(conversation) if is_summary(m)), default=-1)
+
+
 def _after_summaries(conversation: Conversation, moved: tuple[range, ...]) -> tuple[range, ...]:
     """``moved`` without the units at or before the last summary: those
     stay as they were sent (frozen), and the new summary follows them."""
-    last = max((i for i, m in enumerate(conversation) if is_summary(m)), default=-1)
+    last = _last_summary(conversation)
     return tuple(unit for unit in moved if unit.start > last)
+
+
+_REFUSAL = re.compile(
+    r"(?:i\s+(?:can\s*not|can'?t|won'?t|am\s+(?:not\s+able|unable)|'?m\s+(?:not\s+able|unable))"
+    r"|(?:i'?m\s+|i\s+am\s+)?sorry\b|as\s+an\s+ai\b)",
+    re.IGNORECASE,
+)
+_REFUSAL_CHARS = 300
+"""A refusal is short: an answer longer than this that opens like one is
+taken for a summary (a long answer that only refuses is rare, and its
+cost is checked like any summary's)."""
+
+
+def _unusable(text: str) -> str | None:
+    """Why ``text`` cannot stand for the messages it was asked to summarize,
+    or None: it is empty or only whitespace, or it is a refusal, a short
+    answer (at most 300 characters) that opens with "I can't", "I cannot",
+    "I won't", "I'm unable", "I am not able", "Sorry" / "I'm sorry" or "As
+    an AI"."""
+    stripped = text.strip()
+    if not stripped:
+        return "an empty summary" if not text else "a summary of only whitespace"
+    if len(stripped) <= _REFUSAL_CHARS and _REFUSAL.match(stripped):
+        shown = stripped if len(stripped) <= 80 else stripped[:77] + "..."
+        return f"a refusal, not a summary ({shown!r})"
+    return None
+
+
+def _header(conversation: Conversation, moved: tuple[range, ...]) -> str:
+    """What a summary of ``moved`` says before the summarizer's text."""
+    count = sum(len(unit) for unit in moved)
+    return (
+        f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns or tool exchanges "
+        f"({count} messages), in place of {_replaced(conversation, moved)}:\n"
+    )
+
+
+def summary_role(conversation: Conversation, first: int) -> Role:
+    """The role of a summary whose replaced messages begin at ``first``:
+    the user's when that message opens a turn (the summary then stands for
+    whole turns, before the latest user message), else the assistant's (a
+    summary of tool exchanges, where a user message would read as a newer
+    question than the real one, or open a turn of its own)."""
+    return "user" if is_turn_start(conversation[first]) else "assistant"
+
+
+def _summary(conversation: Conversation, moved: tuple[range, ...], text: str) -> Message:
+    gone = _indices(moved)
+    return Message(
+        role=summary_role(conversation, gone[0]),
+        parts=(Text(text=_header(conversation, moved) + text),),
+        metadata={
+            "memrules": {
+                "summary_of": len(gone),
+                "replaced_ids": [m.id for i in gone if (m := conversation[i]).id is not None],
+            }
+        },
+    )
+
+
+def _prompted(summarizer: Summarizer, prompt: str | None) -> Summarizer:
+    """``summarizer`` asking with ``prompt`` (its ``with_prompt``), or as it is."""
+    if prompt is None:
+        return summarizer
+    advice = "nothing was replaced (drop the strategy's prompt, or use a summarizer that takes one)"
+    with_prompt = getattr(summarizer, "with_prompt", None)
+    if not callable(with_prompt):
+        msg = f"the summarizer {summarizer!r} takes no prompt (it has no with_prompt); {advice}"
+        raise StrategyError(msg)
+    try:
+        prompted = with_prompt(prompt)
+    except Exception as exc:
+        msg = f"the summarizer {summarizer!r} takes no prompt: {exc}; {advice}"
+        raise StrategyError(msg) from exc
+    if not isinstance(prompted, Summarizer):
+        msg = (
+            f"the summarizer {summarizer!r} takes no prompt: its with_prompt answered "
+            f"{type(prompted).__name__}, not a summarizer; {advice}"
+        )
+        raise StrategyError(msg)
+    return prompted
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -224,19 +313,45 @@ class _Summarize:
     turns: int
     keep_exchanges: int
     frozen: bool | None = None  # None, not False: configs without it read as before
+    prompt: str | None = None
+
+    def _block(
+        self, conversation: Conversation, context: StrategyContext, *, fill: bool
+    ) -> tuple[range, ...]:
+        """The units to summarize: ``turns`` of them (a summary already
+        there, at their head, not counted), or, with ``fill``, as many as
+        the budget needs with the summary in their place. With ``frozen``
+        the units up to the last summary stay, and are not counted."""
+        last = _last_summary(conversation) if self.frozen else -1
+
+        def summarized(unit: range) -> bool:
+            return all(is_summary(conversation[i]) for i in unit)
+
+        moved = take_units(
+            conversation,
+            context,
+            units=self.turns,
+            keep_exchanges=self.keep_exchanges,
+            fill=fill,
+            replacement=lambda block: _summary(conversation, block, ""),
+            free=None if self.frozen else summarized,
+            stays=(lambda unit: unit.start <= last) if self.frozen else None,
+        )
+        return _after_summaries(conversation, moved) if self.frozen else moved
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
         summarizer = context.seams.summarizer
         if summarizer is None:
             return conversation
-        moved = take_units(
-            conversation, context, units=self.turns, keep_exchanges=self.keep_exchanges, fill=True
-        )
-        if self.frozen:
-            moved = _after_summaries(conversation, moved)
-        if not moved:
-            return conversation
+        moved = self._block(conversation, context, fill=True)
         gone = _indices(moved)
+        if not gone or (
+            context.budget.kind != "tokens" and all(is_summary(conversation[i]) for i in gone)
+        ):
+            # Only summaries: rewriting them saves no message; under a token
+            # budget a shorter one may still save tokens (checked below).
+            return conversation
+        summarizer = _prompted(summarizer, self.prompt)
         batch = tuple(conversation[i] for i in gone)
         request = (
             summarizer.request_json(batch)
@@ -253,23 +368,11 @@ class _Summarize:
         if not isinstance(text, str):
             msg = f"the summarizer answered {type(text).__name__}, not text; nothing was replaced"
             raise StrategyError(msg, seam_calls=(attrs.evolve(call, response=None, error=msg),))
-        ids = [m.id for m in batch if m.id is not None]
-        # Inside the latest turn the summary speaks for the assistant whose
-        # tool rounds it replaces: a user message there would read as a
-        # newer question than the real one (or open a turn of its own).
-        start = latest_turn_start(conversation)
-        inside = start is not None and gone[0] > start
-        summary = Message(
-            role="assistant" if inside else "user",
-            parts=(
-                Text(
-                    text=f"{SUMMARY_PREFIX} A summary of {len(moved)} earlier turns or "
-                    f"tool exchanges ({len(batch)} messages), in place of "
-                    f"{_replaced(conversation, moved)}:\n{text}"
-                ),
-            ),
-            metadata={"memrules": {"summary_of": len(batch), "replaced_ids": ids}},
-        )
+        unusable = _unusable(text)
+        if unusable is not None:
+            msg = f"the summarizer answered {unusable}; nothing was replaced"
+            raise StrategyError(msg, seam_calls=(attrs.evolve(call, error=msg),))
+        summary = _summary(conversation, moved, text)
         sizes = context.sizes(conversation)
         refused = _no_saving(summary, sum(sizes[i] for i in gone), len(batch), context)
         if refused is not None:
@@ -280,9 +383,14 @@ class _Summarize:
             )
         first = gone[0]
         rest = without_indices(conversation, gone)
+        note = f"summarized {len(batch)} messages ({len(moved)} units"
+        if not context.budget.is_unlimited:
+            beyond = len(moved) - len(self._block(conversation, context, fill=False))
+            if beyond > 0:
+                note += f", {beyond} more than turns={self.turns} takes, to fit the budget"
         return Outcome(
             messages=(*rest[:first], summary, *rest[first:]),
-            note=f"summarized {len(batch)} messages ({len(moved)} units)",
+            note=note + ")",
             seam_calls=(call,),
         )
 
@@ -291,22 +399,43 @@ class _Summarize:
 
 
 @register("summarize")
-def summarize(*, turns: int = 10, keep_exchanges: int = 3, frozen: bool = False) -> Strategy:
-    """Replace the oldest ``turns`` units (or more when the budget needs
-    more) with one message from the summarizer that says it is a summary,
-    of how much, and in place of which turns (by their opening words) and
-    tool exchanges (by their calls), where the first of them stood; its
-    metadata lists the ids of the messages it replaced. Without a
-    summarizer it does nothing. Units are chosen as ``offload`` chooses
-    them, never splitting a tool exchange, so all that goes is summarized.
+def summarize(
+    *, turns: int = 10, keep_exchanges: int = 3, frozen: bool = False, prompt: str | None = None
+) -> Strategy:
+    """Replace the oldest ``turns`` units with one message from the
+    summarizer that says it is a summary, of how much, and in place of
+    which turns (by their opening words) and tool exchanges (by their
+    calls), where the first of them stood; its metadata lists the ids of
+    the messages it replaced. Without a summarizer it does nothing. Units
+    are chosen as ``offload`` chooses them, never splitting a tool
+    exchange, so all that goes is summarized.
 
-    The summary is a user message when it takes the place of whole turns,
-    before the latest user message; when all it replaces are tool rounds
-    inside the latest turn, after the question, it is an assistant message,
-    so that it is never taken for the latest user message or the start of
-    a turn. A summary that would not cost fewer tokens than the messages it
-    replaces is refused: nothing changes, and the action's note and seam
-    call say so.
+    With a budget, one call takes as many units as it takes to fit,
+    counting the summary itself (one message, and its header's tokens; the
+    summarizer's text is not known before it is written): the note then
+    says how many units beyond ``turns`` the budget needed. A summary
+    already in the conversation is summarized again with the units after
+    it; alone, only under a token budget (a shorter one may save tokens; a
+    message budget it cannot help).
+
+    The summary takes the role of the first message it replaces: a user
+    message in place of whole turns (which open at a user message, before
+    the latest one); an assistant message in place of tool exchanges
+    (which open at an assistant message), so that it is never taken for
+    the latest user message or the start of a turn.
+
+    An answer that is empty, only whitespace, or a refusal (a short answer
+    that opens with "I can't", "I cannot", "I won't", "I'm unable",
+    "Sorry" or "As an AI") is an error: it is in the report's errors with
+    the seam call, and nothing is replaced. A summary that would not cost
+    fewer tokens than the messages it replaces is refused: nothing
+    changes, and the action's note and seam call say so.
+
+    ``prompt`` is the instruction the summarizer is given in place of its
+    own (:data:`memrules.seams.summarizers.SUMMARY_PROMPT` for an
+    OpenAI-compatible one): the strategy asks the summarizer's
+    ``with_prompt(prompt)`` for one that uses it, and a summarizer without
+    one (the extractive summarizer, which has no prompt) is an error.
 
     With ``frozen``, summaries are appended, never rewritten: the
     summaries already in the conversation (and what precedes them) stay
@@ -320,4 +449,7 @@ def summarize(*, turns: int = 10, keep_exchanges: int = 3, frozen: bool = False)
     """
     check_positive("turns", turns)
     check_positive("keep_exchanges", keep_exchanges, minimum=0)
-    return _Summarize(turns, keep_exchanges, True if frozen else None)
+    if prompt is not None and not prompt.strip():
+        msg = f"prompt={prompt!r} must say something (leave it out for the summarizer's own)"
+        raise ConfigError.single(msg, yaml_path="prompt")
+    return _Summarize(turns, keep_exchanges, True if frozen else None, prompt)

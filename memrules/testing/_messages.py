@@ -85,7 +85,16 @@ def opaques() -> st.SearchStrategy[Opaque]:
         lambda t: Opaque(kind="thinking", payload={"thinking": t, "signature": "sig"}),
         texts(max_size=20),
     )
-    return st.one_of(image, thinking)
+    # A block no rule prices (a provider's newer block type): counted by the
+    # tokens of its JSON, and named in report.estimates.
+    unknown = st.builds(
+        lambda source, t: Opaque(
+            kind=f"{source}weird_block", payload={"type": "weird_block", "data": t}
+        ),
+        st.sampled_from(("", "openai:", "anthropic:")),
+        texts(max_size=40),
+    )
+    return st.one_of(image, thinking, unknown)
 
 
 _ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_"
@@ -93,9 +102,10 @@ _ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 def parts(*, tool_parts: bool = False, large: bool = False) -> st.SearchStrategy[Part]:
     """A single part: :class:`Text` (text from :func:`texts`) or :class:`Opaque`
-    (images, thinking blocks); with ``tool_parts=True`` also a :class:`ToolCall`
-    or :class:`ToolResult` with an arbitrary id (nothing pairs them; use
-    :func:`conversations` for well-formed tool traffic)."""
+    (images, thinking blocks, blocks of no known type); with
+    ``tool_parts=True`` also a :class:`ToolCall` or :class:`ToolResult` with
+    an arbitrary id (nothing pairs them; use :func:`conversations` for
+    well-formed tool traffic)."""
     text = st.builds(Text, text=texts(large=large))
     options: list[st.SearchStrategy[Part]] = [text, text, opaques()]
     if tool_parts:

@@ -27,7 +27,10 @@ def test_check_prints_the_resolved_pipeline_budget_and_seams(
     out = capsys.readouterr().out
     assert out.startswith(f"{config}: ok\n  route default:\n")
     assert "budget: 102,400 tokens (max_fraction 0.8 of a 128,000-token window)" in out
-    assert "counter: cl100k_base, count rule openai" in out
+    assert (
+        "counter: the request's model (else the larger of cl100k_base and o200k_base), "
+        "count rule openai" in out
+    )
     assert "pipeline: 8 strategies" in out
     assert "      6. sliding_window(keep_messages=40)" in out  # defaults filled in
     assert "seams: none" in out
@@ -88,4 +91,7 @@ def test_check_runs_as_a_command() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "budget: more than 6 messages" in done.stdout
-    assert "counter: cl100k_base, count rule seed" in done.stdout
+    assert (
+        "counter: the request's model (else the larger of cl100k_base and o200k_base), "
+        "count rule seed" in done.stdout
+    )

@@ -41,7 +41,7 @@ BAD = [
     ("warn_fraction: -0.1\n", "warn_fraction", 1, "at most 1"),
     ("context_window_tokens: 12.5\n", "context_window_tokens", 1, "whole number"),
     ("encoder_name: gpt-nine\n", "encoder_name", 1, "such as 'gpt-4o', 'estimate', or 'hf:"),
-    ("repair: yes please\n", "repair", 1, "repair='yes please' must be true or false"),
+    ("repair: yes please\n", "repair", 1, "repair='yes please' must be true, false or null"),
     ("user_first: 1\n", "user_first", 1, "user_first=1 must be true or false"),
     ("warning_marker: ''\n", "warning_marker", 1, "non-empty string"),
     ("count_rule: gemini\n", "count_rule", 1, "count_rule='gemini' must be one of openai"),
@@ -304,7 +304,7 @@ def test_python_api_validates_like_yaml() -> None:
     assert MemoryConfig(max_tokens=100).max_fraction is None
     with pytest.raises(ConfigError, match="max_messages=0"):
         MemoryConfig(max_messages=0)
-    with pytest.raises(ConfigError, match="repair='yes' must be true or false"):
+    with pytest.raises(ConfigError, match="repair='yes' must be true, false or null"):
         MemoryConfig(repair="yes")  # type: ignore[arg-type]
 
 
@@ -343,9 +343,10 @@ def test_estimate_selects_the_script_aware_counter() -> None:
 
 
 def test_repair_and_user_first_are_read() -> None:
-    config = load_config("repair: true\nuser_first: true\n")
-    assert (config.repair, config.user_first) == (True, True)
-    assert (load_config("{}").repair, load_config("{}").user_first) == (False, False)
+    config = load_config("repair: true\nuser_first: false\n")
+    assert (config.repair, config.user_first) == (True, False)
+    # repair: null by default, on in the request hook, off in Pipeline.apply
+    assert (load_config("{}").repair, load_config("{}").user_first) == (None, True)
 
 
 def test_default_pipeline_is_the_seeds_eight() -> None:

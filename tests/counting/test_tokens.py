@@ -24,11 +24,14 @@ from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult,
 from memrules._counting.measure import Measure
 from memrules._counting.tokens import (
     CHUNK_CHARS,
+    FORCED_CUT_SLACK,
     EstimatingCounter,
     TiktokenCounter,
     TokenCounter,
     _load_encoding,
     chunk_text,
+    count_encoded,
+    forced_cuts,
     load_encoding,
     parse_vocabulary,
 )
@@ -372,7 +375,7 @@ _WORDS = ["ab", "Cd", "it's", "don't", "12345", "  ", "\n\n", " \n", "/x", ";\n"
 def test_chunked_counts_equal_unchunked(text: str, size: int) -> None:
     for name in ("cl100k_base", "o200k_base"):
         encoding = load_encoding(name)
-        chunks = chunk_text(text, size)
+        chunks = chunk_text(text, size, longest=len(text))  # never forced
         assert "".join(chunks) == text
         whole = len(encoding.encode_ordinary(text))
         assert sum(len(encoding.encode_ordinary(c)) for c in chunks) == whole
@@ -406,3 +409,69 @@ def test_a_huge_text_reaches_the_encoder_in_bounded_chunks() -> None:
     assert counter.count(Message(role="tool", parts=(result,))) > 0
     assert len(text) > 10 * CHUNK_CHARS
     assert max(seen) <= 3 * CHUNK_CHARS
+
+
+# --- a run with nowhere exact to cut -------------------------------------------------
+
+
+def test_a_word_without_spaces_reaches_the_encoder_in_bounded_chunks() -> None:
+    # One "word" of 2 MB: no space, no newline, so no exact place to cut.
+    # Encoded whole, tiktoken's time grows faster than the word; cut into
+    # chunks of at most 4 x CHUNK_CHARS, it grows with the word.
+    real = load_encoding("cl100k_base")
+    seen: list[int] = []
+
+    class Recording:
+        name = "cl100k_base"
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            seen.append(len(text))
+            return real.encode_ordinary(text)
+
+    word = "deadbeef" * 250_000
+    counted = count_encoded(Recording(), word)  # type: ignore[arg-type]
+    assert max(seen) <= 4 * CHUNK_CHARS
+    assert sum(seen) == len(word)
+    cuts = forced_cuts(word)
+    assert cuts == len(seen) - 1 > 0
+    assert counted == sum(len(real.encode_ordinary(c)) for c in chunk_text(word)) + 3 * cuts
+
+
+def test_text_with_places_to_cut_has_no_forced_cut() -> None:
+    text = "the deploy of build 7 finished\n" * 20_000
+    assert len(text) > 4 * CHUNK_CHARS
+    assert forced_cuts(text) == 0
+    assert count_encoded(load_encoding("o200k_base"), text) == len(
+        load_encoding("o200k_base").encode_ordinary(text)
+    )
+
+
+_RUNS = st.sampled_from(
+    [
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        "0123456789abcdef",
+        "abcdefghijklmnopqrstuvwxyz0123456789+/=",
+        "!#$%&()*+,-.:;<=>?@[]^_{|}~ab",
+        "你好世界中文字符测试",
+        "alphabetagammadeltatokencountmemoryrules",
+    ]
+)
+
+
+@given(_RUNS, st.integers(200, 1500), st.randoms(use_true_random=False))
+def test_a_forced_cut_with_its_slack_never_counts_under_the_run(
+    alphabet: str, length: int, rng: object
+) -> None:
+    # FORCED_CUT_SLACK's claim, on a sample: the halves of a run cut anywhere,
+    # plus the slack, are never fewer tokens than the run whole.
+    import random
+
+    assert isinstance(rng, random.Random)
+    run = "".join(rng.choice(alphabet) for _ in range(length))
+    cut = rng.randrange(1, length)
+    for name in ("cl100k_base", "o200k_base"):
+        encoding = load_encoding(name)
+        whole = len(encoding.encode_ordinary(run))
+        halves = len(encoding.encode_ordinary(run[:cut])) + len(encoding.encode_ordinary(run[cut:]))
+        assert whole <= halves + FORCED_CUT_SLACK
+        assert halves <= whole + FORCED_CUT_SLACK

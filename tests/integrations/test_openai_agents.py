@@ -350,3 +350,107 @@ def test_the_agents_items_conversion_is_an_adapter_that_imports_no_framework() -
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+# --- every model call of a run ----------------------------------------------------------
+
+EVERY_CALL = """
+max_tokens: 2000
+strategies:
+  - type: clear_tool_results
+    keep_pairs: 3
+  - type: sliding_window
+    keep_messages: 12
+"""
+
+
+class ManyCallsModel(Model):  # type: ignore[misc,valid-type]
+    """A scripted model (the SDK's own ``Model`` interface): calls
+    ``read_file`` ``calls - 1`` times in one run, then answers. Records the
+    instructions and input of every call."""
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+        self.inputs: list[tuple[Any, list[Any]]] = []
+
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        given = [input] if isinstance(input, str) else list(input)
+        self.inputs.append((system_instructions, given))
+        n = len(self.inputs)
+        if n < self.calls:
+            output: list[Any] = [
+                ResponseFunctionToolCall(
+                    type="function_call",
+                    call_id=f"call_{n}",
+                    name="read_file",
+                    arguments=f'{{"path": "f{n}.py"}}',
+                )
+            ]
+        else:
+            text = ResponseOutputText(type="output_text", text="all read", annotations=[])
+            output = [
+                ResponseOutputMessage(
+                    id="msg_end",
+                    type="message",
+                    role="assistant",
+                    status="completed",
+                    content=[text],
+                )
+            ]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _sent_tokens(pipeline: Any, instructions: Any, given: list[Any]) -> int:
+    from memrules.integrations.openai_agents import from_items
+
+    head = [{"role": "system", "content": instructions}] if instructions else []
+    return int(pipeline.count(from_items([*head, *given])))
+
+
+def test_the_input_filter_keeps_every_model_call_of_a_run_under_budget() -> None:
+    from memrules.integrations.openai_agents import call_model_input_filter
+
+    pipeline = load_pipeline(EVERY_CALL)
+    model = ManyCallsModel(30)
+    agent = _agent(model)  # type: ignore[arg-type]
+    model_filter = call_model_input_filter(pipeline, over_budget="raise")
+    config = RunConfig(call_model_input_filter=model_filter)
+
+    async def scenario() -> Any:
+        return await Runner.run(agent, "read thirty files", run_config=config, max_turns=40)
+
+    result = asyncio.run(scenario())
+    assert result.final_output == "all read"
+    assert len(model.inputs) == 30
+    sizes = [_sent_tokens(pipeline, i, given) for i, given in model.inputs]
+    assert max(sizes) < 2000, sizes
+    assert model_filter.last_result is not None
+    assert model_filter.last_result.report.compacted
+    for k, (instructions, sent) in enumerate(model.inputs):
+        assert instructions == "Read files."
+        assert pairing_problems(sent) == [], f"model call {k}"
+        assert sent[0].get("content") == "read thirty files"  # the task is never dropped
+    # Without the filter the same run's last calls are far over the budget:
+    # what the session or the callback compacts at the start of a run is not enough.
+    bare = ManyCallsModel(30)
+    asyncio.run(Runner.run(_agent(bare), "read thirty files", max_turns=40))  # type: ignore[arg-type]
+    assert max(_sent_tokens(pipeline, i, g) for i, g in bare.inputs) > 2000
+
+
+def test_the_input_filter_passes_over_budget_through() -> None:
+    from memrules import OverBudgetError
+    from memrules.integrations.openai_agents import call_model_input_filter
+
+    pipeline = load_pipeline("{max_tokens: 20, strategies: []}")
+    model = ManyCallsModel(1)
+    config = RunConfig(
+        call_model_input_filter=call_model_input_filter(pipeline, over_budget="raise")
+    )
+    with pytest.raises(OverBudgetError):
+        asyncio.run(Runner.run(_agent(model), "read " * 40, run_config=config))  # type: ignore[arg-type]
+    assert model.inputs == []  # nothing was sent

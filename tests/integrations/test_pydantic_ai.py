@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memrules import load_pipeline
+from memrules._adapters.pydantic_ai import from_history
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pydantic_ai") is None,
@@ -113,6 +114,8 @@ def test_a_function_model_agent_keeps_every_tool_pair(kind: str) -> None:
         prompts = [p for m in sent for p in m.parts if isinstance(p, UserPromptPart)]
         assert prompts, f"model request {k}: the user's prompt was dropped"
         assert prompts[-1].content == "Read every file."
+        # every model request of the one run is within the 700-token budget
+        assert pipeline.count(from_history(sent)[0]) < 700, f"model request {k}"
     history = result.all_messages()
     assert pairing_problems(history) == []
     calls = sum(isinstance(p, ToolCallPart) for m in caller.seen[-1] for p in m.parts)

@@ -41,12 +41,15 @@ PUBLIC = {
     "MemoryConfig",
     "MemoryPlugin",
     "MemrulesError",
+    "MemrulesWarning",
     "Message",
     "MessageFormatError",
     "ObserverError",
     "Opaque",
     "Outcome",
     "OutputError",
+    "OverBudgetError",
+    "OverBudgetWarning",
     "Part",
     "Pipeline",
     "RecallHit",
@@ -130,7 +133,9 @@ def test_version_comes_from_package_metadata() -> None:
 def test_every_public_error_is_a_memrules_error() -> None:
     for name in PUBLIC:
         value = getattr(memrules, name)
-        if isinstance(value, type) and issubclass(value, Exception):
+        if isinstance(value, type) and issubclass(value, Warning):
+            assert issubclass(value, memrules.MemrulesWarning), name
+        elif isinstance(value, type) and issubclass(value, Exception):
             assert issubclass(value, memrules.MemrulesError), name
 
 

@@ -226,7 +226,10 @@ class Watched(dict[str, Any]):
 
 @pytest.mark.parametrize("edits_in_place", [True, False])
 def test_the_plugin_takes_the_callers_own_dicts_unread_when_told(edits_in_place: bool) -> None:
-    config = MemoryConfig(context_window_tokens=100_000, strategies=[trim_to_budget()])
+    # repair=False: the log starts with an assistant message, sent as it is
+    config = MemoryConfig(
+        context_window_tokens=100_000, strategies=[trim_to_budget()], repair=False
+    )
     plugin = MemoryPlugin(config, counter=COUNTER, edits_in_place=edits_in_place)
     log: list[Any] = []
     Watched.compared = 0

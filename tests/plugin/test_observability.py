@@ -88,7 +88,8 @@ def test_logging_one_record_per_run_and_per_strategy_run(caplog: pytest.LogCaptu
     assert fields["memrules.duration_ms"] >= 0
     assert runs[0].getMessage() == (
         f"memrules apply: {report.tokens_before} -> {report.tokens_after} tokens, "
-        f"{report.messages_before} -> {report.messages_after} messages (cl100k_base), "
+        f"{report.messages_before} -> {report.messages_after} messages "
+        "(max(cl100k_base,o200k_base)), "
         f"under_budget after {report.passes} passes"
     )
     for record in caplog.records:
@@ -148,7 +149,7 @@ def test_otel_spans_for_a_known_compaction(spans: Any) -> None:
     run = finished[-1]
     assert run.attributes == {
         "memrules.operation": "apply",
-        "memrules.counter": "cl100k_base",
+        "memrules.counter": "max(cl100k_base,o200k_base)",
         "memrules.strategies": "clear_tool_results,sliding_window",
         "memrules.messages.before": 18,
         "memrules.budget.kind": "tokens",
@@ -162,6 +163,7 @@ def test_otel_spans_for_a_known_compaction(spans: Any) -> None:
         "memrules.messages.after": report.messages_after,
         "memrules.strategy_runs": 2,
         "memrules.errors": 0,
+        "memrules.over_budget": False,
         "gen_ai.usage.input_tokens": report.tokens_after,
     }
     assert report.tokens_after < 120 <= report.tokens_before
@@ -297,6 +299,7 @@ def test_prometheus_metrics_for_a_known_compaction() -> None:
         "memrules_runs",
         "memrules_strategy_runs",
         "memrules_tokens_reclaimed",
+        "memrules_over_budget",
         "memrules_apply_duration_seconds",
         "memrules_cache_input_tokens",
         "memrules_cache_cost_units",
@@ -349,3 +352,22 @@ def test_run_attributes_before_the_run_hold_no_outcome() -> None:
         "memrules.messages.before": 3,
         "memrules.budget.kind": "unlimited",
     }
+
+
+@needs_prometheus
+def test_prometheus_counts_runs_left_over_budget() -> None:
+    import warnings
+
+    from prometheus_client import CollectorRegistry
+
+    from memrules.integrations.prometheus import PrometheusObserver
+
+    registry = CollectorRegistry()
+    pipeline = load_pipeline(
+        "{max_tokens: 5, over_budget: send, strategies: []}",
+        observers=[PrometheusObserver(registry)],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pipeline.apply(_history()).report.over_budget
+    assert registry.get_sample_value("memrules_over_budget_total", {"operation": "apply"}) == 1

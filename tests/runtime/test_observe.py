@@ -76,7 +76,7 @@ def test_observers_see_the_run_and_every_strategy_run_in_order() -> None:
     info, seen = outer.runs[0]
     assert seen is result
     assert info.operation == "apply"
-    assert info.counter == "cl100k_base"
+    assert info.counter == "max(cl100k_base,o200k_base)"
     assert info.messages == len(history)
     assert info.strategies == ("clear_tool_results", "sliding_window")
     assert info.conversation_id == "conv-7"
@@ -195,7 +195,7 @@ def test_an_observer_error_fails_the_run() -> None:
 
 
 def test_the_report_names_the_counter() -> None:
-    assert load_pipeline(CONFIG).apply(_history()).report.counter == "cl100k_base"
+    assert load_pipeline(CONFIG).apply(_history()).report.counter == "max(cl100k_base,o200k_base)"
     estimate = load_pipeline("encoder_name: estimate\n" + CONFIG)
     report = estimate.apply(_history()).report
     assert report.counter == "estimate"

@@ -13,6 +13,7 @@ import pytest
 from memrules import MemoryConfig, Pipeline, load_pipeline
 from memrules._core.errors import ConfigError, EmbedderError, SummarizerError
 from memrules._core.messages import Conversation, ToolCall, ToolResult, message
+from memrules._core.survivors import SurvivorRule
 from memrules.seams import Seams, openai_embedder, openai_summarizer
 from memrules.seams.summarizers import SUMMARY_PROMPT
 from memrules.strategies import summarize
@@ -56,7 +57,10 @@ def summarizing(url: str, **options: Any) -> Pipeline:
     summarizer = openai_summarizer(
         base_url=url, model="m", api_key_env="MEMRULES_SEAM_KEY", **options
     )
-    config = MemoryConfig(max_messages=3, strategies=[summarize(turns=1)])
+    # Without the task rule: the first turn is the one summarized, as a chat's old turn is.
+    config = MemoryConfig(
+        max_messages=3, strategies=[summarize(turns=1)], survivors=SurvivorRule(task=False)
+    )
     return Pipeline.from_config(config, seams=Seams(summarizer=summarizer), counter=COUNTER)
 
 
@@ -230,6 +234,7 @@ def test_a_config_builds_both_http_seams(server: ChatServer) -> None:
         "  timeout_s: 5\n"
         "  retries: 1\n"
         "max_messages: 4\n"
+        "survivors: {task: false}\n"
         "strategies:\n"
         "  - type: summarize\n"
         "    turns: 1\n",

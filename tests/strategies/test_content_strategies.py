@@ -24,7 +24,7 @@ from memrules._engine.contract import Outcome, StrategyContext
 from memrules.strategies import clear_thinking, strip_old_images
 from memrules.strategies.images import STUB_PREFIX
 from memrules.strategies.thinking import THINKING_CLEARED
-from tests.support.strategies import COUNTER, check_strategy, conversations
+from tests.support.strategies import COUNTER, check_strategy, conversations, survivors
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -72,15 +72,8 @@ def at(conversation: Conversation, place: tuple[int, int, int | None]) -> Any:
 
 
 def protected(conversation: Conversation) -> set[int]:
-    """The first system message and the latest user message."""
-    out = set()
-    systems = [i for i, m in enumerate(conversation) if m.role == "system"]
-    users = [i for i, m in enumerate(conversation) if m.role == "user"]
-    if systems:
-        out.add(systems[0])
-    if users:
-        out.add(users[-1])
-    return out
+    """The survivors (tests/support/strategies.py's oracle)."""
+    return survivors(conversation)
 
 
 @given(conversations(max_size=16), st.integers(0, 4))

@@ -42,6 +42,7 @@ from memrules.strategies import (
     drop_observations,
     drop_turns,
     offload,
+    seamed,
     sliding_window,
     summarize,
     trim_to_budget,
@@ -526,7 +527,10 @@ def test_drop_observations_drops_the_oldest_observations(
     out = run(drop_observations(max_drop=max_drop), conversation).messages
     systems = [i for i, m in enumerate(conversation) if m.role == "system"]
     candidates = [
-        i for i in systems[1:] if not conversation[i].text.startswith(DEFAULT_WARNING_MARKER)
+        i
+        for i in systems[1:]
+        if not conversation[i].text.startswith(DEFAULT_WARNING_MARKER)
+        and conversation[i].metadata.get("pinned") is not True
     ]
     dropped = set(candidates[:max_drop])
     assert same(out, drop(conversation, dropped))
@@ -632,10 +636,24 @@ def test_trim_to_budget(edge: bool, data: st.DataObject) -> None:
 # --- turns: drop_turns, offload, summarize ---------------------------------------------
 
 
+def header_only(conversation: Conversation, block: tuple[range, ...]) -> Message:
+    """The summary of ``block`` before the summarizer's text is in it: what
+    ``summarize`` counts when it chooses a block for a budget."""
+    return seamed._summary(conversation, block, "")
+
+
 def oldest_turns(
-    conversation: Conversation, limit: int, budget: Budget = Budget.UNLIMITED
+    conversation: Conversation,
+    limit: int,
+    budget: Budget = Budget.UNLIMITED,
+    *,
+    summarized: bool = False,
 ) -> tuple[set[int], int]:
-    units = moved_units(conversation, limit, budget=budget)
+    """The indices and count of the units a turn strategy moves; with
+    ``summarized``, the block is chosen with its summary's header in its
+    place (one message more, and its tokens)."""
+    replacement = (lambda block: header_only(conversation, block)) if summarized else None
+    units = moved_units(conversation, limit, budget=budget, replacement=replacement)
     return {i for unit in units for i in unit}, len(units)
 
 
@@ -777,7 +795,7 @@ def test_seam_failure_leaves_the_conversation_and_records_the_call(
                 named,
                 context(budget=budget, store=store, summarizer=summarizer),
             ),
-            oldest_turns(conversation, turns, budget)[0],
+            oldest_turns(conversation, turns, budget, summarized=name == "summarize")[0],
         ),
     ):
         assert result.messages is conversation
@@ -836,8 +854,9 @@ def test_turns_spare_a_parallel_call_made_before_the_first_turn(name: str) -> No
 
 def test_offload_moves_an_exchange_that_crosses_a_turn_whole() -> None:
     """Anthropic: the call made in turn 1 is answered by the tool_result
-    that opens turn 2. Moving turn 1 alone would leave closure to delete
-    that result, stored nowhere; so turns 1 and 2 move together."""
+    that opens turn 2. Moving turn 1's exchange alone would leave closure
+    to delete that result, stored nowhere; so it and turn 2 move together
+    (turn 1's opening message is the task, which stays)."""
     first_turn = (
         Message(role="user", parts=(Text(text="read a.py"),)),
         Message(role="assistant", parts=(ToolCall(id="c1", name=FILE_TOOL, arguments="{}"),)),
@@ -851,8 +870,8 @@ def test_offload_moves_an_exchange_that_crosses_a_turn_whole() -> None:
     conversation = (system, *first_turn, *second_turn, latest)
     store = MemoryStore()
     enforced = run(offload(turns=1), conversation, context(store=store))
-    assert enforced.messages == (system, latest)
-    assert store.batches == [(*first_turn, *second_turn)]
+    assert enforced.messages == (system, first_turn[0], latest)
+    assert store.batches == [(first_turn[1], *second_turn)]
     assert enforced.closed_calls == ()
 
 

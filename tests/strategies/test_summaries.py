@@ -23,6 +23,7 @@ from memrules import load_pipeline
 from memrules._core.budget import Budget
 from memrules._core.invariants import check_invariants, enforce
 from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult, message
+from memrules._core.survivors import SurvivorRule
 from memrules._engine.contract import StrategyContext
 from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 from memrules.seams import Seams, Summarizer, extractive_summarizer, openai_summarizer
@@ -142,10 +143,12 @@ def test_a_user_message_before_the_question_stands() -> None:
     earlier = (message("user", "Hello"), message("assistant", "Hi, what can I do?"))
     history = (message("system", "sys"), *earlier, *agent_loop(4)[1:])
     output = (history[0], SUMMARY, *history[3:])
-    enforced = enforce(history, output)
+    no_task = SurvivorRule(task=False)  # "Hello" is the task: here it is summarized away
+    enforced = enforce(history, output, survivors=no_task)
     assert enforced.violation is None
     assert enforced.messages == output
-    assert check_invariants(history, output) == []
+    assert check_invariants(history, output, no_task) == []
+    assert enforce(history, output).violation == "removed or altered the task (index 1)"
 
 
 # --- the reproduction: the default config with a summarizer ---------------------------
@@ -197,7 +200,8 @@ def test_the_default_config_keeps_the_question_of_an_agent_turn(
 def test_a_summary_of_earlier_turns_and_rounds_is_a_user_message_before_the_question() -> None:
     """When the units summarized begin with whole earlier turns, the summary
     stands where the first of them stood, a user message before the
-    question."""
+    question (after the task, which is kept: here it is a turn of its own,
+    with no exchange to summarize)."""
     earlier = tuple(
         m
         for k in range(3)
@@ -207,15 +211,17 @@ def test_a_summary_of_earlier_turns_and_rounds_is_a_user_message_before_the_ques
         )
     )
     loop = agent_loop(10)
-    history = (loop[0], *earlier, *loop[1:])
+    task = message("user", "Task: keep the app's configs in order.")
+    history = (loop[0], task, *earlier, *loop[1:])
     strategy = summarize(turns=8, keep_exchanges=2)
     ctx = context(summarizer=extractive_summarizer(max_chars=300))
     result = run_once(history, (NamedStrategy(name="summarize", strategy=strategy),), ctx)
     out = result.messages
     assert result.report.actions[0].note == "summarized 16 messages (8 units)"
-    assert out[1].role == "user"
-    assert out[1].text.startswith(SUMMARY_PREFIX)
-    assert out[2] is loop[1]  # the question follows its summary
+    assert out[1] is task
+    assert out[2].role == "user"
+    assert out[2].text.startswith(SUMMARY_PREFIX)
+    assert out[3] is loop[1]  # the question follows its summary
     assert result.report.errors == ()
 
 

@@ -11,7 +11,7 @@ grade the library with its own helpers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -348,11 +348,13 @@ def moved_units(
     *,
     keep_exchanges: int = 3,
     budget: Budget = Budget.UNLIMITED,
+    replacement: Callable[[tuple[range, ...]], Message] | None = None,
 ) -> list[range]:
     """The units a turn strategy moves: the longest closed block (one no
     tool exchange leaves) of at most ``target`` oldest units, else the
     shortest longer one, else none; ``target`` is ``limit``, or, under
-    ``budget``, the number of units whose removal fits it when larger."""
+    ``budget``, the number of units whose removal fits it when larger
+    (with ``replacement(block)`` in the block's place, for a summary)."""
     units = unit_ranges(conversation, keep_exchanges)
 
     def closed(k: int) -> bool:
@@ -364,6 +366,8 @@ def moved_units(
         for k in range(len(units) + 1):
             gone = {i for unit in units[:k] for i in unit}
             rest = [m for i, m in enumerate(conversation) if i not in gone]
+            if replacement is not None and k:
+                rest.append(replacement(tuple(units[:k])))
             if not budget.is_over(messages=len(rest), tokens=total(rest)) or k == len(units):
                 target = max(limit, k)
                 break
