@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 HELDOUT = HERE / "heldout.yaml"
 TUNING = HERE / "tuning.yaml"
+BLIND = HERE / "blind.yaml"
 EARLIER = ROOT / "tests" / "data" / "memory_poisoning.yaml"
 # The earlier corpus's forged framing is neutralised by the memory block's
 # quoting, not by the detector: those entries are not detector examples.
@@ -57,9 +58,23 @@ def heldout() -> tuple[Entry, ...]:
     return tuple(_entries(HELDOUT))
 
 
+def blind() -> tuple[Entry, ...]:
+    """The blind corpus: written after the held-out corpus was first
+    scored, scored only for the final figures."""
+    return tuple(_entries(BLIND))
+
+
 def tuning() -> tuple[Entry, ...]:
-    """The tuning corpus and the project's earlier poisoning corpus."""
-    return (*_entries(TUNING), *_entries(EARLIER, earlier=True))
+    """The tuning corpus, the project's earlier poisoning corpus, and the
+    templated examples of :mod:`benchmarks.poisoning.generate`."""
+    from benchmarks.poisoning.generate import generated, generated_english
+
+    return (
+        *_entries(TUNING),
+        *_entries(EARLIER, earlier=True),
+        *generated(),
+        *generated_english(),
+    )
 
 
 def stored(text: str, answer: str = ACK) -> str:

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from benchmarks.poisoning.corpus import Entry, heldout, stored, tuning
+from benchmarks.poisoning.corpus import Entry, blind, heldout, stored, tuning
 from memrules.memory.config import ReflectionConfig
 from memrules.memory.detector import default_detector
 from memrules.memory.screen import screen_pair, screen_text
@@ -128,18 +128,41 @@ def cost(entries: Sequence[Entry]) -> list[str]:
     return lines
 
 
+def _klass(entry: Entry) -> str:
+    return entry.klass
+
+
+def _lang(entry: Entry) -> str:
+    return entry.lang
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list the held-out misses")
+    parser.add_argument(
+        "--corpus",
+        choices=("tuning", "heldout", "blind"),
+        action="append",
+        help="the corpora to score (default: all three)",
+    )
     args = parser.parse_args(argv)
-    for name, entries in (("tuning corpus (trained on)", tuning()), ("held-out corpus", heldout())):
-        for by, key in (("class", lambda e: e.klass), ("language", lambda e: e.lang)):
+    corpora = {
+        "tuning": ("tuning corpus (trained on)", tuning),
+        "heldout": ("held-out corpus", heldout),
+        "blind": ("blind corpus", blind),
+    }
+    for chosen in args.corpus or list(corpora):
+        name, load = corpora[chosen]
+        entries = load()
+        for by, key in (("class", _klass), ("language", _lang)):
             print(f"\n{name}, by {by}:")
             print("\n".join(table(entries, key, args.markdown)))
     if args.misses:
         print("\nheld-out misses of the default gate:")
         print("\n".join(misses(heldout())))
+        print("\nblind misses of the default gate:")
+        print("\n".join(misses(blind())))
     print()
     print("\n".join(cost(heldout())))
     return 0

@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.poisoning.corpus import ROOT, Entry, stored, tuning
-from memrules.memory.detector import Detector, features, forms
+from memrules.memory.detector import WINDOW, Detector, features, forms
 
 OUT = ROOT / "memrules" / "memory" / "detector.json"
 BUCKETS = 1 << 18
+PAIRS = 800
 ANSWERS = ("Noted.", "Sure, I'll keep that in mind.", "Got it!", "OK.", "Understood, thanks.")
 FILLER = (
     "I went to the market today.",
@@ -106,6 +107,18 @@ def quantised(w: np.ndarray, b: float, threshold: float, pair_threshold: float) 
     )
 
 
+def benign_pairs(entries: Sequence[Entry], n: int, rng: random.Random) -> list[tuple[str, str]]:
+    """``n`` random pairs of two benign memories (as stored), for the pair
+    check's negatives and its threshold."""
+    benign = [stored(e.memories[0]) for e in entries if not e.poisoned and len(e.memories) == 1]
+    return [tuple(rng.sample(benign, 2)) for _ in range(n)]  # type: ignore[misc]
+
+
+def _junction(first: str, second: str) -> str:
+    edge = WINDOW // 2
+    return f"{first[-edge:]}\n{second[:edge]}"
+
+
 def train(entries: Sequence[Entry], *, l2: float, epochs: int, seed: int) -> Detector:
     rng = random.Random(seed)
     texts, labels = [], []
@@ -113,8 +126,10 @@ def train(entries: Sequence[Entry], *, l2: float, epochs: int, seed: int) -> Det
         for text in _texts(entry, rng):
             texts.append(text)
             labels.append(int(entry.poisoned))
+    for first, second in benign_pairs(entries, PAIRS, rng):
+        texts.append(_junction(first, second))
+        labels.append(0)
     rows = _rows(texts)
-    row_labels = [label for label in labels for _ in range(2)][: len(rows)]
     # _rows gives two rows a text (folded, skeleton) unless they are the same form.
     row_labels = []
     for text, label in zip(texts, labels, strict=True):
@@ -148,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=300)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--max-false", type=float, default=0.02)
+    parser.add_argument("--max-pair-false", type=float, default=0.005)
     parser.add_argument("--seed", type=int, default=20261203)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
@@ -155,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     order = list(range(len(entries)))
     random.Random(args.seed).shuffle(order)
     oof: list[float] = [0.0] * len(entries)
+    pair_scores: list[float] = []
     for fold in range(args.folds):
         test = {i for k, i in enumerate(order) if k % args.folds == fold}
         model = train(
@@ -165,17 +182,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for i in test:
             oof[i] = entry_score(model, entries[i])
+        held = [entries[i] for i in sorted(test)]
+        pair_rng = random.Random(args.seed + fold)
+        pair_scores.extend(
+            max(model.pair_score(a, b), model.pair_score(b, a))
+            for a, b in benign_pairs(held, PAIRS // args.folds, pair_rng)
+        )
     poisoned = [e.poisoned for e in entries]
     singles = [i for i, e in enumerate(entries) if len(e.memories) == 1]
     threshold = choose_threshold(
         [oof[i] for i in singles], [poisoned[i] for i in singles], args.max_false
+    )
+    pairs_sorted = sorted(pair_scores, reverse=True)
+    pair_threshold = max(
+        threshold, math.nextafter(pairs_sorted[math.floor(args.max_pair_false * len(pairs_sorted))], 1.0)
     )
     caught = sum(1 for s, p in zip(oof, poisoned, strict=True) if p and s >= threshold)
     false = sum(1 for s, p in zip(oof, poisoned, strict=True) if not p and s >= threshold)
     print(
         f"out-of-fold on the tuning corpus: threshold {threshold:.3f}, "
         f"{caught}/{sum(poisoned)} payloads blocked, "
-        f"{false}/{len(poisoned) - sum(poisoned)} benign blocked"
+        f"{false}/{len(poisoned) - sum(poisoned)} benign blocked; pair threshold "
+        f"{pair_threshold:.3f} ({sum(s >= pair_threshold for s in pair_scores)}/{len(pair_scores)} "
+        "random benign pairs blocked)"
     )
     final = train(entries, l2=args.l2, epochs=args.epochs, seed=args.seed)
     payload = {
@@ -185,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scale": final.scale,
         "bias": final.bias,
         "threshold": threshold,
-        "pair_threshold": threshold,
+        "pair_threshold": pair_threshold,
         "l2": args.l2,
         "epochs": args.epochs,
         "seed": args.seed,

@@ -33,11 +33,11 @@ def _threshold(detector: Detector, config: ReflectionConfig, *, pair: bool) -> f
 
 
 def screen_text(text: str, config: ReflectionConfig) -> str | None:
-    """Why ``text`` must not reach the model (``pattern: …`` or
-    ``detector: 0.97``), or None when it may."""
+    """Why ``text`` must not reach the model (the block pattern it
+    matched, or ``detector: 0.97``), or None when it may."""
     pattern = config.blocks(text)
     if pattern is not None:
-        return f"pattern: {pattern.pattern}"
+        return pattern.pattern
     detector = _detector(config)
     if detector is None:
         return None

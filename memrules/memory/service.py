@@ -44,6 +44,7 @@ from memrules._core.messages import Conversation, Message
 from memrules._core.seam_protocols import VectorStore
 from memrules._core.seam_records import Scope, scope_id_problem
 from memrules.memory.autostore import StoreOutcome, StoreStatus, plan_store
+from memrules.memory.screen import screen_text
 from memrules.memory.binding import generations
 from memrules.memory.config import RetrievalStoreConfig, RouteRetrieval
 from memrules.memory.metrics import RetrievalEvent, RetrievalObserver, StoreEvent, notify
@@ -321,6 +322,23 @@ class RetrievalService:
         if isinstance(planned, StoreOutcome):
             self._stored("skipped")
             return planned
+        reflection = self.settings.reflection
+        refused = screen_text(planned.text, reflection) if reflection.enabled else None
+        if refused is not None:
+            self._stored("blocked")
+            log.warning(
+                "memory auto-store refused memory %s of user %r: it reads as an order to the "
+                "model (%s)",
+                planned.id,
+                user,
+                refused,
+            )
+            return StoreOutcome(
+                status="blocked",
+                reason=f"memory poisoning: {refused}",
+                id=planned.id,
+                text=planned.text,
+            )
         started = time.perf_counter()
         try:
             write = self.store.add([planned])
