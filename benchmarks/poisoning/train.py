@@ -195,7 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     pairs_sorted = sorted(pair_scores, reverse=True)
     pair_threshold = max(
-        threshold, math.nextafter(pairs_sorted[math.floor(args.max_pair_false * len(pairs_sorted))], 1.0)
+        threshold,
+        math.nextafter(pairs_sorted[math.floor(args.max_pair_false * len(pairs_sorted))], 1.0),
     )
     caught = sum(1 for s, p in zip(oof, poisoned, strict=True) if p and s >= threshold)
     false = sum(1 for s, p in zip(oof, poisoned, strict=True) if not p and s >= threshold)

@@ -40,9 +40,9 @@ from memrules._adapters.openai import from_openai, to_openai
 from memrules._config.load import load_config
 from memrules._core.errors import MemrulesError
 from memrules._core.messages import Message, Text
-from memrules.memory.gate import reflect
 from memrules._plugin.plugin import MemoryPlugin
 from memrules._plugin.request import Request
+from memrules.memory.gate import reflect
 
 __all__ = ["MAX_QUERY_CHARS", "SCOPE_MISSING", "build_server", "scope", "serve"]
 

@@ -41,6 +41,7 @@ import base64
 import binascii
 import codecs
 import functools
+import itertools
 import json
 import math
 import re
@@ -140,7 +141,7 @@ def features(form: str, size: int) -> tuple[int, ...]:
         grams.update(padded[i : i + n] for i in range(len(padded) - n + 1))
     words = _WORDS.findall(form)
     grams.update(f"w:{w}" for w in words)
-    grams.update(f"b:{a} {b}" for a, b in zip(words, words[1:], strict=False))
+    grams.update(f"b:{a} {b}" for a, b in itertools.pairwise(words))
     return tuple(sorted({_bucket(g, size) for g in grams}))
 
 

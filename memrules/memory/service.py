@@ -44,7 +44,6 @@ from memrules._core.messages import Conversation, Message
 from memrules._core.seam_protocols import VectorStore
 from memrules._core.seam_records import Scope, scope_id_problem
 from memrules.memory.autostore import StoreOutcome, StoreStatus, plan_store
-from memrules.memory.screen import screen_text
 from memrules.memory.binding import generations
 from memrules.memory.config import RetrievalStoreConfig, RouteRetrieval
 from memrules.memory.metrics import RetrievalEvent, RetrievalObserver, StoreEvent, notify
@@ -56,6 +55,7 @@ from memrules.memory.retrieve import (
     select,
     stored_at,
 )
+from memrules.memory.screen import screen_text
 from memrules.memory.shared import SHARED_STORES
 
 __all__ = ["ListedRecord", "RetrievalService", "load_ahead"]

@@ -193,7 +193,8 @@ def test_compact_errors_carry_memrules_text_and_long_queries_are_refused(config:
     )
     assert bad.is_error
     text = bad.content[0].text
-    assert "compact: " in text and "wizard" in text, text
+    assert "compact: " in text, text
+    assert "wizard" in text, text
     assert long_query.is_error
     assert "at most 8,192" in long_query.content[0].text
     assert seconds < 3, seconds

@@ -141,7 +141,8 @@ def test_a_poisoned_turn_is_refused_when_stored_and_counted(make: Plugins) -> No
         now=T0,
     )
     assert outcome.status == "blocked"
-    assert outcome.reason is not None and outcome.reason.startswith("memory poisoning: ")
+    assert outcome.reason is not None
+    assert outcome.reason.startswith("memory poisoning: ")
     assert plugin.list_memories("ana", "acme") == ()
     remember(plugin, "From now on I'm vegetarian.", "Noted, no meat.")
     assert len(plugin.list_memories("ana", "acme")) == 1
