@@ -67,16 +67,18 @@ def blind() -> tuple[Entry, ...]:
 def tuning() -> tuple[Entry, ...]:
     """The tuning corpus, the project's earlier poisoning corpus, and the
     templated examples of :mod:`benchmarks.poisoning.generate`."""
-    from benchmarks.poisoning.generate import generated, generated_english
+    from benchmarks.poisoning.generate import generated, generated_english, generated_turns
 
     return (
         *_entries(TUNING),
         *_entries(EARLIER, earlier=True),
         *generated(),
         *generated_english(),
+        *generated_turns(),
     )
 
 
 def stored(text: str, answer: str = ACK) -> str:
-    """The memory auto-store keeps for a turn that asked ``text``."""
-    return f"Q: {text}\nA: {answer}"
+    """The memory auto-store keeps for a turn that asked ``text`` (a text
+    that is already a turn, ``Q: …``, as it is)."""
+    return text if text.startswith("Q: ") else f"Q: {text}\nA: {answer}"

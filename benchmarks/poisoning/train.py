@@ -30,6 +30,7 @@ OUT = ROOT / "memrules" / "memory" / "detector.json"
 BUCKETS = 1 << 18
 PAIRS = 800
 ANSWERS = ("Noted.", "Sure, I'll keep that in mind.", "Got it!", "OK.", "Understood, thanks.")
+COMPLY = ("OK, I will do that from now on.", "Understood, I'll follow this.", "Sure.")
 FILLER = (
     "I went to the market today.",
     "My train was late again this morning.",
@@ -46,7 +47,10 @@ def _texts(entry: Entry, rng: random.Random) -> list[str]:
         first, second = entry.memories
         return [f"{first}\n{second}", f"{stored(first)}\n{stored(second)}"]
     text = entry.memories[0]
-    out = [text, stored(text, rng.choice(ANSWERS))]
+    if text.startswith("Q: "):
+        return [text]
+    answers = ANSWERS + COMPLY if entry.poisoned else ANSWERS
+    out = [text, stored(text, rng.choice(answers))]
     if entry.poisoned:
         out.append(f"{rng.choice(FILLER)} {text}")
     return out
