@@ -78,9 +78,48 @@ _WORDS = re.compile(r"\w+")
 _HEX = re.compile(r"(?:\b[0-9a-fA-F]{2}(?:[\s:,]|$)){8,}|\b(?:[0-9a-fA-F]{2}){8,}\b")
 _STROKES = frozenset({"\u0334", "\u0335", "\u0336", "\u0337", "\u0338"})
 _COMMON = frozenset(
-    "the and you your all to of a an in is are be for with this that it from on now me my i "
-    "we what do not no or as at by will must should please any every".split()
-)
+    (
+        "the",
+        "and",
+        "you",
+        "your",
+        "all",
+        "to",
+        "of",
+        "a",
+        "an",
+        "in",
+        "is",
+        "are",
+        "be",
+        "for",
+        "with",
+        "this",
+        "that",
+        "it",
+        "from",
+        "on",
+        "now",
+        "me",
+        "my",
+        "i",
+        "we",
+        "what",
+        "do",
+        "not",
+        "no",
+        "or",
+        "as",
+        "at",
+        "by",
+        "will",
+        "must",
+        "should",
+        "please",
+        "any",
+        "every",
+    )
+)  # fmt: skip
 _DECODED_WORDS = 0.2
 """The least share of common words a ROT13 or reversed form must have, and
 more than the text's own, to be scored."""
