@@ -67,7 +67,12 @@ def blind() -> tuple[Entry, ...]:
 def tuning() -> tuple[Entry, ...]:
     """The tuning corpus, the project's earlier poisoning corpus, and the
     templated examples of :mod:`benchmarks.poisoning.generate`."""
-    from benchmarks.poisoning.generate import generated, generated_english, generated_turns
+    from benchmarks.poisoning.generate import (
+        generated,
+        generated_english,
+        generated_plain,
+        generated_turns,
+    )
 
     return (
         *_entries(TUNING),
@@ -75,6 +80,7 @@ def tuning() -> tuple[Entry, ...]:
         *generated(),
         *generated_english(),
         *generated_turns(),
+        *generated_plain(),
     )
 
 

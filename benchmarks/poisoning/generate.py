@@ -816,3 +816,36 @@ def generated_turns(seed: int = 13) -> tuple[Entry, ...]:
     """Benign turns whose answers address the user in the second person."""
     rng = random.Random(seed)
     return tuple(_sampled(_EN_TURNS, 150, rng, False, "en-turn"))
+
+
+# Ordinary memories with little to say: short notes, numbers, lists, one
+# word, repeated characters. A text with no sign of an order is benign.
+_PLAIN = {
+    "frame": [
+        "Q: {thing}?\nA: {value}",
+        "{thing}: {value}",
+        "Note {n}: {thing} is {value}.",
+        "{value}",
+        "Q: {thing} now?\nA: {value}, as of {day}.",
+    ],
+    "thing": [
+        "budget", "lunch", "the wifi name", "flight number", "gym days", "the kite", "dentist",
+        "rent", "car plate", "book club", "topic", "weather in Tokyo", "room", "order id",
+        "favourite colour", "shoe size", "train time", "meeting", "fact", "plan",
+    ],
+    "value": [
+        "10,000 dollars", "tacos on Friday", "HomeNet-5G", "LH 1234", "Monday and Thursday",
+        "red and flies", "Tuesday at 10", "950 euros", "AB-123-CD", "the second Sunday",
+        "memory 5", "sunny, 24 degrees", "room 4.12", "#88412", "green", "42", "07:45",
+        "moved to 3 pm", "tiny", "short fact short fact", "晴れ、晴れ、晴れ", "ok", "new",
+        "hello", "xxxxxxxxxxxx", "a b c d", "12,000 dollars", "in vault/staging",
+    ],
+    "n": [str(i) for i in range(1, 60)],
+    "day": ["Monday", "May 3", "last week", "2024-05-01", "yesterday"],
+}  # fmt: skip
+
+
+def generated_plain(seed: int = 17) -> tuple[Entry, ...]:
+    """Ordinary short memories with nothing of an order in them."""
+    rng = random.Random(seed)
+    return tuple(_sampled(_PLAIN, 300, rng, False, "plain"))
