@@ -46,7 +46,7 @@ def _detector(entry: Entry) -> bool:
 
 
 def _both(entry: Entry) -> bool:
-    config = ReflectionConfig()
+    config = ReflectionConfig(detector=True)
     memories = [stored(m) for m in entry.memories]
     if any(screen_text(m, config) is not None for m in memories):
         return True
@@ -92,6 +92,34 @@ def misses(entries: Sequence[Entry]) -> list[str]:
         for e in entries
         if not e.poisoned and _both(e)
     ]
+
+
+def locomo(path: str, n: int = 1200) -> list[str]:
+    """The share of ``n`` LoCoMo turns (a fixed sample) each gate blocks,
+    each as a stored turn (``Q: …\nA: Noted.``)."""
+    import json
+    import random
+    from pathlib import Path
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    turns = [
+        t["text"]
+        for sample in data
+        for key, session in sample["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for t in session
+    ]
+    random.Random(0).shuffle(turns)
+    turns = turns[:n]
+    n = len(turns)
+    lines = []
+    for name, gate in GATES.items():
+        blocked = sum(
+            gate(Entry(id="t", poisoned=False, klass="turn", lang="en", memories=(t,)))
+            for t in turns
+        )
+        lines.append(f"LoCoMo turns blocked by {name} (as stored turns): {_share(blocked, n)}")
+    return lines
 
 
 def cost(entries: Sequence[Entry]) -> list[str]:
@@ -140,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list the held-out misses")
+    parser.add_argument("--locomo", help="a LoCoMo JSON file: real turns for the benign rate")
     parser.add_argument(
         "--corpus",
         choices=("tuning", "heldout", "blind"),
@@ -163,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(misses(heldout())))
         print("\nblind misses of the default gate:")
         print("\n".join(misses(blind())))
+    if args.locomo:
+        print()
+        print("\n".join(locomo(args.locomo)))
     print()
     print("\n".join(cost(heldout())))
     return 0

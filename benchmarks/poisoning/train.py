@@ -29,6 +29,7 @@ from memrules.memory.detector import WINDOW, Detector, features, forms
 OUT = ROOT / "memrules" / "memory" / "detector.json"
 BUCKETS = 1 << 18
 PAIRS = 800
+PAIR_FLOOR = 0.5
 ANSWERS = ("Noted.", "Sure, I'll keep that in mind.", "Got it!", "OK.", "Understood, thanks.")
 COMPLY = ("OK, I will do that from now on.", "Understood, I'll follow this.", "Sure.")
 FILLER = (
@@ -198,8 +199,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         [oof[i] for i in singles], [poisoned[i] for i in singles], args.max_false
     )
     pairs_sorted = sorted(pair_scores, reverse=True)
+    # Pairs are many (n(n-1) a request): a pair is blocked only when its
+    # junction reads more likely an order than not.
     pair_threshold = max(
         threshold,
+        PAIR_FLOOR,
         math.nextafter(pairs_sorted[math.floor(args.max_pair_false * len(pairs_sorted))], 1.0),
     )
     caught = sum(1 for s, p in zip(oof, poisoned, strict=True) if p and s >= threshold)

@@ -138,12 +138,13 @@ class ReflectionConfig:
     used alone with ``default_block_patterns: false``), matched
     case-insensitively by RE2, in time linear in the memory (one RE2
     cannot match so is a :class:`~memrules._core.errors.ConfigError`; see
-    :mod:`memrules.memory.patterns`). ``detector`` (on by default) adds
-    the learned detector (:mod:`memrules.memory.detector`) after the
-    patterns, for each memory and for pairs of them, at its trained
-    threshold or at ``detector_threshold`` (a probability above 0 and at
-    most 1: lower blocks more). The same checks refuse a poisoned memory
-    when it is stored. ``enabled: false`` injects what retrieval found, in
+    :mod:`memrules.memory.patterns`). ``detector: true`` adds the learned
+    detector (:mod:`memrules.memory.detector`) after the patterns, for
+    each memory and for pairs of them, at its trained threshold or at
+    ``detector_threshold`` (a probability above 0 and at most 1: lower
+    blocks more); it is off by default because it blocks too many
+    ordinary conversation turns (see the retrieval guide). The same checks
+    refuse a poisoned memory when it is stored. ``enabled: false`` injects what retrieval found, in
     its order, untouched."""
 
     enabled: bool = True
@@ -152,7 +153,7 @@ class ReflectionConfig:
     dedup_threshold: float = 0.9
     block_patterns: tuple[str, ...] = attrs.field(default=(), converter=_patterns)
     default_block_patterns: bool = True
-    detector: bool = True
+    detector: bool = False
     detector_threshold: float | None = None
     compiled: tuple[BlockPattern, ...] = attrs.field(init=False, eq=False, repr=False, hash=False)
 

@@ -182,7 +182,7 @@ def test_block_patterns_drop_poisoned_memories() -> None:
     without_defaults = ReflectionConfig(default_block_patterns=False, detector=False)
     assert len(reflect(found, without_defaults, now=None, marker=MARKER).memories) == 4
     # Without the patterns, the learned detector still blocks the two orders.
-    detector_only = ReflectionConfig(default_block_patterns=False)
+    detector_only = ReflectionConfig(default_block_patterns=False, detector=True)
     assert [m.id for m in reflect(found, detector_only, now=None, marker=MARKER).memories] == [
         "c",
         "d",
