@@ -12,7 +12,10 @@ read nor write another user's memories, whatever it sends. The tools:
     have ``auto_store: true``; the outcome says ``disabled`` otherwise);
 ``recall(query)``
     the memories the route would inject for a request whose latest user
-    message is ``query``, after the reflection gate, with their scores;
+    message is ``query``, after the reflection gate (block patterns, the
+    learned detector, pairs, decay, duplicates, the token budget), with
+    their scores and what the gate left out and why; a ``query`` over
+    :data:`MAX_QUERY_CHARS` characters is refused at once;
 ``forget()``
     delete every memory of the scope; returns how many there were;
 ``list_memories()``
@@ -22,22 +25,29 @@ read nor write another user's memories, whatever it sends. The tools:
     report's token figures.
 
 Every tool answers JSON. A store that is down costs a ``recall`` its
-memories (the answer says so), never the server.
+memories (the answer says so), never the server. A call memrules refuses
+(a bad message, a query too long) is a tool error whose text says why.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from memrules._adapters.frameworks import require
 from memrules._adapters.openai import from_openai, to_openai
 from memrules._config.load import load_config
+from memrules._core.errors import MemrulesError
 from memrules._core.messages import Message, Text
 from memrules._plugin.plugin import MemoryPlugin
 from memrules._plugin.request import Request
+from memrules.memory.gate import reflect
 
-__all__ = ["SCOPE_MISSING", "build_server", "scope", "serve"]
+__all__ = ["MAX_QUERY_CHARS", "SCOPE_MISSING", "build_server", "scope", "serve"]
+
+MAX_QUERY_CHARS = 8_192
+"""The longest ``recall`` query: a question, not a document."""
 
 
 SCOPE_MISSING = (
@@ -62,6 +72,7 @@ def build_server(plugin: MemoryPlugin, *, user: str, tenant: str) -> Any:
     """An ``MCPServer`` whose tools use ``plugin`` for ``user`` and ``tenant``
     only (see the module docs). The caller owns ``plugin`` and closes it."""
     server_module = require("mcp.server.mcpserver", "mcp")
+    tool_error = require("mcp.server.mcpserver.exceptions", "mcp").ToolError
     server = server_module.MCPServer(
         name="memrules",
         instructions=(
@@ -82,11 +93,24 @@ def build_server(plugin: MemoryPlugin, *, user: str, tenant: str) -> Any:
 
     def recall(query: str) -> dict[str, Any]:
         """The memories that answer ``query``, best first, after the reflection gate."""
+        if len(query) > MAX_QUERY_CHARS:
+            msg = (
+                f"recall: the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} "
+                "are looked up: send the question, not a document"
+            )
+            raise tool_error(msg)
         memory = plugin.memory
         if memory is None:
             return {"status": "disabled", "reason": "this route has no retrieval memory"}
         retrieval = memory.retrieve((_user(query),), user=user, tenant=tenant)
-        return retrieval.to_dict()
+        settings = memory.settings
+        gate = reflect(
+            retrieval.memories, settings.reflection, now=time.time(), marker=settings.marker
+        )
+        answer = retrieval.to_dict()
+        answer["memories"] = [m.to_dict() for m in gate.memories]
+        answer["gate"] = gate.to_dict()
+        return answer
 
     def forget() -> dict[str, int]:
         """Delete every memory of this server's user: the right to be forgotten."""
@@ -98,7 +122,10 @@ def build_server(plugin: MemoryPlugin, *, user: str, tenant: str) -> Any:
 
     def compact(messages: list[dict[str, Any]]) -> dict[str, Any]:
         """OpenAI chat messages compacted by the route's pipeline, and the token figures."""
-        result = plugin.pipeline.apply(from_openai(messages))
+        try:
+            result = plugin.pipeline.apply(from_openai(messages))
+        except MemrulesError as exc:
+            raise tool_error(f"compact: {exc}") from exc
         report = result.report
         return {
             "messages": to_openai(result.messages),

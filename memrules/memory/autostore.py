@@ -46,11 +46,14 @@ from memrules.memory.text import clean_text, cut_text
 
 __all__ = ["StoreOutcome", "StoreStatus", "memory_id", "memory_record", "memory_text", "plan_store"]
 
-StoreStatus = Literal["stored", "duplicate", "skipped", "error", "disabled"]
+StoreStatus = Literal["stored", "duplicate", "skipped", "blocked", "error", "disabled"]
 """``stored``: a new memory; ``duplicate``: the same memory was there
 already; ``skipped``: the turn is not worth keeping (or has no user and
-tenant); ``error``: the store or embedder failed; ``disabled``: the route
-does not auto-store."""
+tenant); ``blocked``: the memory reads as an order to the model (memory
+poisoning: the reflection gate's patterns or detector, see
+:mod:`memrules.memory.screen`) and was refused, ``reason`` says why;
+``error``: the store or embedder failed; ``disabled``: the route does not
+auto-store."""
 
 _ELLIPSIS = " […]"
 

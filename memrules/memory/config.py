@@ -144,7 +144,13 @@ class ReflectionConfig:
     used alone with ``default_block_patterns: false``), matched
     case-insensitively by RE2, in time linear in the memory (one RE2
     cannot match so is a :class:`~memrules._core.errors.ConfigError`; see
-    :mod:`memrules.memory.patterns`). ``enabled: false`` injects what retrieval found, in
+    :mod:`memrules.memory.patterns`). ``detector: true`` adds the learned
+    detector (:mod:`memrules.memory.detector`) after the patterns, for
+    each memory and for pairs of them, at its trained threshold or at
+    ``detector_threshold`` (a probability above 0 and at most 1: lower
+    blocks more); it is off by default because it blocks too many
+    ordinary conversation turns (see the retrieval guide). The same checks
+    refuse a poisoned memory when it is stored. ``enabled: false`` injects what retrieval found, in
     its order, untouched."""
 
     enabled: bool = True
@@ -153,6 +159,8 @@ class ReflectionConfig:
     dedup_threshold: float = 0.9
     block_patterns: tuple[str, ...] = attrs.field(default=(), converter=_patterns)
     default_block_patterns: bool = True
+    detector: bool = False
+    detector_threshold: float | None = None
     compiled: tuple[BlockPattern, ...] = attrs.field(init=False, eq=False, repr=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
@@ -162,7 +170,7 @@ class ReflectionConfig:
             where = f"stores.memory.reflection.{key}"
             problems.append(ConfigProblem(message=message, yaml_path=where))
 
-        for key in ("enabled", "default_block_patterns"):
+        for key in ("enabled", "default_block_patterns", "detector"):
             if not isinstance(getattr(self, key), bool):
                 problem(key, f"{key}={getattr(self, key)!r} must be true or false")
         if not _is_whole(self.max_inject_tokens, 1):
@@ -181,6 +189,13 @@ class ReflectionConfig:
         dedup = self.dedup_threshold
         if not (_is_number(dedup) and 0 < dedup <= 1):
             problem("dedup_threshold", f"dedup_threshold={dedup!r} must be above 0 and at most 1")
+        cut = self.detector_threshold
+        if cut is not None and not (_is_number(cut) and 0 < cut <= 1):
+            problem(
+                "detector_threshold",
+                f"detector_threshold={cut!r} must be a probability above 0 and at most 1, or "
+                "null for the trained threshold",
+            )
         compiled = []
         for i, pattern in enumerate(self.block_patterns):
             if not isinstance(pattern, str) or not pattern:

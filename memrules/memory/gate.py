@@ -8,8 +8,12 @@ route's threshold) and, in order:
    normalised forms (memory poisoning: a stored turn is text a user wrote,
    and may have been written to steer the model later; see
    :mod:`memrules.memory.patterns` and :mod:`memrules.memory.normalize`),
-   and every memory that imitates the block's own framing (its marker, or
-   a line dated as the block dates memories);
+   that the learned detector scores as an order to the model
+   (:mod:`memrules.memory.detector`), alone or read together with another
+   of the first :data:`~memrules.memory.screen.MAX_PAIRED` memories kept
+   (an order split across two memories blocks both), and every memory
+   that imitates the block's own framing (its marker, or a line dated as
+   the block dates memories);
 2. **decays** each score by the memory's age: ``score × 0.5 ** (age_days /
    recency_decay_days)`` (a negative cosine is divided by that factor
    instead), the age counted from ``now``, which the caller gives (the
@@ -56,6 +60,7 @@ import attrs
 from memrules._core.messages import Message, message
 from memrules._counting.tokens import estimate_tokens
 from memrules.memory.config import ReflectionConfig
+from memrules.memory.screen import screen_pairs, screen_text
 from memrules.memory.text import (
     CUT_MARKER,
     cut_text,
@@ -191,13 +196,21 @@ def _blocked(
     kept, blocked = [], []
     for m in memories:
         forged = forges_framing(m.text, marker)
-        pattern = config.blocks(m.text) if forged is None else None
+        reason = screen_text(m.text, config) if forged is None else None
         if forged is not None:
             blocked.append((m.id, f"forged framing: {forged}"))
-        elif pattern is not None:
-            blocked.append((m.id, pattern.pattern))
+        elif reason is not None:
+            blocked.append((m.id, reason))
         else:
             kept.append(m)
+    paired = screen_pairs([m.text for m in kept], config)
+    if paired:
+        blocked.extend(
+            (m.id, f"{paired[i][1]} with {kept[paired[i][0]].id}")
+            for i, m in enumerate(kept)
+            if i in paired
+        )
+        kept = [m for i, m in enumerate(kept) if i not in paired]
     return kept, blocked
 
 

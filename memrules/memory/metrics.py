@@ -53,7 +53,7 @@ class StoreEvent:
 
     backend: str
     operation: Literal["store", "forget", "list"]
-    status: Literal["stored", "duplicate", "skipped", "done", "error"]
+    status: Literal["stored", "duplicate", "skipped", "blocked", "done", "error"]
     seconds: float = 0.0
 
 

@@ -55,6 +55,7 @@ from memrules.memory.retrieve import (
     select,
     stored_at,
 )
+from memrules.memory.screen import screen_text
 from memrules.memory.shared import SHARED_STORES
 
 __all__ = ["ListedRecord", "RetrievalService", "load_ahead"]
@@ -321,6 +322,23 @@ class RetrievalService:
         if isinstance(planned, StoreOutcome):
             self._stored("skipped")
             return planned
+        reflection = self.settings.reflection
+        refused = screen_text(planned.text, reflection) if reflection.enabled else None
+        if refused is not None:
+            self._stored("blocked")
+            log.warning(
+                "memory auto-store refused memory %s of user %r: it reads as an order to the "
+                "model (%s)",
+                planned.id,
+                user,
+                refused,
+            )
+            return StoreOutcome(
+                status="blocked",
+                reason=f"memory poisoning: {refused}",
+                id=planned.id,
+                text=planned.text,
+            )
         started = time.perf_counter()
         try:
             write = self.store.add([planned])

@@ -179,8 +179,14 @@ def test_block_patterns_drop_poisoned_memories() -> None:
     result = reflect(found, config, now=None, marker=MARKER)
     assert [m.id for m in result.memories] == ["c"]
     assert [i for i, _ in result.blocked] == ["a", "b", "d"]
-    without_defaults = ReflectionConfig(default_block_patterns=False)
+    without_defaults = ReflectionConfig(default_block_patterns=False, detector=False)
     assert len(reflect(found, without_defaults, now=None, marker=MARKER).memories) == 4
+    # Without the patterns, the learned detector still blocks the two orders.
+    detector_only = ReflectionConfig(default_block_patterns=False, detector=True)
+    assert [m.id for m in reflect(found, detector_only, now=None, marker=MARKER).memories] == [
+        "c",
+        "d",
+    ]
 
 
 def test_scores_decay_with_a_half_life() -> None:
