@@ -49,6 +49,8 @@ from memrules._runtime.lead import lead_with_user
 from memrules._runtime.logged import logged_seams
 from memrules._runtime.over_budget import check_mode, settle
 from memrules._runtime.prompt_cache import cache_aim
+from memrules.memory.config import ReflectionConfig
+from memrules.memory.screen import screen_text
 from memrules.seams._settings import build_seams
 
 __all__ = ["IndexContext", "Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
@@ -526,15 +528,31 @@ class Pipeline:
         user: str | None = None,
         tenant: str | None = None,
         mode: str | None = None,
+        gate: bool | None = None,
     ) -> tuple[RecallHit, ...]:
         """The ``k`` stored messages that best match ``query``, best first:
         within ``user`` and ``tenant`` exactly (None finds what was stored
         without one), in ``conversation_id`` or, when None, in every
         conversation of theirs. ``mode`` overrides the store's search mode
         (``hybrid``, ``dense``, ``lexical``). Each hit has the original
-        ``message``, its ``score`` and ``conversation_id``."""
+        ``message``, its ``score`` and ``conversation_id``.
+
+        ``gate`` drops the hits the memory-poisoning checks of the route's
+        reflection gate refuse (its block patterns, and its detector when
+        ``detector: true``; see `memrules.memory.screen`), as the route
+        does before it injects memories: on by default for a route with
+        retrieval memory (`stores.memory`), off otherwise (the defaults
+        of `ReflectionConfig` when asked for without one). Fewer than ``k``
+        hits come back when some are dropped."""
         scope = _scope(conversation_id, user, tenant)
-        return self._store().search(query, k=k, scope=scope, mode=mode)
+        hits = self._store().search(query, k=k, scope=scope, mode=mode)
+        settings = self.config.memory_store
+        if gate is None:
+            gate = settings is not None
+        if not gate:
+            return hits
+        reflection = settings.reflection if settings is not None else ReflectionConfig()
+        return tuple(h for h in hits if screen_text(h.message.text, reflection) is None)
 
 
 def _leading_user(aim: Aim | None, context: StrategyContext) -> Aim:
