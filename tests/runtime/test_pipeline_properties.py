@@ -303,10 +303,19 @@ def test_a_final_window_meets_the_budget_when_the_survivors_do(
     check_compaction(conversation, result, strategies, budget)
     out = result.messages
     must = [conversation[i] for i in held(conversation)]
-    if not over(budget, must):
+    # Under user_first (the default) a request that led with a user message
+    # keeps one leading: when the held messages start with another role (a
+    # pinned assistant message), a user message before them stays too, and
+    # the held ones alone fitting says nothing.
+    first = next((m for m in must if m.role != "system"), None)
+    leads = next((m for m in conversation if m.role != "system"), None)
+    needs_lead = first is not None and first.role != "user" and leads is not None
+    needs_lead = needs_lead and leads.role == "user"
+    if not over(budget, must) and not needs_lead:
         assert result.report.stop_reason is StopReason.UNDER_BUDGET, render(out)
     if result.report.stop_reason is not StopReason.UNDER_BUDGET:
-        assert held(out) == set(range(len(out))), render(out)
+        extra = set(range(len(out))) - held(out)
+        assert not extra or (needs_lead and all(out[j].role == "user" for j in extra)), render(out)
 
 
 @given(data=st.data())

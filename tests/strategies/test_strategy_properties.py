@@ -752,8 +752,10 @@ def test_summarize_replaces_the_oldest_turns_with_one_summary(
     assert same(raw[:start], rest[:start])
     assert same(raw[start + 1 :], rest[start:])
     summary = raw[start]
-    latest = turn_ranges(conversation)[-1].start
-    assert summary.role == ("assistant" if start > latest else "user")
+    # The user's when it stands for whole turns (its first message opens a
+    # turn), else the assistant's: it replaces tool exchanges.
+    opens = start in {turn.start for turn in turn_ranges(conversation)}
+    assert summary.role == ("user" if opens else "assistant")
     event(f"summary: {summary.role}")
     assert summary.text.startswith(SUMMARY_PREFIX)
     assert f"{count} earlier turns or tool exchanges" in summary.text
