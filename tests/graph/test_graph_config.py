@@ -24,6 +24,7 @@ def test_the_sections_are_the_documented_list() -> None:
         "cache",  # keeping the prompt cache (tests/runtime/test_cache_policies.py)
         "counting",  # what images, documents and reasoning cost (tests/counting/test_content.py)
         "index_context",  # what is indexed (tests/config/test_index_context_config.py)
+        "survivors",  # what no strategy may remove (memrules/_core/survivors.py, docs/concepts.md)
     }
 
 

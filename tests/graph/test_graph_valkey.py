@@ -330,6 +330,6 @@ def test_the_example_shares_the_graph_between_replicas() -> None:
         [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=True
     )
     assert 'Turn 4 on replica B: "Where is the vault? Answer in one word."' in done.stdout
-    assert "  prompt: 8 messages in, 5 out (SSAUS)" in done.stdout
+    assert "  prompt: 8 messages in, 4 out (SSUS)" in done.stdout  # user_first: A3 goes too
     assert "  reply: Lisbon.\n" in done.stdout
     assert "  - vault -[is_in]-> Lisbon weight 2\n" in done.stdout
