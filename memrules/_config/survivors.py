@@ -23,14 +23,14 @@ from collections.abc import Mapping
 
 from memrules._core.errors import ConfigError, ConfigProblem
 from memrules._core.messages import ROLES
-from memrules._core.survivors import Rule, SurvivorRule
+from memrules._core.survivors import MessageRule, SurvivorRule
 
 __all__ = ["RULE_FIELDS", "survivors_from_config"]
 
 RULE_FIELDS = ("role", "index", "metadata", "pattern")
 
 
-def _rule(value: object, where: str) -> Rule | list[ConfigProblem]:
+def _rule(value: object, where: str) -> MessageRule | list[ConfigProblem]:
     if not isinstance(value, Mapping) or not value:
         message = f"a rule is a mapping of one or more of {', '.join(RULE_FIELDS)}; got {value!r}"
         return [ConfigProblem(message=message, yaml_path=where)]
@@ -56,7 +56,7 @@ def _rule(value: object, where: str) -> Rule | list[ConfigProblem]:
             problems.append(ConfigProblem(message=message, yaml_path=f"{where}.pattern"))
         else:
             try:
-                Rule(pattern=pattern)
+                MessageRule(pattern=pattern)
             except Exception as exc:  # re2.error: the pattern does not compile
                 detail = exc.args[0] if exc.args else exc
                 if isinstance(detail, bytes):
@@ -65,20 +65,20 @@ def _rule(value: object, where: str) -> Rule | list[ConfigProblem]:
                 problems.append(ConfigProblem(message=message, yaml_path=f"{where}.pattern"))
     if problems:
         return problems
-    return Rule(role=role, index=index, metadata=metadata, pattern=pattern)
+    return MessageRule(role=role, index=index, metadata=metadata, pattern=pattern)
 
 
-def _rules(value: object, key: str) -> tuple[tuple[Rule, ...], list[ConfigProblem]]:
+def _rules(value: object, key: str) -> tuple[tuple[MessageRule, ...], list[ConfigProblem]]:
     if value is None:
         return (), []
     if not isinstance(value, list | tuple):
         message = f"{key} is a list of rules; got {value!r}"
         return (), [ConfigProblem(message=message, yaml_path=f"survivors.{key}")]
-    rules: list[Rule] = []
+    rules: list[MessageRule] = []
     problems: list[ConfigProblem] = []
     for k, item in enumerate(value):
         made = _rule(item, f"survivors.{key}[{k}]")
-        if isinstance(made, Rule):
+        if isinstance(made, MessageRule):
             rules.append(made)
         else:
             problems += made

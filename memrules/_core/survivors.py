@@ -22,7 +22,7 @@ reminder such as "Please always provide EXACTLY ONE action"), which a
 harnesses add such messages all the time, so the newest user message is
 often not the question, and the task is rarely the newest.
 
-A :class:`Rule` matches a message by role, by its position among the
+A :class:`MessageRule` matches a message by role, by its position among the
 messages of that role (or of all roles), by a metadata flag and by a
 pattern searched in its text (RE2, linear in the text); every field given
 must match. :class:`SurvivorRule` is the whole setting, a value; what it
@@ -53,8 +53,8 @@ __all__ = [
     "DEFAULT_SURVIVORS",
     "PERSON",
     "PIN",
+    "MessageRule",
     "Picked",
-    "Rule",
     "SurvivorRule",
     "first_person_index",
     "is_person",
@@ -80,7 +80,7 @@ def _compile(pattern: str) -> Any:
 
 
 @attrs.frozen(kw_only=True, slots=True)
-class Rule:
+class MessageRule:
     """Matches a message when every field given matches: ``role``; ``index``,
     its position (from 0) among the messages of ``role``, or of the whole
     conversation without a role; ``metadata``, a key whose value in the
@@ -119,8 +119,8 @@ class SurvivorRule:
     The metadata flags ``pinned`` and ``harness`` always count."""
 
     task: bool = True
-    pin: tuple[Rule, ...] = ()
-    harness: tuple[Rule, ...] = ()
+    pin: tuple[MessageRule, ...] = ()
+    harness: tuple[MessageRule, ...] = ()
 
     @property
     def positional(self) -> bool:
@@ -154,7 +154,7 @@ DEFAULT_SURVIVORS = SurvivorRule()
 """The default: the task kept, no pin or harness rules but the metadata flags."""
 
 
-def _ordinal(rule: Rule, message: Message, ordinals: Mapping[str, int] | None) -> int:
+def _ordinal(rule: MessageRule, message: Message, ordinals: Mapping[str, int] | None) -> int:
     if rule.index is None or ordinals is None:
         return -1
     return ordinals.get(message.role if rule.role is not None else "", 0)

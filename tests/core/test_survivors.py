@@ -13,7 +13,7 @@ from memrules._core.budget import Budget
 from memrules._core.conversation import movable_units, tool_links
 from memrules._core.invariants import enforce
 from memrules._core.messages import Message, Opaque, Text, ToolCall, ToolResult, message
-from memrules._core.survivors import DEFAULT_SURVIVORS, Rule, SurvivorRule, survivors
+from memrules._core.survivors import DEFAULT_SURVIVORS, MessageRule, SurvivorRule, survivors
 from memrules._engine.contract import StrategyContext
 from memrules._engine.interpreter import NamedStrategy, run_pipeline
 from memrules.seams import Seams, extractive_summarizer
@@ -129,10 +129,10 @@ def test_pin_rules_and_the_pinned_flag_keep_their_messages() -> None:
     spec = Message(role="user", parts=(Text(text="REQUIREMENTS: keep py3.8"),))
     flagged = Message(role="assistant", parts=(Text(text="plan"),), metadata={"pinned": True})
     chat = (SYS, TASK, spec, flagged, *agent_loop(6)[2:], message("user", "go on"))
-    rule = SurvivorRule(pin=(Rule(pattern="^REQUIREMENTS:"),))
+    rule = SurvivorRule(pin=(MessageRule(pattern="^REQUIREMENTS:"),))
     picked = survivors(chat, rule)
     assert {2, 3} <= picked.indices
-    assert survivors(chat, SurvivorRule(pin=(Rule(role="user", index=1),))).pinned == (2, 3)
+    assert survivors(chat, SurvivorRule(pin=(MessageRule(role="user", index=1),))).pinned == (2, 3)
     pipeline = memrules.load_pipeline(
         """
 max_tokens: 300
@@ -149,9 +149,9 @@ strategies: [{type: trim_to_budget}]
 
 def test_index_rules_count_within_their_role() -> None:
     chat = (SYS, TASK, call("a"), tool("a", "x"), message("user", "second"), HARNESS)
-    rule = SurvivorRule(pin=(Rule(role="assistant", index=0),))
+    rule = SurvivorRule(pin=(MessageRule(role="assistant", index=0),))
     assert survivors(chat, rule).pinned == (2,)
-    assert survivors(chat, SurvivorRule(pin=(Rule(index=3),))).pinned == (3,)
+    assert survivors(chat, SurvivorRule(pin=(MessageRule(index=3),))).pinned == (3,)
 
 
 @pytest.mark.parametrize(
@@ -219,7 +219,7 @@ def test_trim_keeps_every_survivor_the_oracle_names(chat: tuple[Message, ...], l
     oracle names is in what ``trim_to_budget`` leaves, unaltered or only
     stripped of tool results."""
     pipeline = memrules.load_pipeline(
-        f"{{max_tokens: {limit}, strategies: [{{type: trim_to_budget}}]}}"
+        f"{{max_tokens: {limit}, over_budget: send, strategies: [{{type: trim_to_budget}}]}}"
     )
     out = pipeline.apply(chat).messages
     for i in oracle(chat):

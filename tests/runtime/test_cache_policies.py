@@ -117,8 +117,8 @@ def test_hysteresis_compacts_down_to_the_target_and_then_appends() -> None:
         assert result.report.tokens_after < 32000
         if _events(result):
             events.append(k)
-            assert result.report.compact_to == 8000
-            assert result.report.tokens_after < 8000
+            assert result.report.compact_to == 16000  # compact_to: 0.5
+            assert result.report.tokens_after < 16000
         previous = result.sent
     # Events are far apart: each one leaves room for many appending requests.
     assert len(events) >= 2
