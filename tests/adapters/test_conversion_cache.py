@@ -24,9 +24,9 @@ from memrules import (
     to_anthropic,
     to_openai,
 )
-from memrules._core.survivors import SurvivorRule
 from memrules._adapters.conversion_cache import ConversionCache, fingerprint
 from memrules._adapters.openai import write_back
+from memrules._core.survivors import SurvivorRule
 from memrules._runtime.pipeline import Pipeline
 from memrules.strategies import sliding_window, trim_to_budget
 from tests.support.adapter_json import anthropic_messages, openai_messages
