@@ -173,7 +173,9 @@ def test_a_cleared_result_is_written_as_the_result_with_its_new_text() -> None:
         return [UserMessage(content="read", source="user"), calls, results]
 
     history = round_(0) + round_(1)
-    config = MemoryConfig(strategies=[clear_tool_results(keep_pairs=3)], max_tokens=1000)
+    # No preview: the stub would otherwise quote the result's first and last words.
+    cleared = clear_tool_results(keep_pairs=3, preview_chars=0)
+    config = MemoryConfig(strategies=[cleared], max_tokens=1000)
     compacted = Pipeline.from_config(config).apply(from_autogen(history)).messages
     back = to_autogen(compacted)
     assert back[1] == history[1]

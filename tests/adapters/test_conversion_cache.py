@@ -26,6 +26,7 @@ from memrules import (
 )
 from memrules._adapters.conversion_cache import ConversionCache, fingerprint
 from memrules._adapters.openai import write_back
+from memrules._core.survivors import SurvivorRule
 from memrules._runtime.pipeline import Pipeline
 from memrules.strategies import sliding_window, trim_to_budget
 from tests.support.adapter_json import anthropic_messages, openai_messages
@@ -208,6 +209,9 @@ def test_write_back_takes_any_hints_and_earlier_dicts(raw: list[Any], data: st.D
                 assert any(s is raw[i] for s in sent for i in at)
 
 
+NO_TASK = SurvivorRule(task=False)
+
+
 def test_the_hook_sends_back_the_bodys_own_messages() -> None:
     plugin = MemoryPlugin(
         MemoryConfig(
@@ -215,6 +219,7 @@ def test_the_hook_sends_back_the_bodys_own_messages() -> None:
             max_tokens=60,
             warn_fraction=0.5,
             strategies=[trim_to_budget()],
+            survivors=NO_TASK,  # the task would leave no room for the warning
         ),
         counter=COUNTER,
     )
@@ -238,6 +243,7 @@ def test_the_hook_sends_back_the_bodys_own_messages() -> None:
             max_tokens=60,
             warn_fraction=0.5,
             strategies=[trim_to_budget()],
+            survivors=NO_TASK,  # the task would leave no room for the warning
         ),
         counter=COUNTER,
     )

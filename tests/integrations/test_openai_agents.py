@@ -160,8 +160,9 @@ max_tokens: 600
 strategies:
   - type: clear_tool_results
     keep_pairs: 2
+    preview_chars: 0  # a 200-character preview would be the whole 160-character output
   - type: sliding_window
-    keep_messages: 12
+    keep_messages: 14  # the system message, the task, then the last three turns
 """
 
 

@@ -138,6 +138,7 @@ def test_kept_messages_are_the_same_objects_and_cleared_returns_keep_their_part(
 
     pipeline = load_pipeline(
         "max_tokens: 60\nstrategies:\n  - type: clear_tool_results\n    keep_pairs: 0\n"
+        "    preview_chars: 0\n"  # a 200-character preview would be the whole result
     )
     history = [
         ModelRequest(parts=[UserPromptPart("read it")]),

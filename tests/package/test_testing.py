@@ -241,8 +241,9 @@ _runs = itertools.count()
 
 
 def flaky(conversation: Conversation, context: StrategyContext) -> Conversation:
-    """Drops message 1 on odd runs, message 2 on even ones."""
-    gone = 1 + next(_runs) % 2
+    """Drops message 2 on odd runs, message 4 on even ones (both droppable
+    assistant messages: message 1 is the task, which every strategy keeps)."""
+    gone = 2 + 2 * (next(_runs) % 2)
     return conversation[:gone] + conversation[gone + 1 :]
 
 
@@ -267,8 +268,9 @@ def test_check_strategy_passes_a_good_strategy_and_returns_the_diff(
 ) -> None:
     ctx = StrategyContext(counter=cl100k, budget=Budget.messages(3))
     enforced = check_strategy(sliding_window(keep_messages=3), HISTORY, ctx)
-    assert enforced.removed == (1, 2, 3)
-    assert enforced.messages == (HISTORY[0], HISTORY[4], HISTORY[5])
+    # The task ("one") and the question ("five") are kept whatever the window.
+    assert enforced.removed == (2, 3, 4)
+    assert enforced.messages == (HISTORY[0], HISTORY[1], HISTORY[5])
 
 
 def test_check_strategy_non_strict_tolerates_a_discarded_output() -> None:

@@ -19,6 +19,7 @@ from memrules import (
     load_pipeline,
 )
 from memrules._core.messages import Conversation, message
+from memrules._core.survivors import SurvivorRule
 from memrules.observability import LoggingObserver, error_type, run_attributes
 from memrules.strategies import clear_tool_results, sliding_window
 
@@ -45,6 +46,10 @@ needs_prometheus = pytest.mark.skipif(
     importlib.util.find_spec("prometheus_client") is None,
     reason="needs the prometheus extra: pip install 'memrules[prometheus]'",
 )
+
+
+# Two messages leave no room for the task: these tests are about a failing strategy.
+NO_TASK = SurvivorRule(task=False)
 
 
 def _history() -> Conversation:
@@ -100,7 +105,9 @@ def test_logging_one_record_per_run_and_per_strategy_run(caplog: pytest.LogCaptu
 def test_logging_a_strategy_error_warns_with_its_type_only(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    config = MemoryConfig(max_messages=2, strategies=[_boom, sliding_window(keep_messages=2)])
+    config = MemoryConfig(
+        max_messages=2, strategies=[_boom, sliding_window(keep_messages=2)], survivors=NO_TASK
+    )
     pipeline = Pipeline.from_config(config, observers=[LoggingObserver(step_level=None)])
     with caplog.at_level(logging.DEBUG, logger="memrules"):
         pipeline.apply(_history())
@@ -320,7 +327,9 @@ def test_prometheus_counts_errors_and_refuses_a_second_registration() -> None:
 
     registry = CollectorRegistry()
     observer = PrometheusObserver(registry)
-    config = MemoryConfig(max_messages=2, strategies=[_boom, sliding_window(keep_messages=2)])
+    config = MemoryConfig(
+        max_messages=2, strategies=[_boom, sliding_window(keep_messages=2)], survivors=NO_TASK
+    )
     Pipeline.from_config(config, observers=[observer]).apply(_history())
     assert (
         registry.get_sample_value(

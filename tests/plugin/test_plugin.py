@@ -17,6 +17,7 @@ from memrules._core.budget import Budget
 from memrules._core.errors import ConfigError, MessageFormatError, ObserverError
 from memrules._core.messages import Conversation, Message, message
 from memrules._core.report import StopReason
+from memrules._core.survivors import SurvivorRule
 from memrules._counting.usage import ContextUsage
 from memrules._engine.contract import DEFAULT_WARNING_MARKER, StrategyContext
 from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request, StepResult, step
@@ -225,9 +226,11 @@ def test_the_warning_is_in_the_prompt_the_pipeline_compacts() -> None:
     assert len(compacted_input) == 9
     assert compacted_input[-1].text.startswith(DEFAULT_WARNING_MARKER)
     assert budget == Budget.messages(6)
-    # The window left an assistant message first; the hook's repair drops it
-    # (a provider that wants a user message first would reject the request).
-    assert [m.role for m in sent.messages] == ["system", "user", "system"]
+    # The task (the first user message) survives the window, so the request
+    # still starts with a user message; the question and the warning follow.
+    assert [m.role for m in sent.messages] == ["system", "user", "user", "system"]
+    assert sent.messages[1] is history[1]
+    assert sent.messages[2] is history[-1]
     assert sent.messages[-1] is compacted_input[-1]
     assert plugin.last_result is not None
     assert plugin.last_result.compacted
@@ -251,6 +254,7 @@ def test_resolver_window_wins_over_context_window_tokens() -> None:
         observers=[seen.append],
         context_window_resolver=resolver,
         strategies=[sliding_window(keep_messages=3)],
+        survivors=SurvivorRule(task=False),  # the task would leave no room for the warning
     )
     messages = conversation(10, 4, 6)  # 22 tokens
 
@@ -382,7 +386,8 @@ def test_with_extensions_gives_the_pipeline_its_seams() -> None:
             return "summary"
 
     store, summarizer = Store(), Summarizer()
-    config = MemoryConfig(max_messages=3, strategies=[offload(turns=1)])
+    no_task = SurvivorRule(task=False)  # offload the whole first turn, its user message too
+    config = MemoryConfig(max_messages=3, strategies=[offload(turns=1)], survivors=no_task)
     plugin = MemoryPlugin.with_extensions(config, summarizer, store)
     assert plugin.pipeline.seams.store is store
     assert plugin.pipeline.seams.summarizer is summarizer

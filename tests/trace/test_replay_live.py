@@ -55,6 +55,7 @@ def config(url: str, backend: str, where: Path) -> str:
     return f"""
 context_window_tokens: 1000
 max_tokens: 60
+survivors: {{task: false}}  # the first turn (Porto) is what the summary and the store get
 store:
   backend: {"milvus" if backend == "milvus" else "qdrant"}
   {location}
