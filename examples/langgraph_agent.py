@@ -44,8 +44,10 @@ strategies:
   - type: deduplicate_file_reads
   - type: clear_tool_results
     keep_pairs: 3
+    preview_chars: 0          # these reads are short: a preview would be most of one
   - type: sliding_window
     keep_messages: 30
+  - type: trim_to_budget      # whatever is left over the budget
 """
 
 
