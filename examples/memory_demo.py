@@ -23,6 +23,7 @@ import argparse
 
 from memrules import ContextUsage, MemoryConfig, MemoryPlugin, Message, Request, Text
 from memrules._cli.demo import OpenAIChat, scripted_reply  # the demo's chat clients
+from memrules._core.survivors import SurvivorRule  # not exported: the seed-only setting
 from memrules.strategies import sliding_window
 
 
@@ -59,6 +60,9 @@ def main() -> None:
         max_messages=6,  # the trigger: compact a prompt of more than 6 messages
         warn_fraction=0.2,  # warn, once, at 20% of the window
         strategies=[sliding_window(keep_messages=4)],
+        # The seed keeps only the latest user message, not the task (the first).
+        survivors=SurvivorRule(task=False),
+        user_first=False,  # nor leads with a user message: turn 4 sends SAUS
         repair=False,  # send the last reply before the question, as the seed's turn 4 does
         observers=[gauge],
     )

@@ -14,7 +14,8 @@ after one fails; the exit status is 2 when any failed, 0 otherwise.
 <YAML text>: ok
   route default:
     budget: more than 6 messages
-    counter: cl100k_base, count rule openai
+    counter: the request's model (else the larger of cl100k_base and o200k_base), count rule openai
+    survivors: first system message, task, question, latest user; requests start with a user message
     pipeline: 1 strategy
       1. sliding_window(keep_messages=40)
     seams: none

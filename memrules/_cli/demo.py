@@ -46,6 +46,7 @@ from memrules._core.errors import ConfigError
 from memrules._core.messages import Conversation, Message, message
 from memrules._core.redaction import redact_url
 from memrules._core.report import CompressionReport
+from memrules._core.survivors import SurvivorRule
 from memrules._counting.usage import ContextUsage, ContextUsageObserver
 from memrules._io.http import (
     EndpointStatusError,
@@ -99,6 +100,12 @@ def demo_config(*observers: ContextUsageObserver, graph: bool = False) -> Memory
         max_messages=6,
         warn_fraction=0.2,
         strategies=[sliding_window(keep_messages=4)],
+        # The seed keeps only the latest user message: with the task (the
+        # first user message) kept too, turn 4 would keep turn 1 and answer.
+        survivors=SurvivorRule(task=False),
+        # Nor does it ask a prompt to lead with a user message: its turn 4
+        # sends the last reply right after the system prompt (SAUS).
+        user_first=False,
         # The seed's turn 4 sends the last reply before the question: the
         # hook's default repair would drop it (a prompt led by an assistant
         # message), so the demo sends what the window keeps, as it came.

@@ -27,9 +27,13 @@ SEED_MESSAGES = [
     {"role": "user", "content": "Where is the vault? Answer in one word."},
     {"role": "system", "content": "memrules context warning: 22% of the window is used."},
 ]
+# The seed's example (configs/seed_example.yaml): the seed keeps only the
+# latest user message, not the task, and its turn 4 sends the last reply
+# right after the system prompt, so neither the task nor user_first is on.
+SEED_SURVIVORS = "survivors: {task: false}\nuser_first: false\n"
 SEED_CONFIG = (
     "context_window_tokens: 256\nmax_messages: 6\n"
-    "strategies:\n  - type: sliding_window\n    keep_messages: 4\n"
+    "strategies:\n  - type: sliding_window\n    keep_messages: 4\n" + SEED_SURVIVORS
 )
 
 
@@ -445,7 +449,7 @@ def test_a_failing_strategy_warns_and_strict_fails(tmp_path: Path) -> None:
     config.write_text(
         "max_messages: 6\nstrategies:\n"
         "  - type: 'tests.support.custom_strategies:always_fails'\n"
-        "  - type: sliding_window\n    keep_messages: 4\n"
+        "  - type: sliding_window\n    keep_messages: 4\n" + SEED_SURVIVORS
     )
     source = tmp_path / "in.json"
     source.write_text(json.dumps(SEED_MESSAGES))
@@ -487,7 +491,8 @@ def test_imports_need_allowing_on_the_command_line(tmp_path: Path) -> None:
     for flags in (["--allow-imports", "tests"], ["--trust-config"]):
         done = run("compact", "--config", str(config), str(source), *flags, "--compress")
         assert_clean(done, 0, lines=0)
-        assert len(json.loads(done.stdout)) == 4  # keep_last(count=3) and the survivors
+        # keep_last(count=3) and the survivors: the system prompt and the task.
+        assert len(json.loads(done.stdout)) == 5
     both = run(
         "compact", "--config", str(config), str(source), "--trust-config", "--allow-imports", "x"
     )
@@ -501,7 +506,7 @@ def test_the_anthropic_format_keeps_a_user_message_first(seed_files: tuple[Path,
             ["compact", "--config", str(config), str(source), "--format", fmt]
         )
         assert _pipeline(args).config.user_first is user_first
-    config.write_text(SEED_CONFIG + "user_first: true\n")
+    config.write_text(SEED_CONFIG.replace("user_first: false", "user_first: true"))
     args = _parser().parse_args(["compact", "--config", str(config), str(source)])
     assert _pipeline(args).config.user_first is True
 

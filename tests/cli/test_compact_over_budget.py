@@ -45,7 +45,10 @@ def test_over_budget_warns_in_one_line_and_strict_exits_1(
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith("memrules: warning: over budget after compaction")
     assert "against a budget of 10" in done.stderr
-    assert len(json.loads(done.stdout)) == 2
+    # Only the survivors are left: the system prompt, the task and the question.
+    assert [m["content"] for m in json.loads(done.stdout)] == [
+        MESSAGES[i]["content"] for i in (0, 1, 3)
+    ]
 
     report = tmp_path / "report.json"
     strict = invoke(

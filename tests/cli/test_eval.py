@@ -49,7 +49,14 @@ ORPHAN = {
     ],
 }
 
-WINDOW = "max_messages: 4\nstrategies:\n  - type: sliding_window\n    keep_messages: 3\n"
+# The task (the first user message) survives by default; here it is a fact
+# (m1, the vault), so the cases below turn that off to score a fact the window
+# removes; and user_first off keeps the last answer the window leaves after
+# the system message.
+WINDOW = (
+    "max_messages: 4\nsurvivors: {task: false}\nuser_first: false\n"
+    "strategies:\n  - type: sliding_window\n    keep_messages: 3\n"
+)
 
 
 def write(path: Path, *conversations: dict[str, Any]) -> Path:
@@ -109,7 +116,7 @@ def test_facts_kept_by_evidence_or_by_answer_and_recalled_from_the_store(tmp_pat
     with ChatServer() as server:
         config = tmp_path / "memory.yaml"
         config.write_text(
-            "max_messages: 4\n"
+            "max_messages: 4\nsurvivors: {task: false}\n"  # the first turn (a fact) can go
             "store: {backend: qdrant, path: ':memory:', search: lexical}\n"
             f"embedder: {{type: openai, base_url: '{server.url}', model: e, dimensions: 16}}\n"
             "strategies:\n  - type: offload\n    turns: 1\n",

@@ -42,7 +42,7 @@ def test_any_evidence_kept_or_recalled_is_counted_apart(tmp_path: Path) -> None:
     with ChatServer() as server:
         config = tmp_path / "memory.yaml"
         config.write_text(
-            "max_messages: 4\n"
+            "max_messages: 4\nsurvivors: {task: false}\n"  # the first turn (a fact) can go
             "store: {backend: qdrant, path: ':memory:', search: lexical}\n"
             f"embedder: {{type: openai, base_url: '{server.url}', model: e, dimensions: 16}}\n"
             "strategies:\n  - type: offload\n    turns: 1\n",

@@ -47,6 +47,7 @@ def _conversation() -> dict[str, Any]:
 def _config(path: Path, url: str, memory: str) -> Path:
     path.write_text(
         "encoder_name: cl100k_base\n"
+        "survivors: {task: false}\n"  # the first fact is the task: let it be offloaded too
         "store: {backend: qdrant, path: ':memory:', search: lexical}\n"
         f"embedder: {{type: openai, base_url: '{url}', model: e, dimensions: 16}}\n"
         "stores:\n  memory:\n    backend: qdrant\n    path: ':memory:'\n    search: lexical\n"
