@@ -21,9 +21,16 @@ from __future__ import annotations
 
 import argparse
 
-from memrules import ContextUsage, MemoryConfig, MemoryPlugin, Message, Request, Text
+from memrules import (
+    ContextUsage,
+    MemoryConfig,
+    MemoryPlugin,
+    Message,
+    Request,
+    SurvivorRule,  # not exported: the seed-only setting
+    Text,
+)
 from memrules._cli.demo import OpenAIChat, scripted_reply  # the demo's chat clients
-from memrules._core.survivors import SurvivorRule  # not exported: the seed-only setting
 from memrules.strategies import sliding_window
 
 
