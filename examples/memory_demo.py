@@ -27,7 +27,7 @@ from memrules import (
     MemoryPlugin,
     Message,
     Request,
-    SurvivorRule,  # not exported: the seed-only setting
+    SurvivorRule,
     Text,
 )
 from memrules._cli.demo import OpenAIChat, scripted_reply  # the demo's chat clients
