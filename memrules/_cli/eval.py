@@ -90,6 +90,7 @@ from memrules._cli.eval_figures import (
     Evidence,
     PipelineFigures,
     RequestFigures,
+    budgeted,
     comparisons,
     pipeline_figures,
 )
@@ -153,22 +154,10 @@ class EvalError(MemrulesError, RuntimeError):
 # --- one conversation, every pipeline -----------------------------------------------
 
 
-def _budgeted(config: MemoryConfig, max_tokens: int | None) -> MemoryConfig:
-    if max_tokens is None:
-        return config
-    return attrs.evolve(
-        config,
-        max_tokens=max_tokens,
-        max_fraction=None,
-        max_messages=None,
-        context_window_tokens=max(config.context_window_tokens, max_tokens),
-    )
-
-
 def load_configs(settings: EvalSettings) -> list[MemoryConfig]:
     """The configs, read and checked (a :class:`ConfigError` names the file)."""
     return [
-        _budgeted(load_config(path, allow_imports=settings.allow_imports), settings.max_tokens)
+        budgeted(load_config(path, allow_imports=settings.allow_imports), settings.max_tokens)
         for path in settings.configs
     ]
 

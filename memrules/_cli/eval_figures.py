@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from memrules._cli.stats import Paired, bootstrap_ratio, paired
+from memrules._config.load import MemoryConfig
 from memrules._counting.cache import OpenAIRule
 from memrules._replay.answers import Scored
 
@@ -30,6 +31,7 @@ __all__ = [
     "Evidence",
     "PipelineFigures",
     "RequestFigures",
+    "budgeted",
     "comparisons",
     "pipeline_figures",
 ]
@@ -357,3 +359,17 @@ def comparisons(
                 )
             )
     return tuple(out)
+
+
+def budgeted(config: MemoryConfig, max_tokens: int | None) -> MemoryConfig:
+    """``config`` on one token budget of ``max_tokens`` (``--max-tokens``),
+    its own trigger replaced; ``config`` itself when None."""
+    if max_tokens is None:
+        return config
+    return attrs.evolve(
+        config,
+        max_tokens=max_tokens,
+        max_fraction=None,
+        max_messages=None,
+        context_window_tokens=max(config.context_window_tokens, max_tokens),
+    )

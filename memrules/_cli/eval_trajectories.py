@@ -27,8 +27,8 @@ from pathlib import Path
 
 import attrs
 
-from memrules._cli.eval_figures import CACHE_RULE
-from memrules._config.load import MemoryConfig, load_config
+from memrules._cli.eval_figures import CACHE_RULE, budgeted
+from memrules._config.load import load_config
 from memrules._core.errors import MemrulesError
 from memrules._core.repair import input_problems
 from memrules._core.report import CompressionResult
@@ -305,22 +305,10 @@ class TrajectoryRun:
     requests: tuple[tuple[RequestProbe, ...], ...]
 
 
-def _budgeted(config: MemoryConfig, max_tokens: int | None) -> MemoryConfig:
-    if max_tokens is None:
-        return config
-    return attrs.evolve(
-        config,
-        max_tokens=max_tokens,
-        max_fraction=None,
-        max_messages=None,
-        context_window_tokens=max(config.context_window_tokens, max_tokens),
-    )
-
-
 def _pipelines(settings: TrajectorySettings) -> list[Pipeline]:
     return [
         Pipeline.from_config(
-            _budgeted(load_config(p, allow_imports=settings.allow_imports), settings.max_tokens)
+            budgeted(load_config(p, allow_imports=settings.allow_imports), settings.max_tokens)
         )
         for p in settings.configs
     ]
