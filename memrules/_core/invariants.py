@@ -360,7 +360,9 @@ def _in_place(
             if len(differs) <= len(before) // _CONTINUED:
                 notes = tuple(n for n in notes if n is not note)  # continued: taken over
             else:  # another strategy's: it stays as it was
-                note = attrs.evolve(note, ids=set(note.ids), new_ids=set(note.new_ids))
+                note = attrs.evolve(
+                    note, ids=collections.Counter(note.ids), new_ids=set(note.new_ids)
+                )
             checked = _check_from(before, after, note, differs)
         if isinstance(checked, Enforced):
             return checked
@@ -402,12 +404,18 @@ def _check_whole(before: Conversation, after: Conversation) -> _Rewrite | Enforc
     now = list(map(after.__getitem__, changed))
     if not _replaceable(list(map(before.__getitem__, changed)), now):
         return None
-    ids = set(map(id, before))
-    if len(ids) != len(before) or not ids.isdisjoint(map(id, now)):
-        return None  # a repeated or moved object: the general matching places it
+    # The input may hold one object at several places (a conversion cache
+    # hands back one object for equal messages): each position still says
+    # what it holds, so only a replacing object that is one of the input's
+    # (a moved message) is left to the general matching.
+    ids = collections.Counter(map(id, before))
+    if not ids.keys().isdisjoint(map(id, now)):
+        return None  # a moved object: the general matching places it
     new_ids = set(map(id, now))
     if len(new_ids) != len(now):  # one object replacing several: no note
-        return _Rewrite(source=(), output=(), changed=changed, ids=set(), new_ids=set())
+        return _Rewrite(
+            source=(), output=(), changed=changed, ids=collections.Counter(), new_ids=set()
+        )
     return _Rewrite(source=before, output=after, changed=changed, ids=ids, new_ids=new_ids)
 
 
@@ -444,17 +452,23 @@ def _check_from(
         differs,
         map(operator.is_not, map(source.__getitem__, differs), map(output.__getitem__, differs)),
     )
-    ids.difference_update(map(id, map(source.__getitem__, moved)))
+    went = list(map(id, map(source.__getitem__, moved)))
+    ids.subtract(went)
+    for key in went:
+        if ids[key] <= 0:
+            del ids[key]
     entered = list(map(id, map(before.__getitem__, moved)))
     entered.extend(map(id, before[common:]))
     ids.update(entered)
     new_ids.difference_update(map(id, map(output.__getitem__, left)))
     replacing = list(map(id, now))
     new_ids.update(replacing)
-    if len(ids) != n or not new_ids.isdisjoint(entered) or not ids.isdisjoint(replacing):
-        return None  # a repeated or moved object: the general matching places it
+    if not new_ids.isdisjoint(entered) or not ids.keys().isdisjoint(replacing):
+        return None  # a moved object: the general matching places it
     if len(new_ids) != len(changed):  # one object replacing several: no note
-        return _Rewrite(source=(), output=(), changed=changed, ids=set(), new_ids=set())
+        return _Rewrite(
+            source=(), output=(), changed=changed, ids=collections.Counter(), new_ids=set()
+        )
     return _Rewrite(source=before, output=after, changed=changed, ids=ids, new_ids=new_ids)
 
 
@@ -462,13 +476,14 @@ def _check_from(
 class _Rewrite:
     """An in-place rewrite the check accepted in a measure: its input and
     output (each kept, so no id the sets hold is reused), the positions it
-    replaced (ascending), the ids of the input's messages and of the
+    replaced (ascending), the ids of the input's messages (how many times
+    each stands there) and of the
     replacing ones (each all distinct)."""
 
     source: Conversation
     output: Conversation
     changed: list[int]
-    ids: set[int]
+    ids: collections.Counter[int]
     new_ids: set[int]
 
 
@@ -649,7 +664,7 @@ def _window(
         tail = itertools.islice(before, start, None)
         if all(map(operator.is_, itertools.islice(after, j, None), tail)):
             return head, start
-        return None
+        # an object the input holds at several places: another start may fit
     return None
 
 

@@ -370,7 +370,7 @@ class FramedCounter:
     The role words' counts are worked out once, on first use.
     """
 
-    __slots__ = ("_cache", "_known", "_lock", "base", "rule")
+    __slots__ = ("_cache", "_estimates", "_known", "_lock", "base", "rule")
 
     def __init__(
         self, base: TokenCounter, rule: CountRule, *, cache_size: int = DEFAULT_CACHE_SIZE
@@ -381,6 +381,7 @@ class FramedCounter:
         self.base = base
         self.rule = rule
         self._cache = BoundedCache(self._compute, cache_size)
+        self._estimates = BoundedCache(self._find_estimates, cache_size)
         self._known: dict[str, int] = {}  # short, recurring strings: role words, types
         self._lock = threading.Lock()
 
@@ -424,7 +425,16 @@ class FramedCounter:
     def estimates(self, message: Message) -> tuple[str, ...]:
         """What of ``message``'s count is a stated estimate rather than
         measured (an image of unknown size, PDF pages, encrypted
-        reasoning), one ``"parts[i]: ..."`` line each."""
+        reasoning), one ``"parts[i]: ..."`` line each. Worked out once per
+        message value, as its count is."""
+        return self._estimates.get(message)
+
+    def estimates_many(self, messages: Sequence[Message]) -> tuple[tuple[str, ...], ...]:
+        """:meth:`estimates` of each of ``messages``: one C-level pass of
+        look-ups for those asked about before."""
+        return self._estimates.many(messages)
+
+    def _find_estimates(self, message: Message) -> tuple[str, ...]:
         frame = self.rule.frame
         if isinstance(frame, ContentFrame):
             return frame.estimates(message, self._text_count)

@@ -55,7 +55,7 @@ import bisect
 import itertools
 import operator
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from memrules._core.bounded import BoundedTable
 from memrules._core.conversation import ToolLinks
@@ -86,13 +86,17 @@ class _Line:
     and only under the owning measure's lock; entries below a track's size
     never change."""
 
-    __slots__ = ("borrowed", "messages", "shape", "sizes", "sums")
+    __slots__ = ("borrowed", "estimated", "looked", "messages", "shape", "sizes", "sums")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self.messages: list[Message] = list(messages)
         self.sizes: list[int] = []
         self.sums: list[int] = [0]
         self.shape: _Shape | None = None
+        # The counter's stated estimates of the first ``looked`` messages,
+        # by index (those with none are left out).
+        self.estimated: dict[int, tuple[str, ...]] = {}
+        self.looked = 0
         # A rewrite's line: the line whose shape is this one's for the
         # first ``size`` messages (the same roles and tool ids there).
         self.borrowed: tuple[_Line, int] | None = None
@@ -317,7 +321,7 @@ class Track:
         # The remembered conversation this one was found to continue, and
         # the positions below its length where the two hold different
         # objects (see :meth:`Measure.moved`).
-        self.kin: tuple[Conversation, list[int]] | None = None
+        self.kin: tuple[Conversation, list[int] | None] | None = None
 
     @property
     def line(self) -> _Line:
@@ -639,7 +643,7 @@ class Measure:
 
     def _continued(
         self, conversation: Conversation, tracks: tuple[Track, ...]
-    ) -> tuple[_Line | None, int, _Line | None, tuple[Conversation, list[int]] | None]:
+    ) -> tuple[_Line | None, int, _Line | None, tuple[Conversation, list[int] | None] | None]:
         """The line ``conversation`` lies on (None for a new one), how many of
         its first messages are known already, and the line that knows them:
         the remembered track it continues, or a line it is a prefix of; else
@@ -651,12 +655,13 @@ class Measure:
         for t in tracks:
             m = t.size
             if 0 < m <= n and conversation[m - 1] is t.conversation[m - 1]:
-                moved = _moved(conversation, t.conversation)
-                if moved is None:
+                # One C-level pass, short-cut by identity: the positions
+                # that hold other (equal) objects are found when asked for.
+                if not _same(conversation, t.conversation, m):
                     continue
                 found = self._along(conversation, t, checked=True)
                 if found is not None:
-                    return found, _found_size(found, n), found, (t.conversation, moved)
+                    return found, _found_size(found, n), found, (t.conversation, None)
         best, donor = 0, None
         for t in tracks:
             m = t.size
@@ -853,10 +858,44 @@ class Measure:
         these positions and what is new."""
         if conversation is source:
             return ()
-        kin = self.track(conversation).kin
+        track = self.track(conversation)
+        kin = track.kin
         if kin is None or kin[0] is not source:
             return None
-        return kin[1]
+        moved = kin[1]
+        if moved is None:  # found to continue ``source`` by value: where, by identity
+            moved = list(
+                itertools.compress(itertools.count(), map(operator.is_not, conversation, source))
+            )
+            track.kin = (source, moved)
+        return moved
+
+    def estimated(self, conversation: Conversation) -> Mapping[int, tuple[str, ...]]:
+        """The counter's ``estimates`` (what of a message's count is a stated
+        estimate, ``"parts[i]: ..."`` lines) of each message of
+        ``conversation`` that has any, by index. Each message of a line is
+        asked about once, when first needed; a warm request of a growing
+        conversation asks about its new messages only. Empty when the
+        counter states no estimates."""
+        find = getattr(self.counter, "estimates", None)
+        if find is None:
+            return {}
+        line = self.track(conversation).line
+        size = len(conversation)
+        if line.looked < size:
+            with self._lock:
+                start = line.looked
+                if start < size:
+                    many = getattr(self.counter, "estimates_many", None)
+                    news = line.messages[start:size]
+                    found = many(news) if many is not None else tuple(map(find, news))
+                    for k in itertools.compress(itertools.count(start), found):
+                        line.estimated[k] = found[k - start]
+                    line.looked = size
+        estimated = line.estimated
+        if not estimated or max(estimated) < size:
+            return estimated
+        return {i: lines for i, lines in estimated.items() if i < size}
 
     # --- what strategies keep about the conversation
 
@@ -906,19 +945,6 @@ def _same_structure(was: Sequence[Message], now: Sequence[Message], rule: Surviv
 _ROLE = operator.attrgetter("role")
 _CALL_IDS = operator.attrgetter("call_ids")
 _RESULT_IDS = operator.attrgetter("result_ids")
-
-
-def _moved(conversation: Conversation, known: Conversation) -> list[int] | None:
-    """The positions below ``len(known)`` where ``conversation`` holds
-    another object than ``known`` when every such one is equal to it (None
-    when one is not): one pass of identity checks, then a value check of
-    the others only."""
-    moved = list(itertools.compress(itertools.count(), map(operator.is_not, conversation, known)))
-    if moved and any(
-        map(operator.ne, map(conversation.__getitem__, moved), map(known.__getitem__, moved))
-    ):
-        return None
-    return moved
 
 
 def _found_size(line: _Line, n: int) -> int:

@@ -365,8 +365,12 @@ def _message_text(message: Message) -> str:
     return f"{message.role} {message.countable_text}"
 
 
-class BoundedCache:
-    """Message → count, at most ``cap`` entries; the oldest entry goes first.
+_V = TypeVar("_V")
+
+
+class BoundedCache(Generic[_V]):
+    """Message → count (or another value of the message's: ``V``, never
+    None), at most ``cap`` entries; the oldest entry goes first.
 
     Owned by one counter. Thread-safe: lookups take no lock (a dict lookup
     is atomic), and a miss computes its count outside any lock, then inserts
@@ -379,13 +383,13 @@ class BoundedCache:
 
     __slots__ = ("_compute", "_data", "_lock", "cap")
 
-    def __init__(self, compute: Callable[[Message], int], cap: int) -> None:
+    def __init__(self, compute: Callable[[Message], _V], cap: int) -> None:
         self._compute = compute
         self.cap = cap
-        self._data: BoundedTable[Message, int] = BoundedTable(cap)  # first in, first out
+        self._data: BoundedTable[Message, _V] = BoundedTable(cap)  # first in, first out
         self._lock = threading.Lock()
 
-    def get(self, message: Message) -> int:
+    def get(self, message: Message) -> _V:
         count = self._data.get(message)
         if count is None:
             count = self._compute(message)
@@ -393,11 +397,11 @@ class BoundedCache:
                 self._data.add(message, count)
         return count
 
-    def many(self, messages: Sequence[Message]) -> tuple[int, ...]:
+    def many(self, messages: Sequence[Message]) -> tuple[_V, ...]:
         """Counts of ``messages``: one C-level pass of lookups, then the misses
         computed outside the lock and inserted under it, all at once."""
         data = self._data
-        counts: list[int | None] = list(map(data.get, messages))
+        counts: list[_V | None] = list(map(data.get, messages))
         if None not in counts:
             return tuple(counts)  # type: ignore[arg-type]  # no None in it
         missing = [i for i, count in enumerate(counts) if count is None]

@@ -121,3 +121,36 @@ def test_warm_in_place_checks_of_two_strategies_look_at_what_changed(
     # check from scratch looks up all 802 inputs and every replaced one: 1,600
     # and more for the two).
     assert looked_up <= 250
+
+
+def test_messages_that_recur_verbatim_keep_the_warm_in_place_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A harness that repeats the same reminder: the conversion cache hands
+    back one object for the equal messages, so the input holds one object
+    at several places. Each place still says what it holds, so the warm
+    in-place check stays what it is for distinct messages (a general
+    matching would look up every message's id, and more)."""
+    plugin = MemoryPlugin(
+        MemoryConfig(
+            max_tokens=20_000, strategies=[clear_tool_results(keep_pairs=2, preview_chars=0)]
+        )
+    )
+    messages = _messages(400)
+    reminders = ("Keep going.", "Run the tests first.", "One action at a time.")
+    for k, at in enumerate(range(10, len(messages) - 8, 20)):
+        messages.insert(at, {"role": "user", "content": reminders[k % 3]})
+    plugin.on_openai_request({"model": "gpt-4o", "messages": messages[:-4]}, conversation_id="c")
+    looked_up = 0
+
+    def counted(value: object) -> int:
+        nonlocal looked_up
+        looked_up += 1
+        return id(value)
+
+    monkeypatch.setattr(invariants, "id", counted, raising=False)
+    body = json.loads(json.dumps({"model": "gpt-4o", "messages": messages}))
+    sent = plugin.on_openai_request(body, conversation_id="c")
+    cleared = sum(str(m.get("content")).startswith(CLEARED) for m in sent["messages"])
+    assert cleared == 398
+    assert looked_up <= cleared + 10
