@@ -661,8 +661,10 @@ def _window(
         head = tuple(h for h in held if h < start)
         if len(head) != j or not all(map(operator.is_, after, map(before.__getitem__, head))):
             continue
-        tail = itertools.islice(before, start, None)
-        if all(map(operator.is_, itertools.islice(after, j, None), tail)):
+        # By index: an islice of ``before`` would step through its first
+        # ``start`` messages to reach the tail.
+        tail = map(before.__getitem__, range(start, n))
+        if all(map(operator.is_, map(after.__getitem__, range(j, w)), tail)):
             return head, start
         # an object the input holds at several places: another start may fit
     return None

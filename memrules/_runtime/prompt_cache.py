@@ -79,11 +79,12 @@ def carried(
     n = len(received)
     if len(conversation) < n:
         return None
-    for old, new in zip(received, conversation, strict=False):
-        if old is not new and old != new:
-            return None
+    # One C-level pass, short-cut by identity (a growing conversation
+    # holds the very objects it held), not a Python-level one.
+    if conversation[:n] != tuple(received):
+        return None
     sent = previous.sent.messages
-    if len(sent) == n and all(i == j for j, i in enumerate(previous.origin)):
+    if len(sent) == n and tuple(previous.origin) == tuple(range(n)):
         return None  # the previous request sent its input as it was
     head = tuple(
         conversation[i] if i is not None else m for m, i in zip(sent, previous.origin, strict=True)
