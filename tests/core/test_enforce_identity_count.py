@@ -1,4 +1,4 @@
-"""The in-place reading of :func:`enforce` looks up the ids of a warm
+"""The in-place reading of :func:`enforce` (`memrules._core.in_place`) looks up the ids of a warm
 request's input only where it holds other objects than the last input
 the conversation's measure saw there (counted, not timed)."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import memrules._core.invariants as invariants
+import memrules._core.in_place as in_place
 from memrules import MemoryConfig, MemoryPlugin
 from memrules.strategies import clear_tool_results
 
@@ -54,7 +54,7 @@ def test_warm_in_place_check_looks_up_the_new_messages_ids(monkeypatch: pytest.M
         looked_up += 1
         return id(value)
 
-    monkeypatch.setattr(invariants, "id", counted, raising=False)
+    monkeypatch.setattr(in_place, "id", counted, raising=False)
     sent = plugin.on_openai_request({"model": "gpt-4o", "messages": messages}, conversation_id="c")
     cleared = sum(str(m.get("content")).startswith(CLEARED) for m in sent["messages"])
     assert cleared == 398
@@ -111,7 +111,7 @@ def test_warm_in_place_checks_of_two_strategies_look_at_what_changed(
         looked_up += 1
         return id(value)
 
-    monkeypatch.setattr(invariants, "id", counted, raising=False)
+    monkeypatch.setattr(in_place, "id", counted, raising=False)
     sent = plugin.on_openai_request({"model": "gpt-4o", "messages": messages}, conversation_id="c")
     contents = [m.get("content") or "" for m in sent["messages"]]
     cleared = sum(c.startswith(CLEARED) for c in contents)
@@ -148,7 +148,7 @@ def test_messages_that_recur_verbatim_keep_the_warm_in_place_check(
         looked_up += 1
         return id(value)
 
-    monkeypatch.setattr(invariants, "id", counted, raising=False)
+    monkeypatch.setattr(in_place, "id", counted, raising=False)
     body = json.loads(json.dumps({"model": "gpt-4o", "messages": messages}))
     sent = plugin.on_openai_request(body, conversation_id="c")
     cleared = sum(str(m.get("content")).startswith(CLEARED) for m in sent["messages"])

@@ -44,7 +44,8 @@ from memrules._core.messages import (
 from memrules._core.repair import input_problems
 from memrules._core.survivors import SurvivorRule
 from memrules._counting.framing import OPENAI, framed
-from memrules._counting.measure import Measure, _Line
+from memrules._counting.lines import Line as _Line
+from memrules._counting.measure import Measure
 from memrules._counting.tokens import TiktokenCounter
 from memrules._engine.contract import StrategyContext
 from memrules._runtime.pipeline import Pipeline

@@ -21,7 +21,8 @@ from memrules._core import invariants
 from memrules._core.bounded import BoundedTable
 from memrules._core.messages import Message, ToolCall, ToolResult, message
 from memrules._counting import framing
-from memrules._counting.measure import Measure, _Shape
+from memrules._counting.lines import Shape as _Shape
+from memrules._counting.measure import Measure
 from memrules._counting.named import counter_for
 from memrules._counting.tokens import TiktokenCounter
 from memrules._engine.contract import Outcome, StrategyContext
