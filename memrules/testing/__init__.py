@@ -31,7 +31,9 @@ The generators:
 The checks: :func:`assert_invariants` (the invariants of
 :mod:`memrules._core.invariants`, with a readable failure) and
 :func:`check_strategy` (one strategy run held to the invariants, the
-no-op-keeps-identity rule, the interpreter's view, and determinism).
+no-op-keeps-identity rule, the interpreter's view, and determinism), and
+:func:`check_warm_equals_cold` (a request the strategy has seen the
+conversation grow to gives what the same request gives cold).
 :func:`register_profiles` registers the ``ci`` and ``dev`` hypothesis
 profiles this project's own suite runs under.
 """
@@ -47,6 +49,7 @@ from memrules._core.public_names import report_public_module
 from memrules.testing._messages import FILE_TOOL, texts, parts, messages, budgets
 from memrules.testing._conversations import FILE_PATHS, conversations
 from memrules.testing._checks import render, assert_invariants, check_strategy
+from memrules.testing._warm import check_warm_equals_cold
 from memrules.testing._profiles import register_profiles
 from memrules.testing._graphs import (
     NODE_IDS,
@@ -66,6 +69,7 @@ __all__ = [
     "assert_invariants",
     "budgets",
     "check_strategy",
+    "check_warm_equals_cold",
     "conversations",
     "graph_nodes",
     "graph_parts",

@@ -13,7 +13,7 @@ from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._engine.contract import Outcome, Strategy, StrategyContext
 from memrules._engine.interpreter import NamedStrategy, run_once, run_pipeline
 
-__all__ = ["assert_invariants", "check_strategy", "render"]
+__all__ = ["assert_invariants", "check_strategy", "render", "strategy_output"]
 
 
 def _part_repr(part: Part) -> str:
@@ -54,7 +54,9 @@ def assert_invariants(
         raise AssertionError(msg)
 
 
-def _output(result: object, what: str) -> tuple[Conversation, str]:
+def strategy_output(result: object, what: str) -> tuple[Conversation, str]:
+    """A strategy's result as its messages and its note (an `Outcome`'s);
+    fails naming ``what`` for anything else."""
     note = ""
     if isinstance(result, Outcome):
         note = result.note
@@ -103,7 +105,7 @@ def check_strategy(
     Exceptions the strategy raises propagate.
     """
     name = getattr(strategy, "__name__", None) or repr(strategy)
-    output, note = _output(strategy(conversation, context), name)
+    output, note = strategy_output(strategy(conversation, context), name)
     enforced = enforce(conversation, output, survivors=context.measure.survivors)
     if strict and enforced.violation is not None:
         msg = (
@@ -118,7 +120,7 @@ def check_strategy(
             f"so that `new is old` tells a no-op\nbefore:\n{render(conversation)}"
         )
         raise AssertionError(msg)
-    again, again_note = _output(strategy(conversation, context), name)
+    again, again_note = strategy_output(strategy(conversation, context), name)
     if again != output or again_note != note:
         msg = (
             f"{name} is not deterministic: two runs on the same input differ\n"
