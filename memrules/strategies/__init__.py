@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from memrules._core.public_names import report_public_module
 from memrules.strategies.clamp import clamp_oversized_messages
+from memrules.strategies.file_reads import deduplicate_file_reads
 from memrules.strategies.images import strip_old_images
 from memrules.strategies.observations import drop_observations
 from memrules.strategies.registry import BUILTIN_ORDER, STRATEGIES, register, strategy_factory
 from memrules.strategies.seamed import offload, summarize
 from memrules.strategies.thinking import clear_thinking
-from memrules.strategies.tool_results import clear_tool_results, deduplicate_file_reads
+from memrules.strategies.tool_results import clear_tool_results
 from memrules.strategies.window import drop_turns, sliding_window, trim_to_budget
 
 __all__ = [

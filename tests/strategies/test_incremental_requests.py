@@ -26,7 +26,7 @@ from memrules._counting.measure import Measure
 from memrules._counting.named import counter_for
 from memrules._counting.tokens import TiktokenCounter
 from memrules._engine.contract import Outcome, StrategyContext
-from memrules.strategies import clamp_oversized_messages, tool_results
+from memrules.strategies import clamp_oversized_messages, file_reads, tool_results
 from memrules.strategies._util import RewriteCache
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -157,7 +157,7 @@ def test_a_warm_request_parses_only_the_new_tool_arguments(
 ) -> None:
     steps = warm_plugin()
     next(steps)
-    parsed = Counted(monkeypatch, tool_results, "_argument")
+    parsed = Counted(monkeypatch, file_reads, "_argument")
     next(steps)
     assert parsed.calls <= NEW
 
@@ -276,7 +276,7 @@ class Watched(tuple[Message, ...]):
 @pytest.mark.parametrize(
     "make",
     [
-        tool_results.deduplicate_file_reads,
+        file_reads.deduplicate_file_reads,
         functools.partial(tool_results.clear_tool_results, keep_pairs=5, exclude_tools=("plan",)),
         functools.partial(tool_results.clear_tool_results, keep_pairs=5, clear_at_least=10**9),
         functools.partial(
@@ -338,7 +338,7 @@ def _messages(result: Any) -> tuple[Message, ...]:
 @pytest.mark.parametrize(
     "make",
     [
-        tool_results.deduplicate_file_reads,
+        file_reads.deduplicate_file_reads,
         functools.partial(tool_results.clear_tool_results, keep_pairs=5, exclude_tools=("plan",)),
         functools.partial(
             tool_results.clear_tool_results, keep_pairs=2, keep_first=3, recent_turns=2
