@@ -21,6 +21,7 @@ TESTING_NAMES = {
     "assert_invariants",
     "budgets",
     "check_strategy",
+    "check_warm_equals_cold",
     "conversations",
     "graph_nodes",
     "graph_parts",
