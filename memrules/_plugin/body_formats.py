@@ -51,18 +51,19 @@ class BodyFormat:
     """How the hook reads and writes one format's request bodies.
 
     ``name`` keys the conversation's conversion cache for the format;
-    ``check`` refuses a body of another format; ``messages`` converts the
-    body's messages (with the conversation's conversion cache); ``write``
-    makes the body to send from the body, the request handled, its result
-    and the conversation's memo; ``edits`` is the provider whose context
-    edits the config's ``provider_editing`` makes for the format (None: the
-    format takes none)."""
+    ``messages`` converts the body's messages (with the conversation's
+    conversion cache); ``write`` makes the body to send from the body, the
+    request handled, its result and the conversation's memo; ``check``
+    refuses a body of another format (None: none is mistaken for this
+    one); ``edits`` is the provider whose context edits the config's
+    ``provider_editing`` makes for the format (None: the format takes
+    none)."""
 
     name: str
-    check: Callable[[Mapping[str, Any]], None]
     messages: Callable[[Mapping[str, Any], ConversionCache | None], Conversation]
     write: Callable[[Mapping[str, Any], Request, StepResult, ConversationCache], dict[str, Any]]
-    edits: Provider | None
+    check: Callable[[Mapping[str, Any]], None] | None = None
+    edits: Provider | None = None
 
     def read(
         self,
@@ -83,11 +84,11 @@ class BodyFormat:
             memo = memos(conversation_id).conversion_for(self.name)
         return read_request(
             body,
-            check=self.check,
-            messages=self.messages,
+            self.check,
+            self.messages,
+            memo,
             conversation_id=conversation_id,
             conversation_id_of=_no_id,
-            memo=memo,
             user=user,
             tenant=tenant,
         )
@@ -112,25 +113,17 @@ def openai_body(
     return {**body, "messages": sent}
 
 
-def _no_check(body: Mapping[str, Any]) -> None:
-    return None
-
-
 OPENAI_CHAT = BodyFormat(
-    name="openai", check=check_openai_body, messages=openai_messages, write=openai_body, edits=None
+    name="openai", messages=openai_messages, write=openai_body, check=check_openai_body
 )
 RESPONSES = BodyFormat(
-    name="responses",
-    check=_no_check,
-    messages=responses_messages,
-    write=responses_body,
-    edits="openai",
+    name="responses", messages=responses_messages, write=responses_body, edits="openai"
 )
 ANTHROPIC = BodyFormat(
     name="anthropic",
-    check=check_anthropic_body,
     messages=anthropic_messages,
     write=anthropic_body,
+    check=check_anthropic_body,
     edits="anthropic",
 )
 

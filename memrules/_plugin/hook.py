@@ -68,37 +68,27 @@ Step = Callable[[Pipeline, Iterable[ContextUsageObserver]], StepResult]
 """The request's step under a pipeline and its observers (see `Hook._locked`)."""
 
 
+@attrs.define(kw_only=True, eq=False)
 class Hook:
     """Requests of many conversations through ``pipeline``: the state in
     ``graphs``' store, the memos in ``memos``, retrieval memory through
     ``memory``, the time from ``clock``, a request over its budget settled
     by ``over_budget``, each request written to ``tracer``'s trace when
-    there is one. `last` is the most recent result, `last_edits` the
-    context edits of the most recent body of a format that takes them."""
+    there is one, a body's conversation found by ``conversation_id_of``.
+    `last` is the most recent result, `last_edits` the context edits of the
+    most recent body of a format that takes them."""
 
-    def __init__(
-        self,
-        *,
-        pipeline: Pipeline,
-        graphs: GraphOps,
-        memos: ConversationCaches,
-        memory: MemoryEndpoints,
-        clock: Callable[[], float],
-        over_budget: OverBudgetMode,
-        tracer: PluginTracer | None,
-        conversation_id_of: Callable[[Mapping[str, Any]], str | None],
-    ) -> None:
-        self.pipeline = pipeline
-        self.graphs = graphs
-        self.memos = memos
-        self.memory = memory
-        self.clock = clock
-        self.over_budget: OverBudgetMode = over_budget
-        self.tracer = tracer
-        self.conversation_id_of = conversation_id_of
-        self.last: StepResult | None = None
-        self.last_edits: tuple[EditPlan, ...] = ()
-        self._answered: tuple[Pipeline, Pipeline] | None = None
+    pipeline: Pipeline
+    graphs: GraphOps
+    memos: ConversationCaches
+    memory: MemoryEndpoints
+    clock: Callable[[], float]
+    over_budget: OverBudgetMode
+    tracer: PluginTracer | None
+    conversation_id_of: Callable[[Mapping[str, Any]], str | None]
+    last: StepResult | None = attrs.field(default=None, init=False)
+    last_edits: tuple[EditPlan, ...] = attrs.field(default=(), init=False)
+    _answered: tuple[Pipeline, Pipeline] | None = attrs.field(default=None, init=False)
 
     @property
     def config(self) -> MemoryConfig:

@@ -91,67 +91,73 @@ def open_hook(
     over_budget: OverBudgetMode | None,
 ) -> Hook:
     """The hook `MemoryPlugin` runs, for its arguments (see there); what it
-    opens goes into ``opened``."""
-    check_whole("max_conversations", max_conversations, 1)
-    mode = config.over_budget if over_budget is None else check_mode(over_budget)
-    if not isinstance(edits_in_place, bool):
-        msg = f"edits_in_place={edits_in_place!r} must be True or False"
-        raise ValueError(msg)
-    settings = memory_settings(config)
-    if settings is not None:
-        if memory_store is None:
-            memory_store = SHARED_STORES.acquire(settings)
-            opened.shared = settings
-        opened.loading = load_ahead(memory_store)
-    made = Pipeline.from_config(
-        config, seams=Seams(summarizer=summarizer, store=store), counter=counter
-    )
-    # The hook sends requests: with repair: null it repairs what a provider rejects.
-    pipeline = attrs.evolve(made, default_repair=True)
-    # The offload store the config's store: section built is the plugin's to close.
-    opened.built_store = pipeline.seams.store if store is None else None
-    states = state_store
-    if states is None:
-        states = open_state_store(
-            config.state_store,
-            max_conversations=max_conversations,
-            graph_limits=config.graph_limits,
+    opens goes into ``opened``, which is closed when opening fails."""
+    try:
+        check_whole("max_conversations", max_conversations, 1)
+        mode = config.over_budget if over_budget is None else check_mode(over_budget)
+        if not isinstance(edits_in_place, bool):
+            msg = f"edits_in_place={edits_in_place!r} must be True or False"
+            raise ValueError(msg)
+        settings = memory_settings(config)
+        if settings is not None:
+            if memory_store is None:
+                memory_store = SHARED_STORES.acquire(settings)
+                opened.shared = settings
+            opened.loading = load_ahead(memory_store)
+        made = Pipeline.from_config(
+            config, seams=Seams(summarizer=summarizer, store=store), counter=counter
         )
-    opened.states = states
-    tracer = None
-    if trace is not None:  # the seams, extractor, resolver and store through the seam log
-        tracer = opened.tracer = PluginTracer(trace, pipeline, states)
-        pipeline, states = tracer.pipeline, tracer.states
-    service = None
-    if settings is not None:
-        assert config.memory is not None
-        assert memory_store is not None
-        if tracer is not None:
-            memory_store = tracer.memory_store(settings, memory_store)
-        service = RetrievalService(
-            settings,
-            config.memory,
-            store=memory_store,
-            observers=memory_observers,
-            clock=LoggedClock(clock),
-            source=config.source,
-            loading=opened.loading,
-        )
-        service.start()
-    return Hook(
-        pipeline=pipeline,
-        graphs=GraphOps(states=states, limits=config.graph_limits),
-        memos=ConversationCaches(
-            lambda: ConversationCache(pipeline, edits_in_place=edits_in_place), max_conversations
-        ),
-        memory=MemoryEndpoints(
+        # The hook sends requests: with repair: null it repairs what a provider rejects.
+        pipeline = attrs.evolve(made, default_repair=True)
+        # The offload store the config's store: section built is the plugin's to close.
+        opened.built_store = pipeline.seams.store if store is None else None
+        states = state_store
+        if states is None:
+            states = open_state_store(
+                config.state_store,
+                max_conversations=max_conversations,
+                graph_limits=config.graph_limits,
+            )
+        opened.states = states
+        tracer = None
+        if trace is not None:  # the seams, extractor, resolver and store through the seam log
+            tracer = opened.tracer = PluginTracer(trace, pipeline, states)
+            pipeline, states = tracer.pipeline, tracer.states
+        service = None
+        if settings is not None:
+            assert config.memory is not None
+            assert memory_store is not None
+            if tracer is not None:
+                memory_store = tracer.memory_store(settings, memory_store)
+            service = RetrievalService(
+                settings,
+                config.memory,
+                store=memory_store,
+                observers=memory_observers,
+                clock=LoggedClock(clock),
+                source=config.source,
+                loading=opened.loading,
+            )
+            service.start()
+        memory = MemoryEndpoints(
             service=service,
             tracer=tracer,
             source=config.source,
             conversation_id_of=conversation_id_of,
-        ),
-        clock=clock,
-        over_budget=mode,
-        tracer=tracer,
-        conversation_id_of=conversation_id_of,
-    )
+        )
+        return Hook(
+            pipeline=pipeline,
+            graphs=GraphOps(states=states, limits=config.graph_limits),
+            memos=ConversationCaches(
+                lambda: ConversationCache(pipeline, edits_in_place=edits_in_place),
+                max_conversations,
+            ),
+            memory=memory,
+            clock=clock,
+            over_budget=mode,
+            tracer=tracer,
+            conversation_id_of=conversation_id_of,
+        )
+    except BaseException:
+        opened.close()
+        raise

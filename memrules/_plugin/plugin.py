@@ -1,13 +1,10 @@
 """The request hook: `MemoryPlugin`, a thin shell around the pure `step`
-(whose module says what each stage does). The plugin holds what lives
-between requests and hands each job to its own object: the driver of one
-request, sync and async, and of bodies of every format (`hook`,
-`body_formats`); each conversation's state and graph (`graph_ops`);
-retrieval memory (`memory_endpoints`); what it opened and closes
-(`opening`). Requests without a conversation id share one conversation,
-``None``.
+(whose module says what each stage does), handing each job to its own
+object: the driver of a request, sync and async, and of bodies of every
+format (`hook`, `body_formats`); each conversation's state and graph
+(`graph_ops`); retrieval memory (`memory_endpoints`); what it opened and
+closes (`opening`). Requests without a conversation id share one, ``None``.
 
->>> import attrs
 >>> from memrules._core.messages import message
 >>> config = MemoryConfig(context_window_tokens=10, max_fraction=None, warn_fraction=0.5)
 >>> plugin = MemoryPlugin(config)
@@ -16,7 +13,7 @@ retrieval memory (`memory_endpoints`); what it opened and closes
 (['user', 'system'], True)
 >>> len(plugin.on_request(ask).messages)
 1
->>> len(plugin.on_request(attrs.evolve(ask, conversation_id="other")).messages)
+>>> len(plugin.on_request(Request(messages=ask.messages, conversation_id="other")).messages)
 2
 """
 
@@ -113,27 +110,23 @@ class MemoryPlugin:
         edits_in_place: bool = True,
         over_budget: OverBudgetMode | None = None,
     ) -> None:
-        self._opened = Opened()
-        try:
-            self._hook = open_hook(
-                config,
-                self._opened,
-                summarizer=summarizer,
-                store=store,
-                counter=counter,
-                max_conversations=max_conversations,
-                conversation_id_of=conversation_id_of,
-                state_store=state_store,
-                trace=trace,
-                memory_store=memory_store,
-                memory_observers=memory_observers,
-                clock=clock,
-                edits_in_place=edits_in_place,
-                over_budget=over_budget,
-            )
-        except BaseException:
-            self.close()
-            raise
+        self._opened = Opened()  # what close() closes, from here on
+        self._hook = open_hook(
+            config,
+            self._opened,
+            summarizer=summarizer,
+            store=store,
+            counter=counter,
+            max_conversations=max_conversations,
+            conversation_id_of=conversation_id_of,
+            state_store=state_store,
+            trace=trace,
+            memory_store=memory_store,
+            memory_observers=memory_observers,
+            clock=clock,
+            edits_in_place=edits_in_place,
+            over_budget=over_budget,
+        )
 
     @classmethod
     def from_config(
@@ -225,11 +218,10 @@ class MemoryPlugin:
         ``metadata.tenant_id`` (give them from your authentication when the
         body comes from an untrusted client).
 
-        Converting costs what the conversation added since its last request
-        (its messages are remembered), and so does converting back: the
-        messages the request keeps are sent as the body's own message
-        objects (equal to what converting would give), and only new or
-        changed ones (the warning, the graph, memories) are converted."""
+        Converting costs what the conversation added since its last request,
+        and so does converting back: the messages the request keeps are sent
+        as the body's own objects; only new or changed ones (the warning,
+        the graph, memories) are converted."""
         return self._hook.on_body(OPENAI_CHAT, body, (conversation_id, user, tenant))
 
     def on_responses_request(
@@ -248,10 +240,9 @@ class MemoryPlugin:
         self, body: Mapping[str, Any], *, conversation_id: str | None = None,
         user: str | None = None, tenant: str | None = None,
     ) -> dict[str, Any]:  # fmt: skip
-        """:meth:`on_request` for an Anthropic Messages API body (``system``,
-        ``messages``, ``model``): returns a new body with the compacted
-        ``system`` and ``messages``, every other key as it was, and the
-        config's ``provider_editing`` written in as ``context_management``
+        """:meth:`on_request` for an Anthropic Messages API body. The new body
+        has the compacted ``system`` and ``messages``, every other key as it
+        was, and the config's ``provider_editing`` as ``context_management``
         (send the ``anthropic-beta: context-management-2025-06-27`` header
         with it). The conversation, user and tenant are found, and
         converting costs, as in :meth:`on_openai_request`."""
@@ -275,21 +266,21 @@ class MemoryPlugin:
         self, body: Mapping[str, Any], *, conversation_id: str | None = None,
         user: str | None = None, tenant: str | None = None,
     ) -> dict[str, Any]:  # fmt: skip
-        """:meth:`on_openai_request` without blocking the event loop (see :meth:`handle_async`)."""
+        """:meth:`on_openai_request`, awaiting the seams (see :meth:`handle_async`)."""
         return await self._hook.on_body_async(OPENAI_CHAT, body, (conversation_id, user, tenant))
 
     async def on_responses_request_async(
         self, body: Mapping[str, Any], *, conversation_id: str | None = None,
         user: str | None = None, tenant: str | None = None,
     ) -> dict[str, Any]:  # fmt: skip
-        """:meth:`on_responses_request` without blocking the event loop (see :meth:`handle_async`)."""
+        """:meth:`on_responses_request`, awaiting the seams (see :meth:`handle_async`)."""
         return await self._hook.on_body_async(RESPONSES, body, (conversation_id, user, tenant))
 
     async def on_anthropic_request_async(
         self, body: Mapping[str, Any], *, conversation_id: str | None = None,
         user: str | None = None, tenant: str | None = None,
     ) -> dict[str, Any]:  # fmt: skip
-        """:meth:`on_anthropic_request` without blocking the event loop (see :meth:`handle_async`)."""
+        """:meth:`on_anthropic_request`, awaiting the seams (see :meth:`handle_async`)."""
         return await self._hook.on_body_async(ANTHROPIC, body, (conversation_id, user, tenant))
 
     @property
@@ -309,15 +300,10 @@ class MemoryPlugin:
         return self._hook.memory.on_response(request, reply, now)
 
     def on_openai_response(
-        self,
-        body: Mapping[str, Any],
-        response: Mapping[str, Any],
-        *,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
+        self, body: Mapping[str, Any], response: Mapping[str, Any], *,
+        conversation_id: str | None = None, user: str | None = None, tenant: str | None = None,
         now: float | None = None,
-    ) -> StoreOutcome:
+    ) -> StoreOutcome:  # fmt: skip
         """:meth:`on_response` for an OpenAI chat-completions request
         ``body`` and the ``response`` it got (its first choice's message).
         Raises `MessageFormatError` for a response without one."""
@@ -349,13 +335,11 @@ class MemoryPlugin:
         return self._hook.graphs.state(conversation_id)
 
     def reset(self, conversation_id: str | None = None) -> None:
-        """Forget a conversation: its next request starts afresh (the
-        warning may be given again, the graph is empty)."""
+        """Forget a conversation: its next request starts afresh (unwarned, no graph)."""
         self._hook.reset(conversation_id)
 
     def graph(self, conversation_id: str | None = None) -> MemoryGraph:
-        """The conversation's working graph (a value: later updates make new
-        graphs and leave this one as it is)."""
+        """The conversation's working graph (a value: later updates leave it as it is)."""
         return self._hook.graphs.state(conversation_id).graph
 
     def snapshot(self, conversation_id: str | None = None) -> GraphSnapshot:
@@ -386,8 +370,7 @@ class MemoryPlugin:
         """Make the graph ``snapshot`` describes the conversation's graph, in
         one atomic store update. An invalid snapshot (a duplicate id, a
         relationship whose endpoint is missing) raises `GraphError` naming
-        the ids, and the graph is untouched; one over the cap is cut as the
-        cap's policy says."""
+        the ids and changes nothing; one over the cap is cut as it says."""
         return self._hook.graphs.replace_snapshot(conversation_id, snapshot)
 
     def count_tokens(self, messages: Iterable[Message]) -> int:
@@ -395,8 +378,7 @@ class MemoryPlugin:
         return self._hook.pipeline.count(messages)
 
     def compress(self, messages: Iterable[Message]) -> CompressionResult:
-        """Run every strategy once, with no budget: the out-of-band entry
-        point. Touches no state."""
+        """Run every strategy once, with no budget (out of band); touches no state."""
         return self._hook.pipeline.compress(messages)
 
     def close(self) -> None:

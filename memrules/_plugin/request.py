@@ -146,11 +146,11 @@ class Request:
         :mod:`memrules._plugin.body_shape`)."""
         return read_request(
             body,
-            check=check_openai_body,
-            messages=openai_messages,
+            check_openai_body,
+            openai_messages,
+            memo,
             conversation_id=conversation_id,
             conversation_id_of=conversation_id_of,
-            memo=memo,
             user=user,
             tenant=tenant,
         )
@@ -162,18 +162,18 @@ class Request:
 
 def read_request(
     body: Mapping[str, Any],
-    *,
-    check: Callable[[Mapping[str, Any]], None],
+    check: Callable[[Mapping[str, Any]], None] | None,
     messages: Callable[[Mapping[str, Any], ConversionCache | None], Conversation],
+    memo: ConversionCache | None,
+    *,
     conversation_id: str | None,
     conversation_id_of: Callable[[Mapping[str, Any]], str | None],
-    memo: ConversionCache | None,
     user: str | None,
     tenant: str | None,
 ) -> Request:
     """The `Request` of a provider's request ``body`` (parsed JSON), read the
     same way for every body format: ``check(body)`` refuses a body of another
-    format, the ``model`` must be a string, the conversation is
+    format (None: no check), the ``model`` must be a string, the conversation is
     ``conversation_id`` (else ``conversation_id_of(body)``), the user and
     tenant are ``user`` and ``tenant`` (else the body's ``metadata``, see
     `scope_from_metadata`), and ``messages(body, memo)`` converts the
@@ -182,7 +182,8 @@ def read_request(
     if not isinstance(body, Mapping):
         msg = f"expected a request object, got {type(body).__name__}"
         raise MessageFormatError(msg)
-    check(body)
+    if check is not None:
+        check(body)
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         msg = f"expected a string, got {type(model).__name__}"
