@@ -55,10 +55,11 @@ from memrules._core.seam_records import (
     decode_message,
 )
 from memrules.seams import _index_file
+from memrules.seams._backend import DEFAULT_COLLECTION, check_collection, check_mode
 from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._local_index import LocalIndex, Row
-from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
+from memrules.seams._store import MessageStore
 
 __all__ = ["DEFAULT_URI", "MAX_MESSAGE_BYTES", "MAX_TEXT_BYTES", "milvus_store"]
 

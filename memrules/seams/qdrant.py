@@ -39,10 +39,11 @@ from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
 from memrules.seams import _index_file
+from memrules.seams._backend import DEFAULT_COLLECTION, check_collection, check_mode
 from memrules.seams._durable import Files, local_path
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._local_index import LocalIndex
-from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
+from memrules.seams._store import MessageStore
 
 __all__ = ["DEFAULT_PATH", "MEMORY", "qdrant_store"]
 
