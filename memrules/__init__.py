@@ -9,6 +9,11 @@ built-in strategy factories are in :mod:`memrules.strategies`, the seams in
 :mod:`memrules.seams`, the tools to property-test a strategy in
 :mod:`memrules.testing`, and agent trajectories as evaluation data (readers
 and probes) in :mod:`memrules.datasets`; every other module is private.
+Each public name is exported from one module only, the one a user meets it
+in: the seam protocols (`Seams`, `Embedder`, `VectorStore`...) and
+`recall_tool` are in `memrules.seams`, `strategy_factory` in
+`memrules.strategies`, each framework's converters and hook in its module of
+`memrules.integrations`.
 
 The private packages are layers, each importing only those below it
 (checked by import-linter): ``_core`` (pure values) → ``_io`` (HTTP, files)
