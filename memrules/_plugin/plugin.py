@@ -113,7 +113,7 @@ from memrules._adapters import from_openai
 from memrules._adapters.context_editing import EditPlan
 from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.openai import Written, write_back
-from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
+from memrules._config.load import DEFAULT_ROUTE, MemoryConfig, service_config
 from memrules._core.checks import check_whole
 from memrules._core.errors import ConfigError, GraphError, MessageFormatError
 from memrules._core.messages import Message
@@ -414,7 +414,7 @@ class MemoryPlugin:
 
     @property
     def config(self) -> MemoryConfig:
-        return self._pipeline.config
+        return service_config(self._pipeline.config)
 
     @property
     def pipeline(self) -> Pipeline:
@@ -779,7 +779,7 @@ class MemoryPlugin:
                         request,
                         pipeline=pipeline,
                         observers=observers,
-                        resolver=pipeline.config.context_window_resolver,
+                        resolver=service_config(pipeline.config).context_window_resolver,
                         memo=memo,
                         retrieval=retrieval,
                         now=when,
