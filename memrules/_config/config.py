@@ -245,7 +245,8 @@ class MemoryConfig(PipelineConfig):
             return given
         return Seams(summarizer=summarizer, store=store)
 
-    # --- routes ---------------------------------------------------------------------
+    # --- routes: each route's live plugin is MemoryPlugin.from_config(config, route=name),
+    # made by the layer that owns what is live (the config never imports it) ------------
 
     @property
     def route_names(self) -> tuple[str, ...]:

@@ -1,4 +1,6 @@
-"""Configuration: :class:`MemoryConfig`, and reading it from YAML.
+"""Configuration: :class:`MemoryConfig`, and reading a whole file into it
+(the pipeline's keys and the service's: routes, stores, the graph, state,
+retrieval memory; the pipeline's alone are read by `memrules._config.read`).
 
 Keys are :class:`MemoryConfig`'s field names. Everything is validated when the
 config is built, from Python or from YAML, by one table of settings; all

@@ -267,7 +267,8 @@ class SentRequests:
 class TracedPipeline:
     """A pipeline whose runs are written to a trace, one line each: its
     ``apply``, ``compress``, ``remember`` and ``recall`` are the pipeline's
-    (same arguments, same results), each run under a recording log.
+    own methods, recorded (the same signature, the same results), each run
+    under a recording log.
 
     ``clock`` (seconds since the epoch) is read, through the seam log
     (``clock.now``), by an ``apply`` that is not given ``now`` and measures
