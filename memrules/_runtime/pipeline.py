@@ -370,8 +370,9 @@ class Pipeline:
         conversation = as_conversation(messages)
         memo = self._measure if memo is None else memo
         awaited = attrs.evolve(self, seams=logged_seams(self.seams))
-        result = await run_awaiting(
-            lambda: awaited.apply(
+
+        def core() -> CompressionResult:
+            return awaited.apply(
                 conversation,
                 budget=budget,
                 memo=memo,
@@ -383,7 +384,11 @@ class Pipeline:
                 now=now,
                 over_budget="send",
             )
-        )
+
+        if self.seams.store is None and self.seams.summarizer is None:
+            result = core()  # nothing to await: no thread for it
+        else:
+            result = await run_awaiting(core)
         settle(result.report, mode)
         return result
 
