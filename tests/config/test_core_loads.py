@@ -96,3 +96,50 @@ def test_a_config_with_a_service_key_is_the_whole_config() -> None:
     assert isinstance(modules, list)
     assert got["config"] == "MemoryConfig"
     assert "memrules.graph.limits" in modules
+
+
+# --- the pipeline's config says what the whole config says -----------------------------
+
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_the_pipelines_config_is_the_whole_configs_pipeline(path: Path) -> None:
+    """For each shipped file, `load_pipeline`'s config has the values
+    `load_config`'s has, and a trace hashes it the same."""
+    from memrules import load_config, load_pipeline
+    from memrules._config.load import service_config
+    from memrules._trace.canonical import canonical_config, config_sha256
+
+    whole = load_config(path)
+    alone = load_pipeline(path).config
+    assert service_config(alone) == whole
+    assert config_sha256(canonical_config(alone)) == config_sha256(canonical_config(whole))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_messages: 0\nsafety_margin: 2\n",
+        "max_tokens: 10\nmax_fraction: 0.5\nsurvivors: {task: maybe}\n",
+        "strategies: [{type: sliding_windw}]\nover_budget: loud\n",
+        "max_mesages: 3\n",  # not a key of the pipeline: the whole reader says so
+    ],
+)
+def test_a_bad_pipeline_file_says_what_load_config_says(text: str) -> None:
+    from memrules import ConfigError, load_config, load_pipeline
+
+    with pytest.raises(ConfigError) as alone:
+        load_pipeline(text)
+    with pytest.raises(ConfigError) as whole:
+        load_config(text)
+    assert str(alone.value) == str(whole.value)
+
+
+def test_a_pipeline_config_gathers_every_problem() -> None:
+    from memrules import ConfigError
+    from memrules._config.pipeline_config import PipelineConfig
+
+    with pytest.raises(ConfigError) as caught:
+        PipelineConfig(max_messages=0, over_budget="loud", cache="yes")  # type: ignore[arg-type]
+    assert [p.yaml_path for p in caught.value.problems] == ["max_messages", "over_budget", "cache"]
