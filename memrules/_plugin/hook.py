@@ -43,7 +43,7 @@ from typing import Any
 import attrs
 
 from memrules._adapters.context_editing import EditPlan
-from memrules._config.load import MemoryConfig
+from memrules._config.load import MemoryConfig, service_config
 from memrules._core.report import OverBudgetMode
 from memrules._counting.usage import ContextUsageObserver
 from memrules._plugin.body_formats import BodyFormat, EditedRequest
@@ -92,7 +92,7 @@ class Hook:
 
     @property
     def config(self) -> MemoryConfig:
-        return self.pipeline.config
+        return service_config(self.pipeline.config)
 
     # --- one request ----------------------------------------------------------------
 
@@ -169,7 +169,7 @@ class Hook:
                     request,
                     pipeline=pipeline,
                     observers=observers,
-                    resolver=pipeline.config.context_window_resolver,
+                    resolver=service_config(pipeline.config).context_window_resolver,
                     memo=memo.measure,
                     retrieval=retrieval,
                     now=when,

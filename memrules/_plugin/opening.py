@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from memrules._config.load import MemoryConfig
+from memrules._config.load import PipelineConfig, service_config
 from memrules._core.checks import check_whole
 from memrules._core.report import OverBudgetMode
 from memrules._core.seam_protocols import Seams, Summarizer, VectorStore
@@ -74,7 +74,7 @@ class Opened:
 
 
 def open_hook(
-    config: MemoryConfig,
+    config: PipelineConfig,
     opened: Opened,
     *,
     summarizer: Summarizer | None,
@@ -94,6 +94,7 @@ def open_hook(
     opens goes into ``opened``, which is closed when opening fails."""
     try:
         check_whole("max_conversations", max_conversations, 1)
+        config = service_config(config)  # a pipeline's config: the service's defaults
         mode = config.over_budget if over_budget is None else check_mode(over_budget)
         if not isinstance(edits_in_place, bool):
             msg = f"edits_in_place={edits_in_place!r} must be True or False"

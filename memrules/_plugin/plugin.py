@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from memrules._adapters.context_editing import EditPlan
-from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
+from memrules._config.load import DEFAULT_ROUTE, MemoryConfig, PipelineConfig
 from memrules._core.messages import Message
 from memrules._core.report import CompressionReport, CompressionResult, OverBudgetMode
 from memrules._core.seam_protocols import Summarizer, VectorStore
@@ -93,7 +93,7 @@ class MemoryPlugin:
 
     def __init__(
         self,
-        config: MemoryConfig,
+        config: PipelineConfig,
         *,
         summarizer: Summarizer | None = None,
         store: VectorStore | None = None,
@@ -140,14 +140,6 @@ class MemoryPlugin:
         ``options`` go to :class:`MemoryPlugin`. Raises `ConfigError` for an
         unknown route, or a memory collection its embedder cannot use."""
         return cls(config.route_config(route), **options)
-
-    @classmethod
-    def with_extensions(
-        cls, config: MemoryConfig, summarizer: Summarizer | None, store: VectorStore | None
-    ) -> MemoryPlugin:
-        """A plugin whose ``summarize`` and ``offload`` strategies have the
-        seams they need (each may be None)."""
-        return cls(config, summarizer=summarizer, store=store)
 
     @property
     def config(self) -> MemoryConfig:

@@ -16,15 +16,13 @@ graph and rendered into every request.
   the graph as one system message.
 - :data:`GraphExtractor`, :func:`offline_extractor`
   (:mod:`~memrules.graph.extract`): where graphs come from.
-- :class:`StateStore`, :class:`InMemoryStateStore`,
-  :class:`ConversationState` (:mod:`~memrules.graph.state`), and
+- :class:`StateStore`, :class:`InMemoryStateStore` (:mod:`~memrules.graph.state`), and
   :class:`~memrules.graph.valkey.ValkeyStateStore`: where each
   conversation's state lives.
 """
 
 from __future__ import annotations
 
-from memrules._core.errors import GraphError, StateStoreError
 from memrules._core.public_names import report_public_module
 from memrules.graph.extract import GraphExtractor, offline_extractor
 from memrules.graph.limits import AtCap, GraphLimits
@@ -35,7 +33,6 @@ from memrules.graph.opening import open_state_store
 from memrules.graph.render import DEFAULT_GRAPH_MARKER, GraphContext, RenderedGraph, render_graph
 from memrules.graph.snapshot import GraphImportReport, GraphSnapshot, load_snapshot, save_snapshot
 from memrules.graph.state import (
-    ConversationState,
     InMemoryStateStore,
     StateRecord,
     StateStore,
@@ -45,10 +42,8 @@ from memrules.graph.state import (
 __all__ = [
     "DEFAULT_GRAPH_MARKER",
     "AtCap",
-    "ConversationState",
     "GraphContext",
     "GraphDirection",
-    "GraphError",
     "GraphExtractor",
     "GraphImportReport",
     "GraphLimits",
@@ -64,7 +59,6 @@ __all__ = [
     "StateRecord",
     "StateStore",
     "StateStoreConfig",
-    "StateStoreError",
     "load_snapshot",
     "offline_extractor",
     "open_state_store",

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import pytest
 
-from memrules import SurvivorRule
+from memrules import ConversationState, SurvivorRule
 from memrules._cli.main import main as cli_main
 from memrules._config.load import MemoryConfig
 from memrules._core.errors import GraphError, StateStoreError
@@ -21,7 +21,6 @@ from memrules._counting.usage import ContextUsage
 from memrules._engine.contract import StrategyContext
 from memrules._plugin.plugin import MemoryPlugin, Request, step
 from memrules.graph import (
-    ConversationState,
     GraphContext,
     GraphLimits,
     GraphNode,

