@@ -20,18 +20,14 @@ measured and converted, and the request the pipeline last sent
 (``previous``, for the prompt cache). `Hook._locked` is the one place a
 request reads and writes them, under the conversation's lock.
 
-**Async.** `handle_async` runs the same `_locked` turn as `handle`. The
-summarizer and store, the graph extractor and the context window resolver
-are awaited between runs of the step (as `Pipeline.apply_async` does): a
-seam's coroutine method when it has one, else its blocking call in a worker
-thread; retrieval memory asks its store in a worker thread first. The
-state store's lock is a threading lock, never held across an ``await``:
-each run happens in a worker thread that takes the lock, loads the state,
-runs the step with the answers fetched so far and, when every call had its
-answer, runs it once more with the observers and writes the state back
-before it lets the lock go. A call without an answer lets the lock go, is
-awaited, and the next run starts from the state then current. With a
-trace, the request runs as `handle` does, in a worker thread (the trace
+**Async.** `handle_async` runs the same `_locked` turn as `handle`, once,
+in a thread of its own (`run_awaiting`, as `Pipeline.apply_async` does):
+the summarizer and store, the graph extractor and the context window
+resolver are awaited on the event loop while that thread waits (a seam's
+coroutine method when it has one, else its blocking call in that thread);
+retrieval memory asks its store in a worker thread first. The state
+store's lock is a threading lock held by that thread, never by the event
+loop. With a trace, the request runs as `handle` does, in a worker thread (the trace
 records calls in the order one synchronous run makes them).
 """
 
@@ -52,7 +48,7 @@ from memrules._plugin.graph_ops import GraphOps
 from memrules._plugin.memory_endpoints import MemoryEndpoints
 from memrules._plugin.request import Request, StepResult
 from memrules._plugin.step import commit, step
-from memrules._runtime.awaiting import SeamAnswers, _Pending
+from memrules._runtime.awaiting import run_awaiting
 from memrules._runtime.logged import LoggedClock, LoggedExtractor, LoggedResolver, logged_seams
 from memrules._runtime.over_budget import settle
 from memrules._runtime.pipeline import Pipeline
@@ -88,7 +84,7 @@ class Hook:
     conversation_id_of: Callable[[Mapping[str, Any]], str | None]
     last: StepResult | None = attrs.field(default=None, init=False)
     last_edits: tuple[EditPlan, ...] = attrs.field(default=(), init=False)
-    _answered: tuple[Pipeline, Pipeline] | None = attrs.field(default=None, init=False)
+    _answered: Pipeline | None = attrs.field(default=None, init=False)
 
     @property
     def config(self) -> MemoryConfig:
@@ -121,19 +117,11 @@ class Hook:
             return await asyncio.to_thread(self.handle, request, now)
         retrieval = await asyncio.to_thread(self.memory.retrieve, request)
         when = self._when(now)
-        quiet, watched = self._answered_pipelines()
-        answers = SeamAnswers()
+        watched = self._answered_pipeline()
         observers = self.config.observers
-
-        def answered(one: Step) -> StepResult:
-            answers.run(lambda: one(quiet, ()))  # raises _Pending for a call to make
-            return answers.run(lambda: one(watched, observers))
-
-        while True:
-            try:
-                return await asyncio.to_thread(self._locked, request, retrieval, when, answered)
-            except _Pending as pending:
-                await answers.fetch(pending)
+        return await run_awaiting(
+            lambda: self._locked(request, retrieval, when, lambda one: one(watched, observers))
+        )
 
     def _when(self, now: float | None) -> float:
         """The request's time: ``now``, else the clock's (through the seam
@@ -184,10 +172,9 @@ class Hook:
             self.last = result
         return result
 
-    def _answered_pipelines(self) -> tuple[Pipeline, Pipeline]:
+    def _answered_pipeline(self) -> Pipeline:
         """The pipeline `handle_async` runs, its seams, graph extractor and
-        resolver behind the seam log's proxies: without observers, and with
-        them."""
+        resolver behind the seam log's proxies (made once)."""
         if self._answered is None:
             config = self.config
             changes: dict[str, Any] = {}
@@ -200,7 +187,7 @@ class Hook:
                 config=attrs.evolve(config, **changes) if changes else config,
                 seams=logged_seams(self.pipeline.seams),
             )
-            self._answered = (attrs.evolve(watched, observers=()), watched)
+            self._answered = watched
         return self._answered
 
     # --- one body, of any format ------------------------------------------------------

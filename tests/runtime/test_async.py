@@ -22,7 +22,6 @@ from memrules._core.budget import Budget
 from memrules._core.messages import Conversation, message
 from memrules._engine.interpreter import NamedStrategy
 from memrules._plugin.plugin import MemoryPlugin, Request, StepResult
-from memrules._runtime.awaiting import SeamAnswers
 from memrules._runtime.pipeline import Pipeline
 from memrules.seams import (
     Seams,
@@ -155,24 +154,6 @@ def test_a_store_write_happens_once_per_call() -> None:
     assert [len(b) for b in store.batches] == [offloads[0].request["messages"]]  # type: ignore[index]
     ids = [r["id"] for r in offloads[0].request["records"]]  # type: ignore[index]
     assert offloads[0].response == {"added": ids, "existing": []}
-
-
-def test_the_core_runs_once_more_than_it_calls_seams() -> None:
-    calls: list[str] = []
-
-    def core() -> str:
-        from memrules._runtime.logged import LoggedSummarizer
-
-        summarizer = LoggedSummarizer(ExtractiveSummarizer())
-        first = summarizer.summarize((message("user", "one"),))
-        second = summarizer.summarize((message("user", "two"),))
-        again = summarizer.summarize((message("user", "one"),))  # the same request again
-        calls.append("run")
-        return "|".join((first, second, again))
-
-    answers = SeamAnswers()
-    assert run(answers.settle(core)) == "user: one|user: two|user: one"
-    assert (answers.calls, answers.runs, len(calls)) == (3, 4, 1)
 
 
 def test_apply_async_runs_the_core_once() -> None:
