@@ -352,7 +352,7 @@ class Pipeline:
         ...     seams=Seams(summarizer=extractive_summarizer()),
         ... )
         >>> step = "rename the handler, update its tests and the changelog; "
-        >>> turns = [message("user", f"Edit src/app{i}.py: {step * 4}") for i in range(5)]
+        >>> turns = [message("user", f"Edit src/app{i}.py: {step * 8}") for i in range(5)]
         >>> result = asyncio.run(pipeline.apply_async(turns))
         >>> result == pipeline.apply(turns), len(result.messages)
         (True, 3)
