@@ -199,9 +199,13 @@ class MemoryPlugin:
         return self._hook.run(request, now)
 
     def on_openai_request(
-        self, body: Mapping[str, Any], *, conversation_id: str | None = None,
-        user: str | None = None, tenant: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
         """:meth:`on_request` for an OpenAI chat-completions body: returns a
         new body with the new ``messages`` and every other key as it was.
         The conversation is ``conversation_id``, else the one the plugin's
@@ -217,9 +221,13 @@ class MemoryPlugin:
         return self._hook.on_body(OPENAI_CHAT, body, (conversation_id, user, tenant))
 
     def on_responses_request(
-        self, body: Mapping[str, Any], *, conversation_id: str | None = None,
-        user: str | None = None, tenant: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
         """:meth:`on_request` for an OpenAI Responses API body (``input``,
         ``instructions``, ``model``): returns a new body with the compacted
         ``input`` and every other key as it was; the instructions are the
@@ -229,9 +237,13 @@ class MemoryPlugin:
         return self._hook.on_body(RESPONSES, body, (conversation_id, user, tenant))
 
     def on_anthropic_request(
-        self, body: Mapping[str, Any], *, conversation_id: str | None = None,
-        user: str | None = None, tenant: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
         """:meth:`on_request` for an Anthropic Messages API body. The new body
         has the compacted ``system`` and ``messages``, every other key as it
         was, and the config's ``provider_editing`` as ``context_management``
@@ -255,23 +267,35 @@ class MemoryPlugin:
         return await self._hook.handle_async(request, now)
 
     async def on_openai_request_async(
-        self, body: Mapping[str, Any], *, conversation_id: str | None = None,
-        user: str | None = None, tenant: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
         """:meth:`on_openai_request`, awaiting the seams (see :meth:`handle_async`)."""
         return await self._hook.on_body_async(OPENAI_CHAT, body, (conversation_id, user, tenant))
 
     async def on_responses_request_async(
-        self, body: Mapping[str, Any], *, conversation_id: str | None = None,
-        user: str | None = None, tenant: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
         """:meth:`on_responses_request`, awaiting the seams (see :meth:`handle_async`)."""
         return await self._hook.on_body_async(RESPONSES, body, (conversation_id, user, tenant))
 
     async def on_anthropic_request_async(
-        self, body: Mapping[str, Any], *, conversation_id: str | None = None,
-        user: str | None = None, tenant: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        body: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
         """:meth:`on_anthropic_request`, awaiting the seams (see :meth:`handle_async`)."""
         return await self._hook.on_body_async(ANTHROPIC, body, (conversation_id, user, tenant))
 
@@ -292,10 +316,15 @@ class MemoryPlugin:
         return self._hook.memory.on_response(request, reply, now)
 
     def on_openai_response(
-        self, body: Mapping[str, Any], response: Mapping[str, Any], *,
-        conversation_id: str | None = None, user: str | None = None, tenant: str | None = None,
+        self,
+        body: Mapping[str, Any],
+        response: Mapping[str, Any],
+        *,
+        conversation_id: str | None = None,
+        user: str | None = None,
+        tenant: str | None = None,
         now: float | None = None,
-    ) -> StoreOutcome:  # fmt: skip
+    ) -> StoreOutcome:
         """:meth:`on_response` for an OpenAI chat-completions request
         ``body`` and the ``response`` it got (its first choice's message).
         Raises `MessageFormatError` for a response without one."""
