@@ -31,7 +31,7 @@ from memrules._engine.interpreter import NamedStrategy
 from memrules.graph.extract import GraphExtractor
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
-from memrules.graph.state import StateStoreConfig
+from memrules.state.config import StateStoreConfig
 from memrules.memory.config import (
     RetrievalStoreConfig,
     RouteRetrieval,

@@ -31,7 +31,7 @@ from memrules._counting.tokens import BUNDLED, is_bundled, load_encoding, preloa
 from memrules.graph.extract import extractor_from_config
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
-from memrules.graph.state import StateStoreConfig
+from memrules.state.config import StateStoreConfig
 from memrules.memory.config import (
     RetrievalStoreConfig,
     RouteRetrieval,

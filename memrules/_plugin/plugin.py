@@ -63,7 +63,7 @@ process's memory, holding at most ``max_conversations`` conversations
 has no request in progress is forgotten (its next request starts afresh, as
 after :meth:`reset`). With ``state_store: {url: valkey://...}`` the state is
 in Valkey, shared by every replica and surviving restarts (see
-:mod:`memrules.graph.valkey`). Requests of one conversation run one at a
+`memrules.state`). Requests of one conversation run one at a
 time in a process, which makes the warning exactly one-shot under
 concurrency; different conversations never wait for each other. A request
 reads the state, runs :func:`step`, and writes back what it changed as a
@@ -151,14 +151,7 @@ from memrules._runtime.pipeline import Pipeline
 from memrules._trace.record import PluginTracer
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergePolicy, MergeReport
-from memrules.graph.opening import open_state_store
 from memrules.graph.snapshot import GraphImportReport, GraphSnapshot
-from memrules.graph.state import (
-    DEFAULT_MAX_CONVERSATIONS,
-    ConversationState,
-    StateRecord,
-    StateStore,
-)
 from memrules.memory.autostore import StoreOutcome
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.memory.metrics import RetrievalObserver
@@ -168,6 +161,9 @@ from memrules.memory.retrieve import (
 from memrules.memory.service import ListedRecord, RetrievalService, load_ahead
 from memrules.memory.shared import SHARED_STORES
 from memrules.seams._log import seam_call
+from memrules.state.memory import DEFAULT_MAX_CONVERSATIONS
+from memrules.state.model import ConversationState, StateRecord, StateStore
+from memrules.state.opening import open_state_store
 
 __all__ = [
     "DEFAULT_MAX_CONVERSATIONS",

@@ -10,7 +10,7 @@ import pytest
 from memrules import ConfigError, EncodingError, MemoryConfig, MemoryPlugin, TiktokenCounter
 from memrules._core.checks import check_whole, is_whole
 from memrules._io.http import JSONClient
-from memrules.graph import InMemoryStateStore
+from memrules.state import InMemoryStateStore
 from memrules.seams import (
     extractive_summarizer,
     local_embedder,

@@ -183,14 +183,14 @@ def test_the_graph_package_exports_the_documented_list() -> None:
 
 
 def test_the_graph_needs_no_valkey_to_import() -> None:
-    """``memrules.graph.valkey`` imports the client only when a store is made."""
+    """``memrules.state.valkey`` imports the client only when a store is made."""
     import subprocess
     import sys
 
     code = (
         "import sys; sys.modules['valkey'] = None\n"
-        "import memrules, memrules.graph, memrules.graph.valkey\n"
-        "from memrules.graph import StateStoreConfig, open_state_store\n"
+        "import memrules, memrules.state, memrules.state.valkey\n"
+        "from memrules.state import StateStoreConfig, open_state_store\n"
         "try:\n"
         "    open_state_store(StateStoreConfig(url='valkey://127.0.0.1:1'))\n"
         "except memrules.ConfigError as exc:\n"

@@ -28,7 +28,7 @@ from memrules._adapters.openai import from_openai, to_openai
 from memrules._core.budget import Budget
 from memrules._core.messages import Conversation
 from memrules._runtime.pipeline import Pipeline
-from memrules.graph.state import ConversationState, InMemoryStateStore
+from memrules.state import ConversationState, InMemoryStateStore
 from tests.support.strategies import agent_histories, agent_loops
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
