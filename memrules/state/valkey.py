@@ -32,8 +32,11 @@ errors or `CLUSTERDOWN` until a replica takes over; the store retries them
 (reloading the slot map) until `timeout_seconds` after the call began, then
 fails with `StateStoreError`. Each write then waits (`WAIT`) until
 `wait_replicas` replicas (1 by default on a cluster, 0 on one server) hold
-it: a write is acknowledged only once a replica that a failover would
-promote has it, so an acknowledged write survives the loss of its primary.
+it, or as many as the primary has connected (asked once a second): a write
+is acknowledged only once a replica that a failover would promote has it, so
+an acknowledged write survives the loss of its primary. A primary with no
+replica left (its replica was promoted and the old primary has not come back)
+takes writes without waiting: no failover can lose them then.
 A write that reached the primary but no replica in time fails with
 `StateStoreError` saying so: it is not acknowledged, and a later read shows
 whether it survived. (Valkey's own caveat applies: `WAIT` makes a write
@@ -191,6 +194,7 @@ class ValkeyStateStore:
         self._scripts: tuple[Any, Any, Any] | None = None
         self._plain_url = plain
         self._valkey = valkey
+        self._known_replicas: dict[str, tuple[int, float]] = {}
         self.round_trips = 0
         """Commands sent to the server so far (a script, a `WAIT`): what the
         replica benchmark reports per request."""
@@ -316,23 +320,52 @@ class ValkeyStateStore:
         key = self.key(conversation_id)
         return self._retrying(f"reading {key!r}", lambda: self._read(key)[1])  # type: ignore[no-any-return]
 
+    def _replicas(self, client: Any, node: Any) -> int:
+        """How many replicas `node` (None: the one server) has online,
+        asked at most once a second per node."""
+        name = "" if node is None else str(node.name)
+        now = time.monotonic()
+        known = self._known_replicas.get(name)
+        if known is not None and known[1] > now:
+            return known[0]
+        self.round_trips += 1
+        if node is None:
+            info = client.info("replication")
+        else:
+            info = client.info("replication", target_nodes=node)
+        count = sum(  # replicas done with their first sync: the ones WAIT counts
+            1
+            for name, replica in info.items()
+            if name.startswith("slave")
+            and isinstance(replica, dict)
+            and replica.get("state") == "online"
+        )
+        self._known_replicas[name] = (count, now + 1.0)
+        return count
+
     def _wait(self, client: Any, key: str) -> None:
-        """Block until `wait_replicas` replicas hold the write just made."""
+        """Block until `wait_replicas` replicas hold the write just made (as
+        many as the primary has connected: with none, no failover can
+        promote a replica that lacks it)."""
         if self.wait_replicas <= 0:
             return
-        millis = max(1, int(self.timeout_seconds * 1000))
+        node = client.get_node_from_key(key) if self.cluster else None
+        need = min(self.wait_replicas, self._replicas(client, node))
+        if need == 0:
+            return
+        # below the socket timeout, so that a slow replica is an answer, not a lost reply
+        millis = max(1, int(self.timeout_seconds * 500))
         self.round_trips += 1
-        if self.cluster:
-            node = client.get_node_from_key(key)
-            acked = client.execute_command("WAIT", self.wait_replicas, millis, target_nodes=node)
+        if node is None:
+            acked = client.execute_command("WAIT", need, millis)
         else:
-            acked = client.execute_command("WAIT", self.wait_replicas, millis)
-        if int(acked) < self.wait_replicas:
+            acked = client.execute_command("WAIT", need, millis, target_nodes=node)
+        if int(acked) < need:
+            self._known_replicas.pop("" if node is None else str(node.name), None)
             msg = (
-                f"the write of {key!r} reached the primary but {acked} of "
-                f"wait_replicas={self.wait_replicas} replicas within "
-                f"timeout_seconds={self.timeout_seconds!r}: it is not acknowledged and may "
-                "be lost in a failover (a later read shows whether it was kept)"
+                f"the write of {key!r} reached the primary but {acked} of its {need} "
+                f"replicas within {millis} ms: it is not acknowledged and may be lost in a "
+                "failover (a later read shows whether it was kept)"
             )
             raise _UnconfirmedError(msg)
 
