@@ -37,7 +37,8 @@ def test_sixty_conversations_on_a_cluster(cluster: Cluster) -> None:
         MemoryConfig(state_store=StateStoreConfig(url=cluster.url, key_prefix="sixty:"))
     )
     store = plugin.state_store
-    assert isinstance(store, ValkeyStateStore) and store.cluster
+    assert isinstance(store, ValkeyStateStore)
+    assert store.cluster
     for i in range(60):
         request = Request(messages=(message("user", f"hello {i}"),), conversation_id=f"c{i}")
         plugin.on_request(request)  # reads the conversation's state on its primary
@@ -56,7 +57,8 @@ def test_a_store_by_plain_url_and_cluster_true(cluster: Cluster) -> None:
     assert config.in_cluster
     store = ValkeyStateStore(plain, cluster=True, key_prefix="flag:")
     record = store.update("x", lambda s: attrs.evolve(s, warned=True))
-    assert record.version == 1 and store.load("x").state.warned
+    assert record.version == 1
+    assert store.load("x").state.warned
 
 
 def test_cluster_config_problems() -> None:

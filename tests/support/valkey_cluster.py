@@ -149,7 +149,7 @@ class Cluster:
                             ok = ok and sum(x.is_running() for x in self.servers) < 6
                 if ok:
                     return
-            except Exception:  # noqa: BLE001 - a node still starting
+            except Exception:
                 pass
             time.sleep(0.1)
         msg = f"the cluster was not healthy within {timeout} s: {self.roles()}"
