@@ -161,6 +161,7 @@ from memrules.memory.retrieve import (
 from memrules.memory.service import ListedRecord, RetrievalService, load_ahead
 from memrules.memory.shared import SHARED_STORES
 from memrules.seams._log import seam_call
+from memrules.state.carry import hold, previous_request, with_carry
 from memrules.state.memory import DEFAULT_MAX_CONVERSATIONS
 from memrules.state.model import ConversationState, StateRecord, StateStore
 from memrules.state.opening import open_state_store
@@ -509,12 +510,14 @@ class MemoryPlugin:
                 memo=memo.measure,
                 retrieval=retrieval,
                 now=when,
-                previous=memo.previous,
+                previous=previous_request(loaded.carry, request.messages, memo.previous),
             )
             settle(result.report, self._over_budget)
-            commit = _commit(loaded, result)
-            self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
-            memo.previous = result.sent
+            commit, held = _commit(loaded, result), hold(result.sent)
+            self._states.update(
+                conversation_id, lambda current: with_carry(commit(self._adopt(current)), held)
+            )
+            memo.previous = held
             self._last = result
         return result
 
@@ -779,15 +782,17 @@ class MemoryPlugin:
                         memo=memo,
                         retrieval=retrieval,
                         now=when,
-                        previous=memos.previous,
+                        previous=previous_request(loaded.carry, request.messages, memos.previous),
                     )
 
                 answers.run(lambda: run(quiet, ()))  # raises _Pending for a call to make
                 result = answers.run(lambda: run(watched, self.config.observers))
                 settle(result.report, self._over_budget)
-                commit = _commit(loaded, result)
-                self._states.update(conversation_id, lambda current: commit(self._adopt(current)))
-                memos.previous = result.sent
+                commit, held = _commit(loaded, result), hold(result.sent)
+                self._states.update(
+                    conversation_id, lambda current: with_carry(commit(self._adopt(current)), held)
+                )
+                memos.previous = held
                 self._last = result
             return result
 

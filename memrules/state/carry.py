@@ -40,7 +40,16 @@ from memrules._core.messages import Message
 from memrules._core.prompt_cache import Sent, SentRequest
 from memrules._core.seam_records import content_hash, decode_message, encode_message
 
-__all__ = ["CARRY_FORMAT", "CacheCarry", "digest", "rebuild"]
+__all__ = [
+    "CARRY_FORMAT",
+    "CacheCarry",
+    "Held",
+    "digest",
+    "hold",
+    "previous_request",
+    "rebuild",
+    "with_carry",
+]
 
 CARRY_FORMAT = 1
 
@@ -175,3 +184,41 @@ def rebuild(carry: CacheCarry, messages: Sequence[Message]) -> SentRequest | Non
         origin=carry.origin,
         at=carry.at,
     )
+
+
+@attrs.frozen(slots=True)
+class Held:
+    """A process's own copy of the request a carry was made from: when the
+    state's carry is this very `carry` (this process wrote it last), the
+    next request uses `request` as it is, without rebuilding."""
+
+    carry: CacheCarry
+    request: SentRequest
+
+
+def hold(sent: SentRequest | None) -> Held | None:
+    """What a request leaves for the next: its carry (for the state) with
+    the request itself (for this process); None when the route has no
+    `cache:` section (no `sent`)."""
+    return None if sent is None else Held(CacheCarry.of(sent), sent)
+
+
+def previous_request(
+    carry: CacheCarry | None, messages: Sequence[Message], held: Held | None
+) -> SentRequest | None:
+    """The previous request a conversation's next one depends on, from its
+    state's `carry`: the process's own copy when it wrote that carry, else
+    rebuilt from `messages` (`rebuild`); None without a carry."""
+    if carry is None:
+        return None
+    if held is not None and held.carry is carry:
+        return held.request
+    return rebuild(carry, messages)
+
+
+def with_carry(state: Any, held: Held | None) -> Any:
+    """`state` (a `ConversationState`) carrying `held`'s carry; the same
+    state when there is nothing to carry or it carries that one already."""
+    if held is None or state.carry is held.carry:
+        return state
+    return attrs.evolve(state, carry=held.carry)
