@@ -31,7 +31,6 @@ from memrules._engine.interpreter import NamedStrategy
 from memrules.graph.extract import GraphExtractor
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
-from memrules.state.config import StateStoreConfig
 from memrules.memory.config import (
     RetrievalStoreConfig,
     RouteRetrieval,
@@ -39,6 +38,7 @@ from memrules.memory.config import (
 )
 from memrules.memory.shared import SHARED_STORES
 from memrules.seams._settings import SeamSettings, section_problems
+from memrules.state.config import StateStoreConfig
 from memrules.strategies import BUILTIN_ORDER, STRATEGIES
 from memrules.strategies.registry import near_miss
 

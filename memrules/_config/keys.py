@@ -31,13 +31,13 @@ from memrules._counting.tokens import BUNDLED, is_bundled, load_encoding, preloa
 from memrules.graph.extract import extractor_from_config
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
-from memrules.state.config import StateStoreConfig
 from memrules.memory.config import (
     RetrievalStoreConfig,
     RouteRetrieval,
     memory_section,
 )
 from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
+from memrules.state.config import StateStoreConfig
 from memrules.strategies.registry import near_miss, show
 
 __all__ = [

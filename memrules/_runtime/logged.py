@@ -60,9 +60,9 @@ from memrules.graph.extract import GraphExtractor
 from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.snapshot import GraphSnapshot
-from memrules.state.model import ConversationState, StateRecord, StateStore
 from memrules.memory.retrieve import question
 from memrules.seams._log import ReplayingLog, active_log, seam_call
+from memrules.state.model import ConversationState, StateRecord, StateStore
 
 __all__ = [
     "LoggedClock",

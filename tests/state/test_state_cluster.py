@@ -142,3 +142,24 @@ def test_a_primary_killed_mid_run_loses_no_acknowledged_write(cluster: Cluster) 
     assert sum(len(v) for v in acked.values()) > 100, "the writers hardly wrote"
     assert all(isinstance(f, StateStoreError) for f in failures)
     assert after_kill < 15
+
+
+def test_the_valkey_vector_store_refuses_a_cluster(
+    cluster: Cluster, local_embedder: object
+) -> None:
+    """The Search module indexes one node's records only: on a cluster a
+    search would miss most of them, so the store says what to run instead."""
+    from memrules._core.errors import StoreError
+    from memrules._core.seam_records import Scope, build_records
+    from memrules.seams import valkey_store
+
+    with pytest.raises(ConfigError, match="Qdrant or Milvus"):
+        valkey_store(url=cluster.url, embedder=local_embedder)  # type: ignore[arg-type]
+    plain = cluster.url.replace("+cluster", "")
+    store = valkey_store(url=plain, embedder=local_embedder)  # type: ignore[arg-type]
+    with pytest.raises(StoreError, match="Qdrant or Milvus"):
+        store.add(
+            build_records(
+                [message("user", "the vault is in Lisbon")], scope=Scope(conversation_id="c1")
+            )
+        )

