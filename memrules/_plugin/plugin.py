@@ -513,7 +513,7 @@ class MemoryPlugin:
                 previous=previous_request(loaded.carry, request.messages, memo.previous),
             )
             settle(result.report, self._over_budget)
-            commit, held = _commit(loaded, result), hold(result.sent)
+            commit, held = _commit(loaded, result), hold(result.sent, memo.previous)
             self._states.update(
                 conversation_id, lambda current: with_carry(commit(self._adopt(current)), held)
             )
@@ -788,7 +788,7 @@ class MemoryPlugin:
                 answers.run(lambda: run(quiet, ()))  # raises _Pending for a call to make
                 result = answers.run(lambda: run(watched, self.config.observers))
                 settle(result.report, self._over_budget)
-                commit, held = _commit(loaded, result), hold(result.sent)
+                commit, held = _commit(loaded, result), hold(result.sent, memos.previous)
                 self._states.update(
                     conversation_id, lambda current: with_carry(commit(self._adopt(current)), held)
                 )

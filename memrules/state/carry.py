@@ -54,13 +54,29 @@ __all__ = [
 CARRY_FORMAT = 1
 
 
-def digest(messages: Sequence[Message]) -> str:
-    """One hash of `messages`' values in order: equal lists of equal
-    messages (by value) give the same digest in any process."""
-    h = hashlib.blake2b(digest_size=16)
+def _chain(start: str, messages: Sequence[Message]) -> str:
+    value = start
     for m in messages:
-        h.update(content_hash(m).encode("ascii"))
-    return h.hexdigest()
+        value = hashlib.blake2b(
+            (value + content_hash(m)).encode("ascii"), digest_size=16
+        ).hexdigest()
+    return value
+
+
+def digest(messages: Sequence[Message], *, base: Held | None = None) -> str:
+    """One hash of `messages`' values in order, a chain over the messages'
+    content hashes: equal lists of equal messages (by value) give the same
+    digest in any process. With `base` (a request this process handled
+    before), the chain starts from its carry's digest when `messages` start
+    with what it was given, so only the messages after those are hashed."""
+    if base is not None:
+        old = base.request.received
+        n = len(old)
+        if n <= len(messages) and all(
+            a is b or a == b for a, b in zip(old, messages[:n], strict=True)
+        ):
+            return _chain(base.carry.received_digest, messages[n:])
+    return _chain("", messages)
 
 
 def _ints(value: Sequence[int]) -> tuple[int, ...]:
@@ -97,8 +113,12 @@ class CacheCarry:
     token: str = ""
 
     @classmethod
-    def of(cls, request: SentRequest, *, token: str | None = None) -> CacheCarry:
-        """The carry of `request` (a pipeline result's `sent`)."""
+    def of(
+        cls, request: SentRequest, *, base: Held | None = None, token: str | None = None
+    ) -> CacheCarry:
+        """The carry of `request` (a pipeline result's `sent`); `base`, the
+        request this process handled before, saves hashing what the two
+        share (see `digest`)."""
         made = {
             i: encode_message(m)
             for i, (m, o) in enumerate(zip(request.sent.messages, request.origin, strict=True))
@@ -106,7 +126,7 @@ class CacheCarry:
         }
         return cls(
             received=len(request.received),
-            received_digest=digest(request.received),
+            received_digest=digest(request.received, base=base),
             origin=request.origin,
             made=made,
             counts=request.sent.counts,
@@ -163,15 +183,19 @@ class CacheCarry:
         )
 
 
-def rebuild(carry: CacheCarry, messages: Sequence[Message]) -> SentRequest | None:
+def rebuild(
+    carry: CacheCarry, messages: Sequence[Message], *, base: Held | None = None
+) -> SentRequest | None:
     """The `SentRequest` `carry` was made from, given the next request's
     `messages`; None when they do not start with the previous request's
-    messages (fewer, or another digest)."""
+    messages (fewer, or another digest). `base` as for `digest`: a replica
+    that handled an earlier request of the conversation hashes only the
+    messages since."""
     n = carry.received
     if len(messages) < n:
         return None
     received = tuple(messages[:n])
-    if digest(received) != carry.received_digest:
+    if digest(received, base=base) != carry.received_digest:
         return None
     made = dict(carry.made)
     sent = tuple(
@@ -196,11 +220,12 @@ class Held:
     request: SentRequest
 
 
-def hold(sent: SentRequest | None) -> Held | None:
+def hold(sent: SentRequest | None, base: Held | None = None) -> Held | None:
     """What a request leaves for the next: its carry (for the state) with
     the request itself (for this process); None when the route has no
-    `cache:` section (no `sent`)."""
-    return None if sent is None else Held(CacheCarry.of(sent), sent)
+    `cache:` section (no `sent`). `base`: what this process held for the
+    conversation before (see `digest`)."""
+    return None if sent is None else Held(CacheCarry.of(sent, base=base), sent)
 
 
 def previous_request(
@@ -213,7 +238,7 @@ def previous_request(
         return None
     if held is not None and held.carry is carry:
         return held.request
-    return rebuild(carry, messages)
+    return rebuild(carry, messages, base=held)
 
 
 def with_carry(state: Any, held: Held | None) -> Any:

@@ -17,7 +17,7 @@ from memrules._core.messages import message
 from memrules._plugin.plugin import MemoryPlugin, Request
 from memrules.graph import GraphLimits
 from memrules.state import ConversationState, InMemoryStateStore, StateRecord
-from memrules.state.carry import CacheCarry, hold, previous_request, rebuild
+from memrules.state.carry import CacheCarry, digest, hold, previous_request, rebuild
 from memrules.state.model import decode_state, encode_state
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -91,3 +91,17 @@ def test_replicas_sharing_a_store_decide_as_one_plugin(replicas: int) -> None:
         other = many[k % replicas].handle(request, now=k * 20.0)
         assert other.request.messages == one.request.messages, f"request {k} differs"
     assert shared.load("c").state.carry is not None
+
+
+def test_a_digest_from_a_base_equals_the_whole_digest() -> None:
+    runs = _sent_requests(60)
+    held = None
+    for _, _, sent in runs:
+        step = hold(sent, held)
+        assert step is not None
+        assert step.carry.received_digest == digest(sent.received)
+        held = step
+    # a base that the messages do not continue is not used
+    other = hold(_sent_requests(20)[-1][2])
+    messages = runs[-1][2].received
+    assert digest(messages, base=other) == digest(messages)
