@@ -14,7 +14,8 @@ conversation keeps is in one hash slot, on one primary.
 
 Reads and writes are one round trip each, a server-side script: a read sends
 the stamp this process last saw and gets the state back only when another
-process wrote since; a write is a compare-and-set on the stamp. The store
+process wrote since; a write is a compare-and-set on the stamp (pipelined
+with its `WAIT` for replicas, below, in the same round trip). The store
 computes a write on the state it last saw (usually the current one: the
 read just before it checked), and when another process wrote in between the
 compare-and-set fails, hands back the newer state in the same reply, and the
@@ -100,8 +101,17 @@ redis.call('EXPIRE', KEYS[1], ARGV[4])
 return {1}
 """
 
-# KEYS[1]; ARGV[1] the TTL: keep a conversation that a request left as it was.
-_TOUCH = "return redis.call('EXPIRE', KEYS[1], ARGV[1])"
+# KEYS[1]; ARGV: the stamp expected, the TTL: keep a conversation that a
+# request left as it was, when it is as the process saw it; else as _WRITE.
+_TOUCH = """
+local stamp = redis.call('HGET', KEYS[1], 'stamp')
+if (stamp or '') ~= ARGV[1] then
+  if not stamp then return {0} end
+  return {0, stamp, redis.call('HGET', KEYS[1], 'state')}
+end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return {1}
+"""
 
 
 def _client_module() -> Any:
@@ -171,6 +181,7 @@ class ValkeyStateStore:
             exceptions.ValkeyClusterException,
         )
         # what a failover looks like from a client: retried on a cluster
+        self._no_script: type[BaseException] = exceptions.NoScriptError
         self._transient: tuple[type[BaseException], ...] = (
             exceptions.ConnectionError,
             exceptions.TimeoutError,
@@ -343,24 +354,40 @@ class ValkeyStateStore:
         self._known_replicas[name] = (count, now + 1.0)
         return count
 
-    def _wait(self, client: Any, key: str) -> None:
-        """Block until `wait_replicas` replicas hold the write just made (as
-        many as the primary has connected: with none, no failover can
-        promote a replica that lacks it)."""
+    def _need(self, client: Any, key: str) -> tuple[int, Any]:
+        """How many replicas a write of `key` waits for (`wait_replicas`, at
+        most as many as its primary has online: with none, no failover can
+        promote a replica that lacks it), and the node to ask (None: the one
+        server)."""
         if self.wait_replicas <= 0:
-            return
+            return 0, None
         node = client.get_node_from_key(key) if self.cluster else None
-        need = min(self.wait_replicas, self._replicas(client, node))
+        return min(self.wait_replicas, self._replicas(client, node)), node
+
+    def _write(self, client: Any, write: Any, key: str, args: list[Any]) -> list[Any]:
+        """The write script's reply, with the write's `WAIT` for replicas in
+        the same round trip (a pipeline to the key's primary)."""
+        need, node = self._need(client, key)
+        self.round_trips += 1
         if need == 0:
-            return
+            return list(write(keys=[key], args=args))
         # below the socket timeout, so that a slow replica is an answer, not a lost reply
         millis = max(1, int(self.timeout_seconds * 500))
-        self.round_trips += 1
-        if node is None:
-            acked = client.execute_command("WAIT", need, millis)
-        else:
-            acked = client.execute_command("WAIT", need, millis, target_nodes=node)
-        if int(acked) < need:
+        target = client if node is None else node.valkey_connection
+        for _ in range(2):
+            pipe = target.pipeline(transaction=False)
+            pipe.evalsha(write.sha, 1, key, *args)
+            pipe.execute_command("WAIT", need, millis)
+            try:
+                reply, acked = pipe.execute()
+                break
+            except self._no_script:
+                target.script_load(_WRITE)
+        else:  # pragma: no cover - a script loaded just now is there
+            msg = "the write script could not be loaded"
+            raise StateStoreError(msg)
+        reply = list(reply)
+        if reply and int(reply[0]) == 1 and int(acked) < need:
             self._known_replicas.pop("" if node is None else str(node.name), None)
             msg = (
                 f"the write of {key!r} reached the primary but {acked} of its {need} "
@@ -368,6 +395,7 @@ class ValkeyStateStore:
                 "failover (a later read shows whether it was kept)"
             )
             raise _UnconfirmedError(msg)
+        return reply
 
     def _update(
         self, key: str, change: Callable[[ConversationState], ConversationState]
@@ -381,26 +409,37 @@ class ValkeyStateStore:
         for attempt in range(self.max_attempts):
             new = change(record.state)
             if new is record.state:
-                if record.version:
-                    self.round_trips += 1
-                    touch(keys=[key], args=[self.ttl_seconds])
-                return record
+                if not record.version:
+                    return record
+                self.round_trips += 1
+                reply = list(touch(keys=[key], args=[stamp or b"", self.ttl_seconds]))
+                if reply and int(reply[0]) == 1:
+                    return record
+                self._forget_cached(key)
+                stamp, record = self._decode(key, reply[1:])
+                continue
             written = StateRecord(state=new, version=record.version + 1)
             data = encode_state(new, written.version)
             new_stamp = f"{written.version}:{uuid.uuid4().hex}".encode()
-            self.round_trips += 1
             try:
-                reply = write(keys=[key], args=[stamp or b"", new_stamp, data, self.ttl_seconds])
+                args = [stamp or b"", new_stamp, data, self.ttl_seconds]
+                reply = self._write(client, write, key, args)
             except self._transient:
                 # the reply was lost, maybe after the write: a read tells
                 self._forget_cached(key)
                 now, _ = self._read(key)
                 if now != new_stamp:
                     raise
+                if self.wait_replicas > 0:
+                    msg = (
+                        f"the write of {key!r} reached the primary but its reply was lost, "
+                        "so no replica confirmed it: it is not acknowledged and may be lost "
+                        "in a failover"
+                    )
+                    raise _UnconfirmedError(msg) from None
                 reply = [1]
             if reply and int(reply[0]) == 1:
                 self._remember(key, new_stamp, written)
-                self._wait(client, key)
                 return written
             self._forget_cached(key)
             stamp, record = self._decode(key, list(reply[1:]))
