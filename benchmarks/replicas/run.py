@@ -146,6 +146,50 @@ def _line(row: dict[str, Any]) -> str:
     )
 
 
+def long_loop(url: str, messages: int, replicas: int) -> dict[str, float]:
+    """One agent loop of `messages` messages through `replicas` plugins in
+    this process that share the state store at `url`, round-robin, against
+    one plugin alone: the share of input tokens OpenAI's cache serves,
+    counted independently as `benchmarks/cache` does (o200k counts, the
+    gpt-5 rule, requests 20 s apart, seed 0), and the requests whose sent
+    messages differ."""
+    from benchmarks.cache.run import ENCODER, OPENAI
+    from memrules import load_pipeline
+    from memrules._counting.cache import Sent, measure
+    import attrs
+
+    from memrules import load_config
+    from memrules._plugin.plugin import MemoryPlugin, Request
+    from memrules.state import StateStoreConfig
+
+    config = load_config(ROOT / "configs" / "cache_aware.yaml")
+    shared = attrs.evolve(config, state_store=StateStoreConfig(url=url, key_prefix="long:"))
+    alone = MemoryPlugin(config)
+    many = [MemoryPlugin(shared) for _ in range(replicas)]
+    history = agent_history(messages, seed=0)
+    ruler = load_pipeline(f"encoder_name: {ENCODER}\nstrategies: []\n").counter
+    totals = {"one": [0, 0], "many": [0, 0]}
+    before: dict[str, Any] = {"one": None, "many": None}
+    differ = 0
+    for k, n in enumerate(request_points(history)):
+        request = Request(messages=history.messages[:n], conversation_id="long")
+        one = alone.handle(request, now=k * 20.0)
+        other = many[k % replicas].handle(request, now=k * 20.0)
+        differ += one.request.messages != other.request.messages
+        for name, result in (("one", one), ("many", other)):
+            sent_messages = result.request.messages
+            sent = Sent(messages=sent_messages, counts=ruler.counts(sent_messages))
+            figures = measure(before[name], sent, OPENAI, elapsed=20.0 if k else 0.0)
+            before[name] = sent
+            totals[name][0] += figures.cached
+            totals[name][1] += figures.tokens
+    return {
+        "share_one": totals["one"][0] / totals["one"][1],
+        "share_many": totals["many"][0] / totals["many"][1],
+        "differ": differ,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=200)
@@ -153,6 +197,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--stores", nargs="+", default=["single", "cluster"])
+    parser.add_argument("--long", type=int, default=0, help="also one loop of this many messages")
     args = parser.parse_args()
     from memrules import to_openai
 
@@ -173,8 +218,17 @@ def main() -> None:
             server = Cluster().start()
             url = server.url
         try:
+            if args.long:
+                for n in args.replicas:
+                    figures = long_loop(url, args.long, n)
+                    print(
+                        f"{store:8} N={n}  one loop of {args.long} messages: cache share "
+                        f"{figures['share_many']:.1%} against {figures['share_one']:.1%} "
+                        f"through one plugin; {figures['differ']} requests differ",
+                        flush=True,
+                    )
             reference = None
-            for n in args.replicas:
+            for n in args.replicas if conversations else ():
                 row = run(url, n, conversations, args.threads)
                 row["state_bytes"] = state_sizes(url)
                 if reference is None:
