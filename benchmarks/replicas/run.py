@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.histories import agent_history, request_points
-from tests.support.valkey_cluster import Cluster, _port
+from benchmarks.replicas.cluster import Cluster, _port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,12 +153,11 @@ def long_loop(url: str, messages: int, replicas: int) -> dict[str, float]:
     counted independently as `benchmarks/cache` does (o200k counts, the
     gpt-5 rule, requests 20 s apart, seed 0), and the requests whose sent
     messages differ."""
-    from benchmarks.cache.run import ENCODER, OPENAI
-    from memrules import load_pipeline
-    from memrules._counting.cache import Sent, measure
     import attrs
 
-    from memrules import load_config
+    from benchmarks.cache.run import ENCODER, OPENAI
+    from memrules import load_config, load_pipeline
+    from memrules._counting.cache import Sent, measure
     from memrules._plugin.plugin import MemoryPlugin, Request
     from memrules.state import StateStoreConfig
 
