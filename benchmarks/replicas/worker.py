@@ -75,7 +75,10 @@ def main(port: int, url: str) -> None:
                 }
             )
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 1024  # hundreds of conversations connect at once
+
+    server = Server(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     print("ready", flush=True)
     server.serve_forever()

@@ -288,18 +288,19 @@ class ValkeyStateStore:
             with contextlib.suppress(*self._errors):
                 manager.initialize()
 
-    def _decode(self, key: str, reply: list[Any]) -> tuple[bytes | None, StateRecord]:
-        """The stamp and record a read script's reply names (its state
-        decoded, or the cached one when the reply has only the stamp)."""
+    def _decode(
+        self, key: str, reply: list[Any], held: tuple[bytes, StateRecord] | None = None
+    ) -> tuple[bytes | None, StateRecord]:
+        """The stamp and record a read script's reply names: its state
+        decoded, or `held` (what the process sent the stamp of) when the
+        reply has only the stamp."""
         if not reply:
             return None, self._fresh
         stamp = bytes(reply[0])
         if len(reply) == 1:
-            with self._cache_lock:
-                found = self._cache.get(key)
-            if found is not None and found[0] == stamp:
-                return stamp, found[1]
-            msg = f"state store entry {key!r} changed while it was read"
+            if held is not None and held[0] == stamp:
+                return stamp, held[1]
+            msg = f"state store entry {key!r} answered a stamp this process did not send"
             raise StateStoreError(msg)
         record = decode_state(reply[1], limits=self._limits, where=repr(key))
         self._remember(key, stamp, record)
@@ -325,7 +326,7 @@ class ValkeyStateStore:
         held = self._held(key)
         self.round_trips += 1
         reply = read(keys=[key], args=[b"" if held is None else held[0]])
-        return self._decode(key, reply)
+        return self._decode(key, list(reply), held)
 
     def load(self, conversation_id: str | None) -> StateRecord:
         key = self.key(conversation_id)

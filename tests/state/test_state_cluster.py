@@ -163,3 +163,28 @@ def test_the_valkey_vector_store_refuses_a_cluster(
                 [message("user", "the vault is in Lisbon")], scope=Scope(conversation_id="c1")
             )
         )
+
+
+def test_a_small_cache_shared_by_threads_never_loses_a_read(cluster: Cluster) -> None:
+    """Threads of one process evict each other's decoded states (a cache of
+    2 for 3 conversations): a read whose stamp matched the one it sent
+    still has its state (the replica benchmark's 200 threads once failed
+    with "changed while it was read")."""
+    store = ValkeyStateStore(cluster.url, key_prefix="evict:", cache_size=2)
+    for i in range(3):
+        store.update(f"e{i}", _add("seed"))  # type: ignore[arg-type]
+    errors: list[BaseException] = []
+
+    def work(w: int) -> None:
+        for i in range(150):
+            try:
+                store.load(f"e{(w + i) % 3}")
+            except StateStoreError as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
