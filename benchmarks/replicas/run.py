@@ -1,6 +1,7 @@
 """The many-replica benchmark: N worker processes (`worker.py`, the hook in
-an HTTP server each), a loopback load generator sending many concurrent
-agent conversations round-robin across them (request j of conversation k to
+an HTTP server each), a loopback load generator keeping many agent
+conversations under way at once (`--threads` requests in flight) round-robin
+across them (request j of conversation k to
 replica (k + j) mod N), state on one Valkey server and on a 3+3 cluster.
 
 Reports, per setting: requests/s, the hook's added latency p50 / p99 against
@@ -10,7 +11,7 @@ as its prefix, averaged per conversation) against one replica, the
 conversations whose sent messages differ from one replica's, state-store
 round trips per request, and the state's size per conversation.
 
-    python -m benchmarks.replicas.run --conversations 200 --turns 40 --replicas 1 2 4
+    python -m benchmarks.replicas.run --conversations 200 --turns 50 --replicas 1 2 4
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -72,23 +74,37 @@ def run(
         for proc in procs:
             assert proc.stdout is not None
             proc.stdout.readline()
-        results: dict[str, list[dict[str, Any]]] = {}
+        results: dict[str, list[dict[str, Any]]] = {cid: [] for cid, _ in conversations}
+        # every conversation is under way at once; `threads` requests are in flight,
+        # each conversation's next request queued behind its previous one
+        ready: queue.Queue[int | None] = queue.Queue()
+        for k in range(len(conversations)):
+            ready.put(k)
+        left = [len(conversations)]
+        guard = threading.Lock()
 
-        def conversation(k: int) -> None:
-            cid, bodies = conversations[k]
-            out = []
-            for j, body in enumerate(bodies):
+        def sender() -> None:
+            while (k := ready.get()) is not None:
+                cid, bodies = conversations[k]
+                j = len(results[cid])
                 port = ports[(k + j) % replicas]
-                out.append(
-                    _post(
-                        port, {"conversation": cid, "body": {"model": "gpt-4o", "messages": body}}
-                    )
-                )
-            results[cid] = out
+                body = {"model": "gpt-4o", "messages": bodies[j]}
+                results[cid].append(_post(port, {"conversation": cid, "body": body}))
+                if j + 1 < len(bodies):
+                    ready.put(k)
+                    continue
+                with guard:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        for _ in range(threads):
+                            ready.put(None)
 
         start = time.perf_counter()
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(conversation, range(len(conversations))))
+        senders = [threading.Thread(target=sender) for _ in range(threads)]
+        for t in senders:
+            t.start()
+        for t in senders:
+            t.join()
         wall = time.perf_counter() - start
         stats = [
             json.loads(urllib.request.urlopen(f"http://127.0.0.1:{p}/stats").read()) for p in ports
@@ -194,7 +210,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=8, help="requests in flight")
     parser.add_argument("--stores", nargs="+", default=["single", "cluster"])
     parser.add_argument("--long", type=int, default=0, help="also one loop of this many messages")
     args = parser.parse_args()
