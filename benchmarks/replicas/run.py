@@ -205,6 +205,27 @@ def long_loop(url: str, messages: int, replicas: int) -> dict[str, float]:
     }
 
 
+def store_cost(url: str, requests: int = 2000) -> float:
+    """Milliseconds of state store per request, one thread, nothing else
+    running: what a request pays for the shared state (a read and a write
+    of a state like the benchmark's, round robin over 200 conversations)."""
+    import attrs
+
+    from memrules.graph import GraphNode
+    from memrules.state import ValkeyStateStore
+
+    store = ValkeyStateStore(url, key_prefix="cost:")
+    start = time.perf_counter()
+    for i in range(requests):
+        cid = f"c{i % 200}"
+        store.load(cid)
+        store.update(
+            cid,
+            lambda s, i=i: attrs.evolve(s, graph=s.graph.add_node(GraphNode(id=f"n{i % 7}"))),
+        )
+    return (time.perf_counter() - start) / requests * 1e3
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=200)
@@ -212,6 +233,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--threads", type=int, default=8, help="requests in flight")
     parser.add_argument("--stores", nargs="+", default=["single", "cluster"])
+    parser.add_argument("--store-cost", action="store_true", help="also the store alone")
     parser.add_argument("--long", type=int, default=0, help="also one loop of this many messages")
     args = parser.parse_args()
     from memrules import to_openai
@@ -233,6 +255,9 @@ def main() -> None:
             server = Cluster().start()
             url = server.url
         try:
+            if args.store_cost:
+                cost = store_cost(url)
+                print(f"{store:8} state store per request: {cost:.3f} ms", flush=True)
             if args.long:
                 for n in args.replicas:
                     figures = long_loop(url, args.long, n)
