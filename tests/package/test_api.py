@@ -101,6 +101,7 @@ PUBLIC_MODULES = {
     "memory",
     "observability",
     "seams",
+    "state",
     "strategies",
     "testing",
 }
@@ -144,7 +145,6 @@ def test_every_public_error_is_a_memrules_error() -> None:
 GRAPH_PUBLIC = {
     "DEFAULT_GRAPH_MARKER",
     "AtCap",
-    "ConversationState",
     "GraphContext",
     "GraphDirection",
     "GraphError",
@@ -154,22 +154,35 @@ GRAPH_PUBLIC = {
     "GraphNode",
     "GraphRelationship",
     "GraphSnapshot",
-    "InMemoryStateStore",
     "MemoryGraph",
     "MergeCounts",
     "MergePolicy",
     "MergeReport",
     "RenderedGraph",
+    "load_snapshot",
+    "offline_extractor",
+    "render_graph",
+    "save_snapshot",
+}
+
+
+STATE_PUBLIC = {
+    "ConversationState",
+    "InMemoryStateStore",
     "StateRecord",
     "StateStore",
     "StateStoreConfig",
     "StateStoreError",
-    "load_snapshot",
-    "offline_extractor",
+    "ValkeyStateStore",
     "open_state_store",
-    "render_graph",
-    "save_snapshot",
 }
+
+
+def test_the_state_package_exports_the_documented_list() -> None:
+    import memrules.state
+
+    assert set(memrules.state.__all__) == STATE_PUBLIC
+    assert not set(STATE_PUBLIC) & (set(GRAPH_PUBLIC) - {"StateStoreError"})
 
 
 def test_the_graph_package_exports_the_documented_list() -> None:

@@ -19,6 +19,7 @@ from memrules.integrations._extras import MissingExtraError
 PACKAGES = [
     "memrules",
     "memrules.graph",
+    "memrules.state",
     "memrules.memory",
     "memrules.strategies",
     "memrules.testing",
@@ -121,7 +122,9 @@ def test_attrs_classes_keep_their_repr_and_annotations() -> None:
 
 def test_a_name_exported_twice_reports_the_shorter_path() -> None:
     graph = importlib.import_module("memrules.graph")
-    assert graph.ConversationState is memrules.ConversationState
+    state = importlib.import_module("memrules.state")
+    assert state.ConversationState is memrules.ConversationState
     assert memrules.ConversationState.__module__ == "memrules"
+    assert state.ValkeyStateStore.__module__ == "memrules.state"
     assert graph.GraphError.__module__ == "memrules"
     assert graph.GraphLimits.__module__ == "memrules.graph"
