@@ -29,6 +29,7 @@ assert rebuild(carry, messages) == previous  # messages continue previous.receiv
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
@@ -79,6 +80,28 @@ def digest(messages: Sequence[Message], *, base: Held | None = None) -> str:
     return _chain("", messages)
 
 
+def _known(base: Held | None) -> dict[Message, str]:
+    """The JSON `base` kept of each message a strategy made, by message
+    value (a cleared tool result stays cleared from one request to the
+    next: encoded once)."""
+    if base is None:
+        return {}
+    before = base.request.sent.messages
+    known = {}
+    for i, text in base.carry.made:
+        with contextlib.suppress(TypeError):  # a message holding a dict: not hashable
+            known[before[i]] = text
+    return known
+
+
+def _encoded(message: Message, known: dict[Message, str]) -> str:
+    try:
+        text = known.get(message)
+    except TypeError:
+        text = None
+    return encode_message(message) if text is None else text
+
+
 def _ints(value: Sequence[int]) -> tuple[int, ...]:
     return tuple(value)
 
@@ -119,8 +142,9 @@ class CacheCarry:
         """The carry of `request` (a pipeline result's `sent`); `base`, the
         request this process handled before, saves hashing what the two
         share (see `digest`)."""
+        known = _known(base)
         made = {
-            i: encode_message(m)
+            i: _encoded(m, known)
             for i, (m, o) in enumerate(zip(request.sent.messages, request.origin, strict=True))
             if o is None
         }
