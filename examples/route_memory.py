@@ -80,8 +80,10 @@ def main() -> None:
         observers.append(PrometheusMemoryObserver(registry))
 
     config = memrules.load_config(CONFIG)
-    support = config.route("support", memory_observers=observers, clock=lambda: MONDAY)
-    code = config.route("code")
+    support = memrules.MemoryPlugin.from_config(
+        config, route="support", memory_observers=observers, clock=lambda: MONDAY
+    )
+    code = memrules.MemoryPlugin.from_config(config, route="code")
 
     # Monday: Ana and Bob (of one tenant) each tell the support route something.
     for user, text in [

@@ -113,7 +113,7 @@ from memrules._adapters import from_openai
 from memrules._adapters.context_editing import EditPlan
 from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.openai import Written, write_back
-from memrules._config.load import DEFAULT_ROUTE, MemoryConfig
+from memrules._config.load import DEFAULT_ROUTE, MemoryConfig, PipelineConfig, service_config
 from memrules._core.checks import check_whole
 from memrules._core.errors import ConfigError, GraphError, MessageFormatError
 from memrules._core.messages import Message
@@ -266,7 +266,7 @@ class MemoryPlugin:
 
     def __init__(
         self,
-        config: MemoryConfig,
+        config: PipelineConfig,
         *,
         summarizer: Summarizer | None = None,
         store: VectorStore | None = None,
@@ -284,6 +284,7 @@ class MemoryPlugin:
         over_budget: OverBudgetMode | None = None,
     ) -> None:
         check_whole("max_conversations", max_conversations, 1)
+        config = service_config(config)  # a pipeline's config: the service's defaults
         self._over_budget = config.over_budget if over_budget is None else check_mode(over_budget)
         if not isinstance(edits_in_place, bool):
             msg = f"edits_in_place={edits_in_place!r} must be True or False"
@@ -411,7 +412,7 @@ class MemoryPlugin:
 
     @property
     def config(self) -> MemoryConfig:
-        return self._pipeline.config
+        return service_config(self._pipeline.config)
 
     @property
     def pipeline(self) -> Pipeline:
@@ -778,7 +779,7 @@ class MemoryPlugin:
                         request,
                         pipeline=pipeline,
                         observers=observers,
-                        resolver=pipeline.config.context_window_resolver,
+                        resolver=service_config(pipeline.config).context_window_resolver,
                         memo=memo,
                         retrieval=retrieval,
                         now=when,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from memrules._config.load import MemoryConfig
+from memrules._config.load import MemoryConfig, service_config
 from memrules._core.budget import Budget, ContextWindowResolver
 from memrules._core.checks import is_whole
 from memrules._core.errors import ConfigError, ObserverError
@@ -155,7 +155,7 @@ def _where(
 def _extract(
     state: ConversationState, messages: Conversation, pipeline: Pipeline
 ) -> tuple[ConversationState, MemoryGraph | None, MergeReport | None, str | None]:
-    extractor = pipeline.config.graph_extractor
+    extractor = service_config(pipeline.config).graph_extractor
     if extractor is None:
         return state, None, None, None
     try:
@@ -219,7 +219,7 @@ def step(
     if chosen is not pipeline:  # counted for the request's model
         memo = _model_memo(memo, chosen)
         pipeline = chosen
-    config = pipeline.config
+    config = service_config(pipeline.config)
     context = config.graph_context
     settings = memory_settings(config)
     received = _received(request.messages, context, settings)
@@ -380,7 +380,7 @@ def _inject_memory(
     if settings is None or retrieval is None:
         return sent, None, 0
     gate = reflect(retrieval.memories, settings.reflection, now=now, marker=settings.marker)
-    route = pipeline.config.memory
+    route = service_config(pipeline.config).memory
     if route is not None and route.retrieval_tokens is not None and gate.memories:
         _, chosen = fill(
             sent,

@@ -38,7 +38,7 @@ from typing import Any
 
 import attrs
 
-from memrules._config.load import MemoryConfig
+from memrules._config.load import MemoryConfig, service_config
 from memrules._core.errors import ReplayMismatch, TraceError
 from memrules._core.jsondiff import Difference, describe, differences
 from memrules._core.seam_protocols import Seams, Summarizer
@@ -197,7 +197,7 @@ class _Replayer:
             )
             raise TraceError(msg)
         config = (
-            given.config
+            service_config(given.config)
             if given is not None
             else rebuild_config(
                 recorded, registry=registry, allow_imports=allow_imports, where=f"{where}: {name}"

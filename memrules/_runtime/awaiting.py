@@ -1,47 +1,58 @@
-"""Awaiting the seams while the pure core stays sync: the driver of
+"""Awaiting the seams while the pure core stays sync: the drivers of
 :meth:`Pipeline.apply_async <memrules.Pipeline.apply_async>` and
 :meth:`MemoryPlugin.handle_async <memrules.MemoryPlugin.handle_async>`.
 
-The core (strategies, interpreter, the request hook's :func:`step`) is plain
-sync code that calls its seams through :func:`~memrules.seams._log.seam_call`
-(the proxies of :mod:`memrules._runtime.logged`). To run it without blocking an
-event loop, :class:`SeamAnswers` runs it, *whole and sync*, under an
-answering log, again and again:
+The core (strategies, interpreter, the request hook's `step`) is plain
+sync code that calls its seams through `seam_call` (the proxies of
+`memrules._runtime.logged`).
+
+`run_awaiting` (`apply_async`'s driver) runs the core **once**, in a thread
+of its own, under an awaiting log: each seam call the run makes is sent to
+the event loop that awaits `run_awaiting` and awaited there (the seam's
+coroutine method, `summarize_async`, a store's `add_async` or
+`search_async`), while the core's thread waits for its answer; a seam
+without a coroutine method is called in the core's thread, which blocks
+that thread and never the loop. The answer, or the exception the seam
+raised, comes back to the core as the sync call would give it, so the
+result and the report are the sync path's. A thread per call, not the
+default executor's few, so that a hundred concurrent calls wait for their
+seams together.
+
+`SeamAnswers` is the older driver, which `handle_async` still uses: it
+runs the core, whole and sync, again and again under an answering log:
 
 1. Each seam call the run makes is looked up among the answers fetched so
    far, by seam, operation and the canonical JSON of its request (the n-th
    identical request of a run gets the n-th answer). Found: the run gets that
    answer, or the exception the seam raised, raised again (the same object,
    so the report says exactly what the sync path says).
-2. Not found: the run stops with :class:`_Pending`, a ``BaseException``
-   (so a strategy's ``except Exception``, which records a seam failure and
+2. Not found: the run stops with `_Pending`, a `BaseException`
+   (so a strategy's `except Exception`, which records a seam failure and
    goes on, cannot swallow it) carrying the call.
-3. The driver awaits that call: the seam's coroutine method when it has one
-   (``summarize_async``; a store's ``add_async``/``search_async``), else the
-   blocking method in a worker thread (``asyncio.to_thread``). It keeps the
-   answer or the exception, and runs the core again.
+3. The driver awaits that call: the seam's coroutine method when it has one,
+   else the blocking method in a worker thread (`asyncio.to_thread`). It
+   keeps the answer or the exception, and runs the core again.
 
-A run that makes ``n`` seam calls is so run ``n + 1`` times. That is cheap
-next to the calls it waits for: the core is pure and fast, its memo
-(:class:`~memrules._counting.measure.Measure`) remembers what it counted, and
-``benchmarks/async_overhead.py`` measures it. Each seam call is made once per
-``apply_async``, whatever the number of runs: a store write happens exactly
-once. The core must make the same calls for the same answers (it is
-deterministic: no clock, no randomness); while it runs it blocks the loop, as
-any sync code does, for its own CPU time only.
+A run that makes `n` seam calls is so run `n + 1` times; each seam call is
+made once, whatever the number of runs.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
+import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from memrules.seams._log import _Log, _unjsonable, plain
 
-__all__ = ["SeamAnswers"]
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["SeamAnswers", "run_awaiting"]
 
 T = TypeVar("T")
 
@@ -159,3 +170,66 @@ class SeamAnswers:
                 return self.run(core)
             except _Pending as pending:
                 await self.fetch(pending)
+
+
+class _AwaitingLog(_Log):
+    """The log of a core run by `run_awaiting`, in the core's thread: each
+    call with a coroutine method is awaited on ``loop`` (the core's thread
+    waits for its answer), any other call is made here."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.notes = {}
+        self._loop = loop
+
+    def call(
+        self,
+        seam: str,
+        operation: str,
+        request: Callable[[], Any],
+        send: Callable[[], T],
+        answer: Callable[[T], Any],
+        rebuild: Callable[[Any], T] | None,
+        send_async: Callable[[], Awaitable[T]] | None = None,
+    ) -> T:
+        if send_async is None:
+            return send()
+        import asyncio
+
+        awaited = send_async
+
+        async def on_the_loop() -> T:
+            return await awaited()
+
+        return asyncio.run_coroutine_threadsafe(on_the_loop(), self._loop).result()
+
+
+async def run_awaiting(core: Callable[[], T]) -> T:
+    """``core()``'s result, the core run once in a thread of its own (with
+    this context's variables), each seam call it makes awaited on this event
+    loop (see the module docs). What ``core`` raises is raised here."""
+    import asyncio  # only on the async path: importing memrules loads no event loop
+
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    log = _AwaitingLog(loop)
+
+    def give(result: T) -> None:
+        if not done.done():
+            done.set_result(result)
+
+    def fail(exc: BaseException) -> None:
+        if not done.done():
+            done.set_exception(exc)
+
+    def work() -> None:
+        try:
+            with log.active():
+                result = core()
+        except BaseException as exc:  # the caller's to handle, in the caller's task
+            loop.call_soon_threadsafe(fail, exc)
+        else:
+            loop.call_soon_threadsafe(give, result)
+
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(work,), name="memrules-core", daemon=True).start()
+    return await done

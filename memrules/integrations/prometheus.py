@@ -41,12 +41,13 @@ conversation, which no Prometheus survives. ``namespace`` replaces the
 ``memrules`` prefix of the compaction metrics::
 
     from prometheus_client import start_http_server
+    from memrules import MemoryPlugin, load_config, load_pipeline
     from memrules.integrations.prometheus import PrometheusRetrievalObserver, PrometheusObserver
 
     pipeline = load_pipeline("memrules.yaml", observers=[PrometheusObserver()])
-    support = load_config("routes.yaml").route(
-        "support", memory_observers=[PrometheusRetrievalObserver()]
-    )
+    config = load_config("routes.yaml")
+    observers = [PrometheusRetrievalObserver()]
+    support = MemoryPlugin.from_config(config, route="support", memory_observers=observers)
 """
 
 from __future__ import annotations

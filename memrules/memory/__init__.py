@@ -3,7 +3,7 @@ found again and put in front of the model when it is relevant.
 
 A config file shares one store, ``stores.memory``, between its routes, and
 each route says whether it uses it (``memory: {enabled, retrieval_limit,
-auto_store, threshold}``); ``memrules.load_config(path).route(name)`` gives
+auto_store, threshold}``); ``MemoryPlugin.from_config(load_config(path), route=name)`` gives
 the route's ready :class:`~memrules.MemoryPlugin`. On each request of a
 route with memory, the plugin:
 

@@ -175,6 +175,37 @@ def test_the_core_runs_once_more_than_it_calls_seams() -> None:
     assert (answers.calls, answers.runs, len(calls)) == (3, 4, 1)
 
 
+def test_apply_async_runs_the_core_once() -> None:
+    """Each strategy runs as often as in the sync path, whatever the number
+    of seam calls: the core is not run again once a call is answered."""
+
+    def runs_of(pipeline: Pipeline, awaited: bool) -> list[str]:
+        ran: list[str] = []
+
+        def noted(name: str, inner: Any) -> NamedStrategy:
+            def strategy(conversation: Conversation, context: Any) -> Any:
+                ran.append(name)
+                return inner(conversation, context)
+
+            return NamedStrategy(name=name, strategy=strategy)
+
+        config = attrs.evolve(
+            pipeline.config,
+            strategies=[noted(s.name, s.strategy) for s in pipeline.config.strategies],
+        )
+        seamed_pipeline, store, _ = seamed(attrs.evolve(pipeline, config=config))
+        conversation = _slow_conversation(0)
+        budget = Budget.messages(4)
+        if awaited:
+            run(seamed_pipeline.apply_async(conversation, budget=budget, over_budget="send"))
+        else:
+            seamed_pipeline.apply(conversation, budget=budget, over_budget="send")
+        assert len(store.batches) == 1  # offload wrote once
+        return ran
+
+    assert runs_of(SEAMED, awaited=True) == runs_of(SEAMED, awaited=False)
+
+
 # --- the event loop stays free ------------------------------------------------------
 
 DELAY = 0.5
