@@ -74,10 +74,10 @@ def main() -> None:
     if importlib.util.find_spec("prometheus_client") is not None:
         from prometheus_client import CollectorRegistry
 
-        from memrules.integrations.prometheus import PrometheusMemoryObserver
+        from memrules.integrations.prometheus import PrometheusRetrievalObserver
 
         registry = CollectorRegistry()
-        observers.append(PrometheusMemoryObserver(registry))
+        observers.append(PrometheusRetrievalObserver(registry))
 
     config = memrules.load_config(CONFIG)
     support = memrules.MemoryPlugin.from_config(

@@ -46,7 +46,7 @@ class ConversationCache:
     __slots__ = ("_others", "conversion", "measure", "previous", "written")
 
     def __init__(self, pipeline: Pipeline, *, edits_in_place: bool = True) -> None:
-        self.measure: Measure = pipeline.memo()
+        self.measure: Measure = pipeline.measure()
         self.conversion = ConversionCache(edits_in_place=edits_in_place)
         self.previous: Held | None = None
         # What the last OpenAI body's converted messages became (see

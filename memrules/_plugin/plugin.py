@@ -402,14 +402,6 @@ class MemoryPlugin:
         a memory collection its embedder cannot use."""
         return cls(config.route_config(route), **options)
 
-    @classmethod
-    def with_extensions(
-        cls, config: MemoryConfig, summarizer: Summarizer | None, store: VectorStore | None
-    ) -> MemoryPlugin:
-        """A plugin whose ``summarize`` and ``offload`` strategies have the
-        seams they need (each may be None)."""
-        return cls(config, summarizer=summarizer, store=store)
-
     @property
     def config(self) -> MemoryConfig:
         return service_config(self._pipeline.config)

@@ -213,11 +213,6 @@ class Pipeline:
         requests (see the class docs)."""
         return Measure(self.counter, self.config.survivors)
 
-    def memo(self) -> Measure:
-        """The same as :meth:`measure`: a new measure for one conversation, to
-        pass as ``memo=``."""
-        return self.measure()
-
     def context(
         self,
         budget: Budget | None = None,

@@ -23,7 +23,6 @@ Where each conversation's state lives (`StateStore` and its stores) is
 
 from __future__ import annotations
 
-from memrules._core.errors import GraphError
 from memrules._core.public_names import report_public_module
 from memrules.graph.extract import GraphExtractor, offline_extractor
 from memrules.graph.limits import AtCap, GraphLimits
@@ -38,7 +37,6 @@ __all__ = [
     "AtCap",
     "GraphContext",
     "GraphDirection",
-    "GraphError",
     "GraphExtractor",
     "GraphImportReport",
     "GraphLimits",

@@ -1,7 +1,7 @@
 """Conversation state: what a conversation's next request depends on, and
 where it lives.
 
-`MemoryPlugin` carries a `ConversationState` from one request of a
+`MemoryPlugin` carries a `ConversationState` (`memrules.ConversationState`) from one request of a
 conversation to the next: whether the context warning was given, the
 conversation's working graph, and the prompt-cache carry (what a route with a
 `cache:` section keeps of the previous request, so that it appends instead of
@@ -14,26 +14,24 @@ deciding afresh). The state lives behind a `StateStore`:
   across processes, so any number of replicas of a service share it.
 
 `open_state_store` opens the store a `StateStoreConfig` (YAML `state_store`)
-names. The Valkey module imports its client only when a store is made.
+names; a store that fails raises `StateStoreError` (`memrules.StateStoreError`).
+The Valkey module imports its client only when a store is made.
 """
 
 from __future__ import annotations
 
-from memrules._core.errors import StateStoreError
 from memrules._core.public_names import report_public_module
 from memrules.state.config import StateStoreConfig
 from memrules.state.memory import InMemoryStateStore
-from memrules.state.model import ConversationState, StateRecord, StateStore
+from memrules.state.model import StateRecord, StateStore
 from memrules.state.opening import open_state_store
 from memrules.state.valkey import ValkeyStateStore
 
 __all__ = [
-    "ConversationState",
     "InMemoryStateStore",
     "StateRecord",
     "StateStore",
     "StateStoreConfig",
-    "StateStoreError",
     "ValkeyStateStore",
     "open_state_store",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import pytest
 
-from memrules import SurvivorRule
+from memrules import ConversationState, SurvivorRule
 from memrules._cli.main import main as cli_main
 from memrules._config.load import MemoryConfig
 from memrules._core.errors import GraphError, StateStoreError
@@ -30,7 +30,7 @@ from memrules.graph import (
     MergePolicy,
     offline_extractor,
 )
-from memrules.state import ConversationState, InMemoryStateStore, StateRecord
+from memrules.state import InMemoryStateStore, StateRecord
 from memrules.strategies import drop_observations, sliding_window
 from tests.plugin.test_plugin import WordCounter
 from tests.support.graph_deltas import deltas, policy_for, sequential

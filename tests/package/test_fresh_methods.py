@@ -28,7 +28,6 @@ DOCUMENTED = {
         "compress",
         "count",
         "measure",
-        "memo",
         "recall",
         "remember",
         "remember_many",

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from benchmarks.harness.histories import agent_history, request_points
-from memrules import load_pipeline
+from memrules import ConversationState, load_pipeline
 from memrules._config.load import load_config
 from memrules._core.budget import Budget
 from memrules._core.messages import message
 from memrules._plugin.plugin import MemoryPlugin, Request
 from memrules.graph import GraphLimits
-from memrules.state import ConversationState, InMemoryStateStore, StateRecord
+from memrules.state import InMemoryStateStore, StateRecord
 from memrules.state.carry import CacheCarry, digest, hold, previous_request, rebuild
 from memrules.state.model import decode_state, encode_state
 

@@ -17,12 +17,13 @@ from tests.support.valkey_cluster import HAS_VALKEY, Cluster, needs_valkey
 pytestmark = needs_valkey
 
 if HAS_VALKEY:
+    from memrules import ConversationState
     from memrules._config.load import MemoryConfig
     from memrules._core.errors import ConfigError, StateStoreError
     from memrules._core.messages import message
     from memrules._plugin.plugin import MemoryPlugin, Request
     from memrules.graph import GraphNode
-    from memrules.state import ConversationState, StateStoreConfig, ValkeyStateStore
+    from memrules.state import StateStoreConfig, ValkeyStateStore
 
 
 @pytest.fixture(scope="module")

