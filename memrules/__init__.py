@@ -247,7 +247,7 @@ _WHERE: dict[str, str] = {
 
 # the public modules, imported when first named as an attribute of the package
 _MODULES = frozenset(
-    {"graph", "integrations", "memory", "observability", "seams", "strategies", "testing"}
+    {"graph", "integrations", "memory", "observability", "seams", "state", "strategies", "testing"}
 )
 
 

@@ -25,7 +25,6 @@ from memrules._counting.usage import ContextUsageObserver
 from memrules.graph.extract import GraphExtractor
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
-from memrules.graph.state import StateStoreConfig
 from memrules.memory.config import (
     RetrievalStoreConfig,
     RouteRetrieval,
@@ -33,6 +32,7 @@ from memrules.memory.config import (
 )
 from memrules.memory.shared import SHARED_STORES
 from memrules.seams._settings import SeamSettings, build_seams, section_problems
+from memrules.state.config import StateStoreConfig
 from memrules.strategies.registry import near_miss
 
 __all__ = [
@@ -173,7 +173,7 @@ class MemoryConfig(PipelineConfig):
     nothing), ``graph_extractor`` (a
     :data:`~memrules.graph.GraphExtractor` whose graph is merged after each
     request; None by default) and ``state_store`` (a
-    :class:`~memrules.graph.StateStoreConfig`: where conversation state
+    :class:`~memrules.state.StateStoreConfig`: where conversation state
     lives, this process's memory by default).
     ``repair`` removes what a provider would reject: input that is already
     broken (a tool result whose call is absent, two results for one call, a

@@ -28,9 +28,9 @@ from memrules._core.yaml_nodes import Node
 from memrules.graph.extract import extractor_from_config
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
-from memrules.graph.state import StateStoreConfig
 from memrules.memory.config import RetrievalStoreConfig, RouteRetrieval, memory_section
 from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
+from memrules.state.config import StateStoreConfig
 
 __all__ = [
     "FILE_KEYS",

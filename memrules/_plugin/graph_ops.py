@@ -16,7 +16,7 @@ from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergePolicy, MergeReport
 from memrules.graph.snapshot import GraphImportReport, GraphSnapshot
-from memrules.graph.state import ConversationState, StateRecord, StateStore
+from memrules.state.model import ConversationState, StateRecord, StateStore
 
 __all__ = ["GraphOps"]
 

@@ -54,6 +54,7 @@ from memrules._runtime.over_budget import settle
 from memrules._runtime.pipeline import Pipeline
 from memrules._trace.plugin_tracer import PluginTracer
 from memrules.memory.retrieve import Retrieval
+from memrules.state.carry import hold, previous_request, with_carry
 
 __all__ = ["Hook"]
 
@@ -161,14 +162,16 @@ class Hook:
                     memo=memo.measure,
                     retrieval=retrieval,
                     now=when,
-                    previous=memo.previous,
+                    previous=previous_request(loaded.carry, request.messages, memo.previous),
                 )
 
             result = run(one)
             settle(result.report, self.over_budget)
-            change = commit(loaded, result)
-            graphs.states.update(conversation_id, lambda current: change(graphs.adopt(current)))
-            memo.previous = result.sent
+            change, held = commit(loaded, result), hold(result.sent, memo.previous)
+            graphs.states.update(
+                conversation_id, lambda current: with_carry(change(graphs.adopt(current)), held)
+            )
+            memo.previous = held
             self.last = result
         return result
 

@@ -30,12 +30,12 @@ from memrules._runtime.logged import LoggedClock
 from memrules._runtime.over_budget import check_mode
 from memrules._runtime.pipeline import Pipeline
 from memrules._trace.plugin_tracer import PluginTracer
-from memrules.graph.opening import open_state_store
-from memrules.graph.state import StateStore
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.memory.metrics import RetrievalObserver
 from memrules.memory.service import RetrievalService, load_ahead
 from memrules.memory.shared import SHARED_STORES
+from memrules.state.model import StateStore
+from memrules.state.opening import open_state_store
 
 __all__ = ["Opened", "open_hook"]
 

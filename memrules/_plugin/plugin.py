@@ -39,15 +39,11 @@ from memrules._runtime.pipeline import Pipeline
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergePolicy, MergeReport
 from memrules.graph.snapshot import GraphImportReport, GraphSnapshot
-from memrules.graph.state import (
-    DEFAULT_MAX_CONVERSATIONS,
-    ConversationState,
-    StateRecord,
-    StateStore,
-)
 from memrules.memory.autostore import StoreOutcome
 from memrules.memory.metrics import RetrievalObserver
 from memrules.memory.service import ListedRecord, RetrievalService
+from memrules.state.memory import DEFAULT_MAX_CONVERSATIONS
+from memrules.state.model import ConversationState, StateRecord, StateStore
 
 __all__ = ["ConversationState", "MemoryPlugin", "Request", "StepResult", "step"]
 

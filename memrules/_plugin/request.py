@@ -25,12 +25,10 @@ from memrules.graph.merge import MergeReport
 from memrules.graph.render import (
     RenderedGraph,
 )
-from memrules.graph.state import (
-    ConversationState,
-)
 from memrules.memory.retrieve import (
     RetrievalReport,
 )
+from memrules.state.model import ConversationState
 
 __all__ = [
     "Request",

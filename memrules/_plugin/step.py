@@ -84,9 +84,6 @@ from memrules.graph.render import (
     insert_graph_message,
     render_graph,
 )
-from memrules.graph.state import (
-    ConversationState,
-)
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.memory.gate import reflect, within
 from memrules.memory.retrieve import (
@@ -98,6 +95,7 @@ from memrules.memory.retrieve import (
     reserved,
     strip_memory_messages,
 )
+from memrules.state.model import ConversationState
 
 __all__ = ["commit", "has_warning", "measure", "step", "warning_message"]
 

@@ -61,9 +61,9 @@ from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import StrategyFactory
 from memrules._engine.interpreter import NamedStrategy
 from memrules.graph.extract import _OfflineExtractor
-from memrules.graph.state import redact
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._settings import SeamSettings, section_keys
+from memrules.state.config import redact
 from memrules.strategies.min_step import MinStep
 from memrules.strategies.registry import RECIPE
 

@@ -23,9 +23,9 @@ from memrules._runtime.logged import (
 from memrules._runtime.pipeline import Pipeline
 from memrules._trace.lines import messages_json
 from memrules._trace.writer import TraceWriter
-from memrules.graph.state import StateStore
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._log import RecordingLog
+from memrules.state.model import StateStore
 
 __all__ = ["PluginTracer", "request_line", "response_line"]
 

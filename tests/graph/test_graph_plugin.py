@@ -26,12 +26,11 @@ from memrules.graph import (
     GraphNode,
     GraphRelationship,
     GraphSnapshot,
-    InMemoryStateStore,
     MemoryGraph,
     MergePolicy,
-    StateRecord,
     offline_extractor,
 )
+from memrules.state import InMemoryStateStore, StateRecord
 from memrules.strategies import drop_observations, sliding_window
 from tests.plugin.test_plugin import WordCounter
 from tests.support.graph_deltas import deltas, policy_for, sequential

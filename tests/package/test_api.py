@@ -92,6 +92,7 @@ PUBLIC_MODULES = {
     "memory",
     "observability",
     "seams",
+    "state",
     "strategies",
     "testing",
 }
@@ -143,21 +144,34 @@ GRAPH_PUBLIC = {
     "GraphNode",
     "GraphRelationship",
     "GraphSnapshot",
-    "InMemoryStateStore",
     "MemoryGraph",
     "MergeCounts",
     "MergePolicy",
     "MergeReport",
     "RenderedGraph",
-    "StateRecord",
-    "StateStore",
-    "StateStoreConfig",
     "load_snapshot",
     "offline_extractor",
-    "open_state_store",
     "render_graph",
     "save_snapshot",
 }
+
+
+STATE_PUBLIC = {
+    "InMemoryStateStore",
+    "StateRecord",
+    "StateStore",
+    "StateStoreConfig",
+    "ValkeyStateStore",
+    "open_state_store",
+}
+
+
+def test_the_state_package_exports_the_documented_list() -> None:
+    import memrules.state
+
+    assert set(memrules.state.__all__) == STATE_PUBLIC
+    assert not STATE_PUBLIC & GRAPH_PUBLIC
+    assert not STATE_PUBLIC & PUBLIC  # each name exported once
 
 
 def test_the_graph_package_exports_the_documented_list() -> None:
@@ -171,14 +185,14 @@ def test_the_graph_package_exports_the_documented_list() -> None:
 
 
 def test_the_graph_needs_no_valkey_to_import() -> None:
-    """``memrules.graph.valkey`` imports the client only when a store is made."""
+    """``memrules.state.valkey`` imports the client only when a store is made."""
     import subprocess
     import sys
 
     code = (
         "import sys; sys.modules['valkey'] = None\n"
-        "import memrules, memrules.graph, memrules.graph.valkey\n"
-        "from memrules.graph import StateStoreConfig, open_state_store\n"
+        "import memrules, memrules.state, memrules.state.valkey\n"
+        "from memrules.state import StateStoreConfig, open_state_store\n"
         "try:\n"
         "    open_state_store(StateStoreConfig(url='valkey://127.0.0.1:1'))\n"
         "except memrules.ConfigError as exc:\n"

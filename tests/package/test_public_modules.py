@@ -19,6 +19,7 @@ from memrules.integrations._extras import MissingExtraError
 PACKAGES = [
     "memrules",
     "memrules.graph",
+    "memrules.state",
     "memrules.memory",
     "memrules.strategies",
     "memrules.testing",
@@ -123,4 +124,7 @@ def test_each_name_reports_the_one_package_that_exports_it() -> None:
     graph = importlib.import_module("memrules.graph")
     assert memrules.ConversationState.__module__ == "memrules"
     assert memrules.GraphError.__module__ == "memrules"
+    state = importlib.import_module("memrules.state")
+    assert state.ValkeyStateStore.__module__ == "memrules.state"
+    assert state.StateStore.__module__ == "memrules.state"
     assert graph.GraphLimits.__module__ == "memrules.graph"
