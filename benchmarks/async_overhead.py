@@ -5,13 +5,12 @@ python benchmarks/async_overhead.py            # about half a minute
 python benchmarks/async_overhead.py --quick    # seconds
 ```
 
-1. **Re-running the core.** ``apply_async`` runs the sync core until a seam
-   call has no answer, awaits it, and runs again: ``n`` seam calls, ``n + 1``
-   runs. With seams that answer at once (in process), the difference between
-   ``apply_async`` and ``apply`` on the same history is that overhead, plus a
-   worker thread per seam call (the extractive summarizer and this store have
-   no coroutine methods). The memo is fresh for each timed call, so the first
-   run of the core pays for measuring and the later ones reuse it; the
+1. **The core in a thread of its own.** ``apply_async`` runs the sync core
+   once in a thread and awaits each seam call on the event loop. With seams
+   that answer at once (in process), the difference between ``apply_async``
+   and ``apply`` on the same history is that hand-over (the extractive
+   summarizer and this store have no coroutine methods, so they are called
+   in the core's thread). The memo is fresh for each timed call; the
    counter's own cache is warmed once for both.
 2. **Concurrency.** 100 concurrent ``apply_async`` calls against a loopback
    OpenAI-compatible server that takes ``--delay`` seconds per summary,

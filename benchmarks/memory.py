@@ -320,7 +320,8 @@ def remember(store: Any, model: Any, rng: random.Random, rounds: int) -> None:
     store embeds and writes the calls that wait together)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from memrules import Pipeline, Seams
+    from memrules import Pipeline
+    from memrules.seams import Seams
 
     pipeline = Pipeline.from_config(MemoryConfig(), seams=Seams(store=store))
 

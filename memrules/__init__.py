@@ -9,6 +9,11 @@ built-in strategy factories are in :mod:`memrules.strategies`, the seams in
 :mod:`memrules.seams`, the tools to property-test a strategy in
 :mod:`memrules.testing`, and agent trajectories as evaluation data (readers
 and probes) in :mod:`memrules.datasets`; every other module is private.
+Each public name is exported from one module only, the one a user meets it
+in: the seam protocols (`Seams`, `Embedder`, `VectorStore`...) and
+`recall_tool` are in `memrules.seams`, `strategy_factory` in
+`memrules.strategies`, each framework's converters and hook in its module of
+`memrules.integrations`.
 
 The private packages are layers, each importing only those below it
 (checked by import-linter): ``_core`` (pure values) → ``_io`` (HTTP, files)
@@ -42,7 +47,7 @@ if _typing.TYPE_CHECKING:
         EditPlan,
         ProviderEditing,
     )
-    from memrules._config.load import MemoryConfig, load_config, strategy_factory
+    from memrules._config.load import MemoryConfig, load_config
     from memrules._core.budget import Budget, CachePolicy, ContextWindowResolver
     from memrules._core.errors import (
         ConfigError,
@@ -80,7 +85,6 @@ if _typing.TYPE_CHECKING:
         CompressionResult,
         StopReason,
     )
-    from memrules._core.seam_protocols import Embedder, SeamCall, Seams, Summarizer, VectorStore
     from memrules._core.survivors import MessageRule, SurvivorRule
     from memrules._counting.cache import AnthropicRule, OpenAIRule, PriceTable
     from memrules._counting.framing import count_tokens
@@ -94,9 +98,8 @@ if _typing.TYPE_CHECKING:
     from memrules._engine.contract import Outcome, Strategy, StrategyContext
     from memrules._plugin.plugin import ConversationState, MemoryPlugin, Request
     from memrules._replay.replay import ReplaySummary, replay_trace
-    from memrules._runtime.pipeline import IndexContext, Pipeline, RecallHit, load_pipeline
+    from memrules._runtime.pipeline import IndexContext, Pipeline, load_pipeline
     from memrules._trace.record import record_trace
-    from memrules.seams.recall import answer_recall, recall_tool
 
 __all__ = [
     "AnthropicRule",
@@ -117,7 +120,6 @@ __all__ = [
     "ConversationState",
     "ConversionCache",
     "EditPlan",
-    "Embedder",
     "EmbedderError",
     "EncodingError",
     "EstimatingCounter",
@@ -141,20 +143,16 @@ __all__ = [
     "Pipeline",
     "PriceTable",
     "ProviderEditing",
-    "RecallHit",
     "ReplayMismatch",
     "ReplaySummary",
     "Request",
-    "SeamCall",
     "SeamError",
-    "Seams",
     "StateStoreError",
     "StopReason",
     "StoreError",
     "Strategy",
     "StrategyContext",
     "StrategyError",
-    "Summarizer",
     "SummarizerError",
     "SurvivorRule",
     "Text",
@@ -163,8 +161,6 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "TraceError",
-    "VectorStore",
-    "answer_recall",
     "count_tokens",
     "estimate_tokens",
     "from_anthropic",
@@ -172,10 +168,8 @@ __all__ = [
     "from_responses",
     "load_config",
     "load_pipeline",
-    "recall_tool",
     "record_trace",
     "replay_trace",
-    "strategy_factory",
     "to_anthropic",
     "to_anthropic_request",
     "to_openai",
@@ -202,7 +196,7 @@ _WHERE: dict[str, str] = {
         ("ClearThinking", "ClearToolUses", "Compaction", "EditPlan", "ProviderEditing"),
         "memrules._adapters.context_editing",
     ),
-    **dict.fromkeys(("MemoryConfig", "load_config", "strategy_factory"), "memrules._config.load"),
+    **dict.fromkeys(("MemoryConfig", "load_config"), "memrules._config.load"),
     **dict.fromkeys(("Budget", "CachePolicy", "ContextWindowResolver"), "memrules._core.budget"),
     **dict.fromkeys(
         (
@@ -237,10 +231,6 @@ _WHERE: dict[str, str] = {
         ("CompressionAction", "CompressionReport", "CompressionResult", "StopReason"),
         "memrules._core.report",
     ),
-    **dict.fromkeys(
-        ("Embedder", "SeamCall", "Seams", "Summarizer", "VectorStore"),
-        "memrules._core.seam_protocols",
-    ),
     **dict.fromkeys(("AnthropicRule", "OpenAIRule", "PriceTable"), "memrules._counting.cache"),
     "count_tokens": "memrules._counting.framing",
     **dict.fromkeys(
@@ -251,16 +241,13 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(("Outcome", "Strategy", "StrategyContext"), "memrules._engine.contract"),
     **dict.fromkeys(("ConversationState", "MemoryPlugin", "Request"), "memrules._plugin.plugin"),
     **dict.fromkeys(("ReplaySummary", "replay_trace"), "memrules._replay.replay"),
-    **dict.fromkeys(
-        ("IndexContext", "Pipeline", "RecallHit", "load_pipeline"), "memrules._runtime.pipeline"
-    ),
+    **dict.fromkeys(("IndexContext", "Pipeline", "load_pipeline"), "memrules._runtime.pipeline"),
     "record_trace": "memrules._trace.record",
-    **dict.fromkeys(("answer_recall", "recall_tool"), "memrules.seams.recall"),
 }
 
 # the public modules, imported when first named as an attribute of the package
 _MODULES = frozenset(
-    {"graph", "integrations", "memory", "observability", "seams", "strategies", "testing"}
+    {"graph", "integrations", "memory", "observability", "seams", "state", "strategies", "testing"}
 )
 
 
@@ -287,10 +274,8 @@ else:
             return value
         if name in _MODULES:
             return _importlib.import_module(f"{__name__}.{name}")
-        new = _RENAMES.get(name)
-        if new is not None and new not in globals():
-            __getattr__(new)
-        return _renamed(name)
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
 
 
 def __dir__() -> list[str]:
@@ -298,10 +283,4 @@ def __dir__() -> list[str]:
 
 
 # Each public name reports ``memrules`` as its module (memrules._core.public_names).
-from memrules._core.public_names import renamed_names  # noqa: E402
 from memrules._core.public_names import report_public_module as _report  # noqa: E402
-
-# Names renamed since 0.x, still served (with a DeprecationWarning) by __getattr__.
-_RENAMES = {"ConversionMemo": "ConversionCache"}
-_renamed = renamed_names(__name__, _RENAMES, globals())
-del renamed_names

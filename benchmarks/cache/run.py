@@ -96,7 +96,7 @@ def replay(
     times: Sequence[float],
     compact: bool,
 ) -> Row:
-    memo = pipeline.memo()
+    memo = pipeline.measure()
     ruler = load_pipeline(f"encoder_name: {ENCODER}\nstrategies: []\n").counter
     previous: Sent | None = None
     total = cached_o = cached_a = over = events = 0

@@ -1,4 +1,4 @@
-"""The speed and budget-use benchmark (``memrules bench``, ``benchmarks/run.py``).
+"""The speed and budget-use benchmark (``python benchmarks/run.py``).
 
 - :mod:`benchmarks.harness.histories` generates seeded agent histories;
 - :mod:`benchmarks.harness.measure` measures memrules against a plain tiktoken
@@ -10,10 +10,10 @@
 - :mod:`benchmarks.harness.render` turns the figures into tables;
 - :mod:`benchmarks.harness.targets` judges them against the targets for
   speed, budget use and peak memory;
-- :mod:`benchmarks.harness.command` holds the ``memrules bench`` arguments
+- :mod:`benchmarks.harness.command` holds the benchmark's arguments
   and :func:`~benchmarks.harness.command.run`.
 
 The harness lives in the source tree, not in the package: the wheel does not
-ship it, and nothing in ``memrules`` imports it. ``memrules bench`` finds it
-beside the ``memrules`` it runs (a checkout) and says so when there is none.
+ship it, and nothing in ``memrules`` imports it. ``benchmarks/run.py`` puts
+its checkout first on the path, so it measures the ``memrules`` beside it.
 """

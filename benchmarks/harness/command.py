@@ -1,4 +1,4 @@
-"""``memrules bench``: its arguments on the command line's one parser, and the run."""
+"""The benchmark's arguments (read by ``benchmarks/run.py``), and the run."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ _seed = whole_number(0, MAX_SEED)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``memrules bench`` arguments."""
+    """The benchmark's arguments."""
     parser.add_argument("--quick", action="store_true", help="a tiny configuration (seconds)")
     parser.add_argument(
         "--sizes", type=_messages, nargs="+", metavar="N", help="history sizes in messages"

@@ -422,10 +422,10 @@ def route_ranks(
     with the session's time, then ask each question as a new request of
     that user, a day after the last session; score the memories the gate
     injected, in order."""
-    from memrules import Message, Request, Text, load_config
+    from memrules import MemoryPlugin, Message, Request, Text, load_config
 
     config = load_config(route_yaml(backend, where, search, max(KS)))
-    plugin = config.route("chat")
+    plugin = MemoryPlugin.from_config(config, route="chat")
     memory_turns: dict[str, tuple[str, ...]] = {}
     outcomes: collections.Counter[str] = collections.Counter()
     unstored = 0

@@ -10,9 +10,11 @@
 - :mod:`memrules._adapters.context_editing`: provider-side context editing
   (Anthropic's ``context_management`` edits, OpenAI's server compaction) as
   one policy, written into a body or made locally.
-- :mod:`memrules._adapters.langchain`: LangChain ``BaseMessage`` lists
-  (``from_langchain``, ``to_langchain``; ``langchain_core`` imported on first
-  use), re-exported by :mod:`memrules.integrations.langchain`.
+- the frameworks' converters (`langchain`, `openai_agents`, `pydantic_ai`,
+  `llama_index`, `autogen`: `from_<framework>` and `to_<framework>`, each
+  importing its framework on first use). They are public only through
+  `memrules.integrations.<framework>`, next to that framework's hook; this
+  package holds the conversions, `memrules.integrations` what plugs them in.
 
 ``to_x(from_x(m)) == m`` for every valid input ``m``; a conversation's
 :class:`ConversionCache` makes ``from_x`` pay only for messages that

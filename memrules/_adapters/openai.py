@@ -84,9 +84,6 @@ otherwise.
 
 from __future__ import annotations
 
-import collections
-import itertools
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -96,62 +93,38 @@ from memrules._adapters._common import (
     ImageCodec,
     array,
     checked_str,
-    content_value,
     fail,
-    finish,
     is_array,
     key_order,
     list_form,
     mapping,
     optional_str,
-    rank,
     read_text_or_opaque,
     register_images,
     required_str,
-    split_kind,
     type_name,
     typed,
     unmapped,
-    write_opaque,
-    write_text,
 )
 from memrules._adapters.conversion_cache import ConversionCache
+from memrules._adapters.openai_keys import (
+    ARGUMENTS_KEY,
+    BODY_KEYS,
+    BODY_RANK,
+    CALL_KEYS,
+    CALL_RANK,
+    KNOWN_KEYS,
+    LEGACY_ID,
+    LEGACY_KEYS,
+    PROVIDER,
+    RANK,
+    ROLES,
+)
+from memrules._adapters.openai_write import Written, to_openai, write_back, write_image
 from memrules._core.frozen import FrozenDict
-from memrules._core.messages import ContentPart, Message, Part, Role, Text, ToolCall, ToolResult
+from memrules._core.messages import ContentPart, Message, Part, Text, ToolCall, ToolResult
 
-__all__ = ["from_openai", "to_openai"]
-
-_PROVIDER = "openai"
-_ROLES: dict[str, Role] = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "assistant": "assistant",
-    "tool": "tool",
-    "function": "tool",
-}
-# The order the writers write their own keys in (see _common, "Key order").
-_RANK = rank("role", "tool_call_id", "content", "name", "tool_calls", "function_call")
-_CALL_RANK = rank("id", "type", "function", "custom")
-_BODY_RANK = rank("name", "arguments", "input")
-
-_PLAIN_KEYS = frozenset({"role", "content", "name"})
-_KNOWN_KEYS: dict[str, frozenset[str]] = {
-    "system": _PLAIN_KEYS,
-    "developer": _PLAIN_KEYS,
-    "user": _PLAIN_KEYS,
-    "assistant": _PLAIN_KEYS | {"tool_calls", "function_call"},
-    "tool": _PLAIN_KEYS | {"tool_call_id"},
-    "function": _PLAIN_KEYS,
-}
-_CALL_KEYS = {
-    "function": frozenset({"id", "type", "function"}),
-    "custom": frozenset({"id", "type", "custom"}),
-}
-_BODY_KEYS = {"function": frozenset({"name", "arguments"}), "custom": frozenset({"name", "input"})}
-_ARGUMENTS_KEY = {"function": "arguments", "custom": "input"}
-_LEGACY_KEYS = frozenset({"name", "arguments"})
-_LEGACY_ID = "memrules_function_call_{}"
+__all__ = ["Written", "from_openai", "to_openai", "write_back"]
 
 
 # --------------------------------------------------------------------------- reading
@@ -175,7 +148,7 @@ def from_openai(
     """
     items = array(messages, None, "messages", "messages")
     if memo is not None:
-        return memo.convert(_PROVIDER, items, _read_one, None, context_free=_context_free)
+        return memo.convert(PROVIDER, items, _read_one, None, context_free=_context_free)
     out: list[Message] = []
     pending_legacy: str | None = None  # the legacy call a "function" message answers
     for index, raw in enumerate(items):
@@ -191,9 +164,9 @@ def _read_one(raw: Any, index: int, pending_legacy: str | None) -> tuple[Message
     source_role = raw.get("role", MISSING)
     if source_role is MISSING:
         fail("missing", index, "role")
-    if not isinstance(source_role, str) or source_role not in _ROLES:
+    if not isinstance(source_role, str) or source_role not in ROLES:
         fail(
-            f"unknown role {source_role!r}, expected one of {', '.join(_ROLES)}",
+            f"unknown role {source_role!r}, expected one of {', '.join(ROLES)}",
             index,
             "role",
         )
@@ -201,7 +174,7 @@ def _read_one(raw: Any, index: int, pending_legacy: str | None) -> tuple[Message
         if source_role == "tool":
             call_id = required_str(raw, "tool_call_id", index, "")
         else:
-            call_id = pending_legacy or _LEGACY_ID.format(index)
+            call_id = pending_legacy or LEGACY_ID.format(index)
             pending_legacy = None
         return _read_result_message(raw, source_role, call_id, index), pending_legacy
     message = _read_message(raw, source_role, index)
@@ -230,8 +203,8 @@ def _with(fields: FrozenDict[str, Any] | None, key: str, value: Any) -> FrozenDi
 
 
 def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Message:
-    role = _ROLES[source_role]
-    fields = unmapped(raw, _KNOWN_KEYS[source_role], index, "")
+    role = ROLES[source_role]
+    fields = unmapped(raw, KNOWN_KEYS[source_role], index, "")
 
     name = optional_str(raw, "name", index, "")
     if name is None:
@@ -251,7 +224,7 @@ def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Messa
         form = "absent" if content is MISSING else "null"
     elif is_array(content):
         parts = list(_read_parts(content, index, "content"))
-        form = list_form(parts, _PROVIDER)
+        form = list_form(parts, PROVIDER)
     else:
         fail(
             f"expected a string, a list of content parts or null, got {type_name(content)}",
@@ -281,7 +254,7 @@ def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Messa
         if (form == "null") == default_null:
             form = None
 
-    order = key_order(raw, _RANK)
+    order = key_order(raw, RANK)
     if fields is None and form is None and order is None and source_role == role:
         return Message(role=role, parts=tuple(parts), name=name)
     metadata: dict[str, Any] = {}
@@ -299,7 +272,7 @@ def _read_message(raw: Mapping[str, Any], source_role: str, index: int) -> Messa
 def _read_result_message(
     raw: Mapping[str, Any], source_role: str, call_id: str, index: int
 ) -> Message:
-    fields = unmapped(raw, _KNOWN_KEYS[source_role], index, "")
+    fields = unmapped(raw, KNOWN_KEYS[source_role], index, "")
     name = optional_str(raw, "name", index, "")
     if name is None:
         fields = _with(fields, "name", None)
@@ -322,7 +295,7 @@ def _read_result_message(
             "content",
         )
     result = ToolResult(call_id=call_id, content=result_content)
-    order = key_order(raw, _RANK)
+    order = key_order(raw, RANK)
     if fields is None and form is None and order is None and source_role == "tool":
         return Message(role="tool", parts=(result,), name=name)
     metadata: dict[str, Any] = {}
@@ -342,7 +315,7 @@ def _read_parts(items: Sequence[Any], index: int, field: str) -> tuple[ContentPa
     for j, item in enumerate(items):
         where = f"{field}[{j}]"
         item, kind = typed(item, index, where)
-        parts.append(read_text_or_opaque(item, kind, _PROVIDER, index, where))
+        parts.append(read_text_or_opaque(item, kind, PROVIDER, index, where))
     return tuple(parts)
 
 
@@ -350,7 +323,7 @@ def _read_tool_call(call: Any, index: int, field: str) -> ToolCall:
     call = mapping(call, index, field)
     call_id = required_str(call, "id", index, field)
     kind = required_str(call, "type", index, field)
-    if kind not in _CALL_KEYS:
+    if kind not in CALL_KEYS:
         fail(
             f"unknown tool call type {kind!r}, expected 'function' or 'custom'",
             index,
@@ -361,15 +334,15 @@ def _read_tool_call(call: Any, index: int, field: str) -> ToolCall:
         fail("missing", index, f"{field}.{kind}")
     body = mapping(body, index, f"{field}.{kind}")
     name = required_str(body, "name", index, f"{field}.{kind}")
-    arguments = required_str(body, _ARGUMENTS_KEY[kind], index, f"{field}.{kind}")
+    arguments = required_str(body, ARGUMENTS_KEY[kind], index, f"{field}.{kind}")
     extra: dict[str, Any] = {}
-    rest = unmapped(call, _CALL_KEYS[kind], index, field)
+    rest = unmapped(call, CALL_KEYS[kind], index, field)
     if rest:
         extra["openai"] = rest
-    order = key_order(call, _CALL_RANK)
+    order = key_order(call, CALL_RANK)
     if order is not None:
         extra["openai_keys"] = order
-    _read_body(body, _BODY_KEYS[kind], index, f"{field}.{kind}", extra)
+    _read_body(body, BODY_KEYS[kind], index, f"{field}.{kind}", extra)
     if kind != "function":
         extra["openai_type"] = kind
     if extra:
@@ -385,7 +358,7 @@ def _read_body(
     rest = unmapped(body, known, index, field)
     if rest:
         extra["openai_function"] = rest
-    order = key_order(body, _BODY_RANK)
+    order = key_order(body, BODY_RANK)
     if order is not None:
         extra["openai_function_keys"] = order
 
@@ -395,8 +368,8 @@ def _read_legacy_call(call: Any, index: int) -> ToolCall:
     name = required_str(call, "name", index, "function_call")
     arguments = required_str(call, "arguments", index, "function_call")
     extra: dict[str, Any] = {"openai_function_call": True}
-    _read_body(call, _LEGACY_KEYS, index, "function_call", extra)
-    return ToolCall(id=_LEGACY_ID.format(index), name=name, arguments=arguments, extra=extra)
+    _read_body(call, LEGACY_KEYS, index, "function_call", extra)
+    return ToolCall(id=LEGACY_ID.format(index), name=name, arguments=arguments, extra=extra)
 
 
 def _has_calls(parts: Iterable[Part]) -> bool:
@@ -404,343 +377,6 @@ def _has_calls(parts: Iterable[Part]) -> bool:
 
 
 # --------------------------------------------------------------------------- writing
-
-
-def to_openai(conversation: Iterable[Message]) -> list[dict[str, Any]]:
-    """Write a conversation as OpenAI chat-completions messages.
-
-    Returns fresh plain ``dict``/``list`` values, ready for ``json.dumps``,
-    with every object's keys in the order they were read in.
-    A message that OpenAI cannot express (a tool call on a user message, a
-    tool message with no result) raises
-    :class:`~memrules._core.errors.MessageFormatError` naming its index.
-    """
-    out: list[dict[str, Any]] = []
-    for index, message in enumerate(conversation):
-        _write_one(message, index, out)
-    return out
-
-
-def _write_one(message: Message, index: int, out: list[dict[str, Any]]) -> None:
-    if not isinstance(message, Message):
-        fail(f"expected a Message, got {type(message).__name__}", index, "")
-    if message.role == "tool":
-        _write_tool_message(message, index, out)
-    elif message.role == "user" and message.result_ids:
-        _write_user_with_results(message, index, out)
-    else:
-        out.append(_write_message(message, index))
-
-
-Written = dict[int, tuple[Message, dict[str, Any]]]
-"""What :func:`write_back` wrote for the messages it converted, by the
-message's ``id``: the message itself (which keeps the id its own) and the
-dict, for dicts whose values are all strings, numbers, booleans or None."""
-
-_FLAT = frozenset({str, int, float, bool, type(None)})
-
-
-def write_back(
-    conversation: Sequence[Message],
-    source: Sequence[Message],
-    raws: Sequence[Any],
-    hints: Sequence[int | None] = (),
-    *,
-    written: Written | None = None,
-    keep: Written | None = None,
-) -> list[Any]:
-    """:func:`to_openai` of ``conversation``, made from ``source``, which
-    :func:`from_openai` read from ``raws``: a message of ``source`` that
-    ``conversation`` kept (the very object) is written as its raw message,
-    the very object too, and only the others are converted. ``hints[j]``,
-    where given, is where message ``j`` stands in ``source`` (a report's
-    ``origin``); a wrong hint costs one look-up table of ``source``.
-
-    Lossless as :func:`to_openai` is (``to_openai(from_openai(m)) == m``),
-    and cheap: the request hook sends back what it kept without converting
-    it again. The result shares objects with ``raws``.
-
-    ``written`` is what an earlier call put in its ``keep``: a message it
-    converted to a flat dict (every value a string, a number, a boolean or
-    None) is that dict copied, not converted again (the caller's edits to
-    an earlier result never reach it). ``keep`` gets this call's flat
-    dicts: the request hook passes one conversation's last ``keep`` as its
-    next ``written``."""
-    return _write_back(conversation, source, raws, hints, {} if written is None else written, keep)
-
-
-def _write_back(
-    conversation: Sequence[Message],
-    source: Sequence[Message],
-    raws: Sequence[Any],
-    hints: Sequence[int | None],
-    written: Written,
-    keep: Written | None,
-) -> list[Any]:
-    """:func:`write_back`: each message found in ``source`` (by its hint,
-    else by one look-up table of ``source``) is its raw message; the others
-    are ``written``'s copies or converted, and put in ``keep`` when given."""
-    kept = _hinted(conversation, source, raws, hints)
-    if kept is None:
-        return _write_back_slow(conversation, source, raws, hints, written, keep)
-    out, others = kept
-    if not others:
-        return out
-    # A message an earlier call converted is never one the reader made
-    # (the source's): its dict, copied (C-level passes over them all).
-    messages = list(map(conversation.__getitem__, others))
-    entries = list(map(written.get, map(id, messages), itertools.repeat(_NO_ENTRY)))
-    hit = list(map(operator.is_, map(_FIRST, entries), messages))
-    found: list[Any] = list(itertools.compress(entries, hit))
-    collections.deque(
-        map(out.__setitem__, itertools.compress(others, hit), map(dict, map(_SECOND, found))),
-        maxlen=0,
-    )
-    if keep is not None:
-        keep.update(zip(map(id, map(_FIRST, found)), found, strict=True))
-    rest = list(itertools.compress(others, map(operator.not_, hit)))
-    if not rest:
-        return out
-    # The rest, one at a time: the raw message of one found in ``source``
-    # elsewhere (one look-up table), else converted.
-    made: list[list[Any]] = []
-    known = min(len(source), len(raws))
-    position = dict(zip(map(id, source[:known]), range(known), strict=True))
-    for j in rest:
-        message = conversation[j]
-        i = position.get(id(message))
-        if i is not None:
-            made.append([raws[i]])
-            continue
-        dicts: list[Any] = []
-        _write_one(message, j, dicts)
-        made.append(dicts)
-        if keep is not None and len(dicts) == 1 and set(map(type, dicts[0].values())) <= _FLAT:
-            keep[id(message)] = (message, dict(dicts[0]))
-    if all(len(dicts) == 1 for dicts in made):
-        for j, dicts in zip(rest, made, strict=True):
-            out[j] = dicts[0]
-        return out
-    pieces: list[list[Any]] = [[raw] for raw in out]
-    for j, dicts in zip(rest, made, strict=True):
-        pieces[j] = dicts
-    return [d for dicts in pieces for d in dicts]
-
-
-_NO_ENTRY = (None, None)
-_FIRST = operator.itemgetter(0)
-_SECOND = operator.itemgetter(1)
-
-
-def _hinted(
-    conversation: Sequence[Message],
-    source: Sequence[Message],
-    raws: Sequence[Any],
-    hints: Sequence[int | None],
-) -> tuple[list[Any], list[int]] | None:
-    """When every message has a hint within ``source``: the raw message at
-    each hint, and the positions whose hint is None or names another
-    object, which the caller writes (C-level passes, no per-message step
-    for the kept ones). None when a hint is missing or out of range."""
-    n = len(conversation)
-    known = min(len(source), len(raws))
-    if len(hints) < n or not n or not known:
-        return None
-    at: list[Any] = list(itertools.islice(hints, n))
-    holes = list(
-        itertools.compress(itertools.count(), map(operator.is_, at, itertools.repeat(None)))
-    )
-    collections.deque(map(at.__setitem__, holes, itertools.repeat(0)), maxlen=0)
-    if min(at) < 0 or max(at) >= known:
-        return None
-    picked = map(source.__getitem__, at)
-    others = set(itertools.compress(itertools.count(), map(operator.is_not, picked, conversation)))
-    others.update(holes)
-    return list(map(raws.__getitem__, at)), sorted(others)
-
-
-def _write_back_slow(
-    conversation: Sequence[Message],
-    source: Sequence[Message],
-    raws: Sequence[Any],
-    hints: Sequence[int | None],
-    written: Written,
-    keep: Written | None,
-) -> list[Any]:
-    """:func:`write_back` one message at a time."""
-    out: list[Any] = []
-    position: dict[int, int] | None = None
-    known = min(len(source), len(raws))
-    for j, message in enumerate(conversation):
-        i = hints[j] if j < len(hints) else None
-        if i is None or not 0 <= i < known or source[i] is not message:
-            if position is None:
-                position = dict(zip(map(id, source[:known]), range(known), strict=True))
-            i = position.get(id(message))
-        if i is not None:
-            out.append(raws[i])
-            continue
-        entry = written.get(id(message))
-        if entry is not None and entry[0] is message:
-            made = entry[1]
-            out.append(dict(made))
-        else:
-            start = len(out)
-            _write_one(message, j, out)
-            if keep is None:
-                continue
-            if len(out) != start + 1 or not set(map(type, out[start].values())) <= _FLAT:
-                continue
-            made = dict(out[start])
-        if keep is not None:
-            keep[id(message)] = (message, made)
-    return out
-
-
-def _write_message(
-    message: Message, index: int, moved: Sequence[dict[str, Any]] = ()
-) -> dict[str, Any]:
-    role = message.role
-    metadata = message.metadata
-    source_role = metadata.get("openai_role")
-    if role == "system" and source_role == "developer":
-        out: dict[str, Any] = {"role": "developer"}
-    else:
-        out = {"role": role}
-
-    blocks: list[dict[str, Any]] = []
-    calls: list[dict[str, Any]] = []
-    legacy: dict[str, Any] | None = None
-    for j, part in enumerate(message.parts):
-        if isinstance(part, Text):
-            blocks.append(write_text(part, _PROVIDER))
-        elif isinstance(part, ToolCall):
-            if role != "assistant":
-                fail(
-                    f"a {role} message cannot carry a tool call in OpenAI format",
-                    index,
-                    f"parts[{j}]",
-                )
-            if legacy is None and part.extra.get("openai_function_call"):
-                legacy = _write_legacy_call(part)
-            else:
-                calls.append(_write_tool_call(part))
-        elif isinstance(part, ToolResult):
-            fail(
-                f"a {role} message cannot carry a tool result in OpenAI format",
-                index,
-                f"parts[{j}]",
-            )
-        else:
-            written = write_opaque(part, _PROVIDER)
-            if written is not None:
-                blocks.append(written)
-    blocks.extend(moved)
-
-    empty = None if role == "assistant" and (calls or legacy is not None) else ""
-    content = content_value(blocks, metadata.get("openai_content"), empty)
-    if content is not MISSING:
-        out["content"] = content
-    if message.name is not None:
-        out["name"] = message.name
-    if calls:
-        out["tool_calls"] = calls
-    if legacy is not None:
-        out["function_call"] = legacy
-    if not metadata:
-        return out
-    return finish(out, metadata.get("openai"), metadata.get("openai_keys"), _RANK)
-
-
-def _write_tool_message(message: Message, index: int, out: list[dict[str, Any]]) -> None:
-    results = [p for p in message.parts if isinstance(p, ToolResult)]
-    if len(results) != len(message.parts) or not results:
-        fail("a tool message must hold ToolResult parts only, and at least one", index, "parts")
-    if len(results) > 1:
-        for result in results:
-            written, _ = _write_result(result, None)
-            out.append(written)
-        return
-    metadata = message.metadata
-    written, moved = _write_result(results[0], metadata.get("openai_content"))
-    if metadata.get("openai_role") == "function":
-        del written["tool_call_id"]
-        written["role"] = "function"
-    if message.name is not None:
-        written["name"] = message.name
-    if metadata:
-        written = finish(written, metadata.get("openai"), metadata.get("openai_keys"), _RANK)
-    out.append(written)
-    if moved:
-        out.append({"role": "user", "content": moved})
-
-
-def _write_user_with_results(message: Message, index: int, out: list[dict[str, Any]]) -> None:
-    """A user message carrying tool results (read from Anthropic): one tool
-    message per result, then a user message with everything else."""
-    moved: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, ToolResult):
-            written, images = _write_result(part, None)
-            out.append(written)
-            moved.extend(images)
-    rest = message.evolve(parts=tuple(p for p in message.parts if not isinstance(p, ToolResult)))
-    if rest.parts or moved:
-        out.append(_write_message(rest, index, moved))
-
-
-def _write_result(
-    result: ToolResult, form: str | None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The tool message for ``result``, and any parts OpenAI tool messages
-    cannot hold (images), which go to a following user message."""
-    out: dict[str, Any] = {"role": "tool", "tool_call_id": result.call_id}
-    moved: list[dict[str, Any]] = []
-    content = result.content
-    if isinstance(content, str):
-        if content or form is None:
-            out["content"] = content
-        elif form == "null":
-            out["content"] = None
-        elif form != "absent":
-            out["content"] = content
-        return out, moved
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        if isinstance(part, Text):
-            parts.append(write_text(part, _PROVIDER))
-            continue
-        written = write_opaque(part, _PROVIDER)
-        if written is None:
-            continue
-        if split_kind(part.kind)[0] == _PROVIDER:
-            parts.append(written)
-        else:
-            moved.append(written)
-    out["content"] = parts
-    return out, moved
-
-
-def _write_tool_call(part: ToolCall) -> dict[str, Any]:
-    extra = part.extra
-    kind = extra.get("openai_type", "function")
-    if kind not in _ARGUMENTS_KEY:
-        kind = "function"
-    body = _write_body({"name": part.name, _ARGUMENTS_KEY[kind]: part.arguments}, extra)
-    out: dict[str, Any] = {"id": part.id, "type": kind, kind: body}
-    if not extra:
-        return out
-    return finish(out, extra.get("openai"), extra.get("openai_keys"), _CALL_RANK)
-
-
-def _write_legacy_call(part: ToolCall) -> dict[str, Any]:
-    return _write_body({"name": part.name, "arguments": part.arguments}, part.extra)
-
-
-def _write_body(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    if not extra:
-        return body
-    return finish(body, extra.get("openai_function"), extra.get("openai_function_keys"), _BODY_RANK)
 
 
 # --------------------------------------------------------------------------- images
@@ -752,12 +388,8 @@ def _read_image(part: Mapping[str, Any]) -> Image | None:
     return Image.from_url(url) if isinstance(url, str) else None
 
 
-def _write_image(image: Image) -> dict[str, Any]:
-    return {"type": "image_url", "image_url": {"url": image.as_url()}}
-
-
 IMAGES = register_images(
-    ImageCodec(provider=_PROVIDER, kind="image_url", read=_read_image, write=_write_image)
+    ImageCodec(provider=PROVIDER, kind="image_url", read=_read_image, write=write_image)
 )
 """OpenAI's image parts: ``{"type": "image_url", "image_url": {"url": ...}}``,
 inline images as base64 ``data:`` URLs."""

@@ -1,8 +1,8 @@
 """OpenAI Agents SDK items, both ways, losslessly (used by
 :mod:`memrules.integrations.openai_agents`, which re-exports them).
 
-:func:`from_items` and :func:`to_items` convert the SDK's items (the
-Responses API input items a ``Session`` stores): ``to_items(from_items(items))
+:func:`from_openai_agents` and :func:`to_openai_agents` convert the SDK's items (the
+Responses API input items a ``Session`` stores): ``to_openai_agents(from_openai_agents(items))
 == items``. A message item is a message of its role (``developer`` is
 ``system``); a ``function_call`` is an assistant message with one
 :class:`~memrules.ToolCall`; a ``function_call_output`` a tool message with
@@ -31,7 +31,7 @@ from memrules._core.messages import (
     ToolResult,
 )
 
-__all__ = ["KEY", "from_items", "to_items"]
+__all__ = ["KEY", "from_openai_agents", "to_openai_agents"]
 
 KEY = "openai_agents"
 """The metadata key that holds an item's fields beyond its parts."""
@@ -114,7 +114,7 @@ def _id(item: Item) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def from_items(items: Iterable[Any]) -> Conversation:
+def from_openai_agents(items: Iterable[Any]) -> Conversation:
     """Agents SDK items (Responses API input items) as a memrules conversation.
 
     Raises :class:`~memrules.MessageFormatError` naming the index of an item
@@ -188,8 +188,8 @@ def _plain_text(parts: Sequence[Part]) -> bool:
     return not parts or (len(parts) == 1 and isinstance(parts[0], Text) and not parts[0].extra)
 
 
-def to_items(conversation: Iterable[Message]) -> list[dict[str, Any]]:
-    """A memrules conversation as Agents SDK items (see :func:`from_items`).
+def to_openai_agents(conversation: Iterable[Message]) -> list[dict[str, Any]]:
+    """A memrules conversation as Agents SDK items (see :func:`from_openai_agents`).
 
     A message that came from an item becomes that item again, with its
     parts' current content; a message a strategy made (a summary) becomes a

@@ -1,9 +1,9 @@
 """pydantic-ai message histories, both ways (used by
 :mod:`memrules.integrations.pydantic_ai`).
 
-:func:`from_history` turns ``ModelRequest``/``ModelResponse`` lists into a
+:func:`from_pydantic_ai` turns ``ModelRequest``/``ModelResponse`` lists into a
 conversation and a :class:`HistorySource` that remembers each original part;
-:func:`to_history` turns a (compacted) conversation back, reusing the
+:func:`to_pydantic_ai` turns a (compacted) conversation back, reusing the
 original messages and parts wherever they were kept. ``pydantic_ai`` is
 imported on first use, not with this module.
 """
@@ -28,7 +28,7 @@ from memrules._core.messages import (
     ToolResult,
 )
 
-__all__ = ["KEY", "HistorySource", "from_history", "to_history"]
+__all__ = ["KEY", "HistorySource", "from_pydantic_ai", "to_pydantic_ai"]
 
 
 @functools.cache
@@ -119,9 +119,9 @@ def _response(index: int, response: Any, source: HistorySource) -> Message:
     return Message(role="assistant", parts=tuple(parts), metadata={KEY: index})
 
 
-def from_history(messages: Sequence[Any]) -> tuple[Conversation, HistorySource]:
+def from_pydantic_ai(messages: Sequence[Any]) -> tuple[Conversation, HistorySource]:
     """A pydantic-ai message history as a memrules conversation, and the
-    source that :func:`to_history` takes its original parts from."""
+    source that :func:`to_pydantic_ai` takes its original parts from."""
     source = HistorySource(messages)
     out: list[Message] = []
     for index, message in enumerate(messages):
@@ -160,8 +160,8 @@ def _part_back(part: Part, role: str, source: HistorySource) -> Any:
     return None  # an Opaque part a strategy made: nothing pydantic-ai can hold
 
 
-def to_history(conversation: Conversation, source: HistorySource) -> list[Any]:
-    """``conversation`` (from :func:`from_history`, maybe compacted) as
+def to_pydantic_ai(conversation: Conversation, source: HistorySource) -> list[Any]:
+    """``conversation`` (from :func:`from_pydantic_ai`, maybe compacted) as
     pydantic-ai messages: the original messages and parts wherever they were
     kept, changed copies where a strategy changed them."""
     out: list[Any] = []

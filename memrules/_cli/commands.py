@@ -6,8 +6,8 @@ files can be written before any work, calls the module that does the work
 :mod:`memrules._cli.show`, :mod:`memrules._cli.check`,
 :mod:`memrules._cli.demo`, :mod:`memrules._cli.mcp_server`) and writes what
 it made through :mod:`memrules._cli.streams`; it returns the exit status.
-``compact`` is in :mod:`memrules._cli.compact`, ``bench`` in
-:mod:`memrules._cli.bench`.
+``compact`` is in :mod:`memrules._cli.compact`. The benchmark is a script
+of the source checkout (``python benchmarks/run.py``), not a command.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``check``, ``demo``, ``bench``.
+"""The ``memrules`` command: ``compact``, ``replay``, ``eval``, ``show``, ``check``, ``demo``,
+``mcp``.
 
 ``memrules compact --config CONFIG INPUT`` reads OpenAI-format messages (a
 JSON list, or a request object with a ``messages`` list) from INPUT (``-``
@@ -28,8 +29,8 @@ head``) ends the command quietly, with status 1.
 
 This module is the entry point (``memrules = memrules._cli.main:main``) and
 its error handling; the argparse tree is in :mod:`memrules._cli.parser`, the
-handlers in :mod:`memrules._cli.compact`, :mod:`memrules._cli.commands` and
-:mod:`memrules._cli.bench`, and the reading and writing of files and streams
+handlers in :mod:`memrules._cli.compact` and :mod:`memrules._cli.commands`,
+and the reading and writing of files and streams
 in :mod:`memrules._cli.streams`.
 """
 

@@ -4,9 +4,7 @@
 function :func:`memrules._cli.main.main` calls with it. Building the tree
 imports no command's heavy dependencies: ``eval`` and ``demo`` add their own
 flags (:func:`memrules._cli.eval.add_arguments`,
-:func:`memrules._cli.demo.add_arguments`), ``bench``'s are read by the
-harness's parser once the harness is found (:mod:`memrules._cli.bench`), and
-``mcp`` imports the MCP SDK only when it runs.
+:func:`memrules._cli.demo.add_arguments`), and ``mcp`` imports the MCP SDK only when it runs.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from pathlib import Path
 from memrules._cli import commands
 from memrules._cli import eval as eval_command
 from memrules._cli.arguments import Parser, add_trust
-from memrules._cli.bench import BENCH_HELP, bench
 from memrules._cli.compact import compact
 from memrules._cli.demo import add_arguments as add_demo_arguments
 from memrules._io.version import memrules_version
@@ -125,19 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_arguments(demo)
     demo.set_defaults(handler=commands.demo)
 
-    # The harness is in a source checkout, not in the package: the bench
-    # command's arguments are read by its own parser once the harness is found
-    # (memrules._cli.bench), so here they are taken as they are (no prefix
-    # chars: no options).
-    benchmark = subcommands.add_parser(
-        "bench",
-        help="speed and budget-use benchmark (in a source checkout)",
-        description=BENCH_HELP,
-        add_help=False,
-        prefix_chars="\0",
-    )
-    benchmark.add_argument("arguments", nargs="*", help=argparse.SUPPRESS)
-    benchmark.set_defaults(handler=bench)
 
     mcp = subcommands.add_parser(
         "mcp",

@@ -1,51 +1,47 @@
-"""The config value: :class:`MemoryConfig`, which validates itself when it is
-built (from Python or from YAML) and opens nothing. The plugin layer builds a
-route's live plugin from it (:meth:`memrules.MemoryPlugin.from_config`)."""
+"""The service's config: `MemoryConfig`, a `PipelineConfig` (the
+pipeline's settings) with what the request hook and its routes add: the
+routes, the shared memory store, the seams' sections, the working graph,
+conversation state, retrieval memory and provider editing. It validates
+itself when it is built (from Python or from YAML) and opens nothing: the
+plugin layer builds a route's live plugin from it
+(`MemoryPlugin.from_config(config, route=name)`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
 
 import attrs
 from pyrsistent import PMap, pmap
 
 from memrules._adapters.context_editing import ProviderEditing
-from memrules._config.keys import (
-    DEFAULT_ROUTE,
-    ROUTE_NAME,
-    SECTION_TYPES,
-    SETTINGS,
-    key_problems,
-)
-from memrules._core.budget import CachePolicy, ContextWindowResolver, Trigger
+from memrules._config.keys import DEFAULT_ROUTE, ROUTE_NAME, SETTINGS, key_problems
+from memrules._config.pipeline_config import PipelineConfig, default_strategies
+from memrules._config.service_keys import SECTION_TYPES, service_key_problems
+from memrules._core.budget import ContextWindowResolver
 from memrules._core.errors import ConfigError, ConfigProblem
-from memrules._core.report import OverBudgetMode
-from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext
-from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
-from memrules._counting.content import ContentCounting
+from memrules._core.seam_protocols import Seams
 from memrules._counting.usage import ContextUsageObserver
-from memrules._engine.contract import DEFAULT_WARNING_MARKER, Strategy
-from memrules._engine.interpreter import NamedStrategy
 from memrules.graph.extract import GraphExtractor
 from memrules.graph.limits import GraphLimits
 from memrules.graph.render import GraphContext
-from memrules.graph.state import StateStoreConfig
 from memrules.memory.config import (
     RetrievalStoreConfig,
     RouteRetrieval,
     check_threshold,
 )
 from memrules.memory.shared import SHARED_STORES
-from memrules.seams._settings import SeamSettings, section_problems
-from memrules.strategies import BUILTIN_ORDER, STRATEGIES
+from memrules.seams._settings import SeamSettings, build_seams, section_problems
+from memrules.state.config import StateStoreConfig
 from memrules.strategies.registry import near_miss
 
-if TYPE_CHECKING:
-    from memrules._plugin.plugin import MemoryPlugin
-
-__all__ = ["NO_MEMORY_STORE", "MemoryConfig", "default_strategies"]
+__all__ = [
+    "NO_MEMORY_STORE",
+    "MemoryConfig",
+    "PipelineConfig",
+    "default_strategies",
+    "service_config",
+]
 
 
 NO_MEMORY_STORE = "memory is enabled but there is no stores.memory"
@@ -134,28 +130,6 @@ def _routes(value: Mapping[str, MemoryConfig] | None) -> PMap[str, MemoryConfig]
     return value if isinstance(value, PMap) else pmap(dict(value))
 
 
-# --- MemoryConfig ----------------------------------------------------------------
-
-
-def _named(value: NamedStrategy | Strategy) -> NamedStrategy:
-    if isinstance(value, NamedStrategy):
-        return value
-    if not callable(value):
-        msg = f"strategies must be callables, got {value!r}"
-        raise ConfigError.single(msg, yaml_path="strategies")
-    name = getattr(value, "__name__", None) or repr(value).split("(", 1)[0]
-    return NamedStrategy(name=name, strategy=value)
-
-
-def _strategies(values: Iterable[NamedStrategy | Strategy]) -> tuple[NamedStrategy, ...]:
-    return tuple(_named(v) for v in values)
-
-
-def default_strategies() -> tuple[NamedStrategy, ...]:
-    """The default pipeline: the eight built-ins, each with its defaults."""
-    return tuple(NamedStrategy(name=n, strategy=STRATEGIES[n]()) for n in BUILTIN_ORDER)
-
-
 def _observers(values: Iterable[ContextUsageObserver]) -> tuple[ContextUsageObserver, ...]:
     return tuple(values)
 
@@ -164,13 +138,10 @@ _NO_LIMITS_SET = GraphLimits()
 _IN_MEMORY = StateStoreConfig()
 
 
-def _default_fraction(config: MemoryConfig) -> float | None:
-    return None if config.max_tokens is not None else 0.8
-
-
 @attrs.frozen(kw_only=True, slots=True)
-class MemoryConfig:
-    """Everything that shapes compaction, validated on construction: a bad
+class MemoryConfig(PipelineConfig):
+    """Everything that shapes compaction and the service around it (the
+    pipeline's fields are `PipelineConfig`'s), validated on construction: a bad
     value raises one :class:`ConfigError` listing every problem, each naming
     ``key=value`` (``MemoryConfig(max_messages=0)``,
     ``MemoryConfig(encoder_name="no-such")``).
@@ -202,7 +173,7 @@ class MemoryConfig:
     nothing), ``graph_extractor`` (a
     :data:`~memrules.graph.GraphExtractor` whose graph is merged after each
     request; None by default) and ``state_store`` (a
-    :class:`~memrules.graph.StateStoreConfig`: where conversation state
+    :class:`~memrules.state.StateStoreConfig`: where conversation state
     lives, this process's memory by default).
     ``repair`` removes what a provider would reject: input that is already
     broken (a tool result whose call is absent, two results for one call, a
@@ -237,29 +208,9 @@ class MemoryConfig:
     came from, if any.
     """
 
-    encoder_name: str | None = None
-    count_rule: str | None = None
-    model: str | None = None
-    safety_margin: float = 0.0
-    context_window_tokens: int = 128_000
-    max_messages: int | None = None
-    max_tokens: int | None = None
-    max_fraction: float | None = attrs.field(
-        default=attrs.Factory(_default_fraction, takes_self=True)
-    )
-    warn_fraction: float | None = None
-    offload_turns: int = 10
-    warning_marker: str = DEFAULT_WARNING_MARKER
-    repair: bool | None = None
-    user_first: bool = True
-    survivors: SurvivorRule = DEFAULT_SURVIVORS
-    over_budget: OverBudgetMode = "warn"
     memory: RouteRetrieval | None = None
     memory_store: RetrievalStoreConfig | None = None
     routes: PMap[str, MemoryConfig] = attrs.field(factory=pmap, converter=_routes)
-    strategies: tuple[NamedStrategy, ...] = attrs.field(
-        factory=default_strategies, converter=_strategies
-    )
     observers: tuple[ContextUsageObserver, ...] = attrs.field(default=(), converter=_observers)
     context_window_resolver: ContextWindowResolver | None = None
     graph_limits: GraphLimits = _NO_LIMITS_SET
@@ -270,21 +221,32 @@ class MemoryConfig:
     embedder: SeamSettings | None = None
     summarizer: SeamSettings | None = None
     provider_editing: ProviderEditing | None = None
-    cache: CachePolicy | None = None
-    counting: ContentCounting | None = None
-    index_context: IndexContext | None = DEFAULT_CONTEXT
-    source: str | None = None
 
-    def __attrs_post_init__(self) -> None:
-        keys = (*SETTINGS, *SECTION_TYPES, "graph_extractor")
-        problems = key_problems({key: getattr(self, key) for key in keys})
+    def _problems(self) -> list[ConfigProblem]:
+        values = {key: getattr(self, key) for key in (*SETTINGS, *SECTION_TYPES, "graph_extractor")}
+        problems = key_problems(values, SECTION_TYPES) + service_key_problems(values)
         problems += section_problems(self.store, self.embedder, self.summarizer)
         if not problems:
             problems += _memory_problems(self)
-        if problems:
-            raise ConfigError(problems, path=self.source)
+        return problems
 
-    # --- routes ---------------------------------------------------------------------
+    def with_section_seams(self, given: Seams) -> Seams:
+        """`given`, and, for each seam it leaves absent, the one this
+        config's `store:` (with `embedder:`) or `summarizer:` section
+        describes (built, not yet connected)."""
+        store, summarizer = build_seams(
+            self.store,
+            self.embedder,
+            self.summarizer,
+            given_store=given.store,
+            given_summarizer=given.summarizer,
+        )
+        if store is given.store and summarizer is given.summarizer:
+            return given
+        return Seams(summarizer=summarizer, store=store)
+
+    # --- routes: each route's live plugin is MemoryPlugin.from_config(config, route=name),
+    # made by the layer that owns what is live (the config never imports it) ------------
 
     @property
     def route_names(self) -> tuple[str, ...]:
@@ -306,24 +268,6 @@ class MemoryConfig:
             raise ConfigError.single(msg, path=self.source, yaml_path="routes")
         return found
 
-    def route(self, name: str = DEFAULT_ROUTE, **options: Any) -> MemoryPlugin:
-        """A ready :class:`~memrules.MemoryPlugin` for route ``name``
-        (``default``: the file's top level), with its own pipeline and
-        memory: :meth:`MemoryPlugin.from_config(config, route=name, **options)
-        <memrules.MemoryPlugin.from_config>`. Every plugin made from one
-        config shares its ``stores.memory`` store (one client); each call
-        makes a new plugin with its own conversation state, so make one per
-        route at start-up. Raises :class:`ConfigError` for an unknown route,
-        or a memory collection its embedder cannot use.
-
-        The config stays a value: the plugin, made by the layer that owns
-        what is live, opens the store, not the config. This is the one call
-        from the config into that layer (declared in ``[tool.importlinter]``),
-        made when ``route`` is called, never at import."""
-        from memrules._plugin.plugin import MemoryPlugin
-
-        return MemoryPlugin.from_config(self, route=name, **options)
-
     def close(self) -> None:
         """Close the ``stores.memory`` stores that plugins made from this
         config share, if any are open (a plugin made later opens its store
@@ -332,12 +276,12 @@ class MemoryConfig:
         for settings in dict.fromkeys(s for s in stores if s is not None):
             SHARED_STORES.close(settings)
 
-    @property
-    def trigger(self) -> Trigger:
-        return Trigger(
-            max_messages=self.max_messages,
-            max_tokens=self.max_tokens,
-            max_fraction=self.max_fraction,
-            context_window_tokens=self.context_window_tokens,
-            safety_margin=self.safety_margin,
-        )
+
+def service_config(config: PipelineConfig) -> MemoryConfig:
+    """``config`` as the service reads it: itself when it is a `MemoryConfig`,
+    else the `MemoryConfig` of its fields with the service's defaults (no
+    routes, no stores, no graph, state in this process)."""
+    if isinstance(config, MemoryConfig):
+        return config
+    fields = {f.name: getattr(config, f.name) for f in attrs.fields(PipelineConfig)}
+    return MemoryConfig(**fields)

@@ -1,8 +1,13 @@
-"""The config's keys: what each top-level key accepts (:data:`SETTINGS`,
-one check per key), the keys whose value is a mapping (:data:`SECTIONS`,
-each read by its own function), the keys of a file's top level only, and
-the constants every reader shares (the default route, the entry-point group
-of installed strategies)."""
+"""The pipeline's keys: what each top-level key accepts (:data:`SETTINGS`,
+one check per key), the pipeline's keys whose value is a mapping
+(:data:`PIPELINE_SECTIONS`, each read by its own function), and the
+constants every reader shares (the default route, the entry-point group of
+installed strategies).
+
+This is the core's half of the table: it imports nothing of the service
+(memory, graph, seams, provider formats). The service's sections (stores,
+routes, the working graph, conversation state, retrieval memory, provider
+editing) are in `memrules._config.service_keys`, which adds them to these."""
 
 from __future__ import annotations
 
@@ -14,8 +19,6 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from memrules._adapters.context_editing import ProviderEditing
-from memrules._config.provider_editing import PROVIDER_EDITING_FIELDS, provider_editing_from_config
 from memrules._config.survivors import survivors_from_config
 from memrules._core.budget import CachePolicy
 from memrules._core.errors import ConfigError, ConfigProblem, EncodingError
@@ -28,32 +31,25 @@ from memrules._counting.framing import COUNT_RULES
 from memrules._counting.models import FAMILIES, TABLE_DATE, model_counting
 from memrules._counting.schemes import DESCRIBED, is_scheme, scheme_problem
 from memrules._counting.tokens import BUNDLED, is_bundled, load_encoding, preload_encoding
-from memrules.graph.extract import extractor_from_config
-from memrules.graph.limits import GraphLimits
-from memrules.graph.render import GraphContext
-from memrules.graph.state import StateStoreConfig
-from memrules.memory.config import (
-    RetrievalStoreConfig,
-    RouteRetrieval,
-    memory_section,
-)
-from memrules.seams._settings import SECTIONS as SEAM_SECTIONS
 from memrules.strategies.registry import near_miss, show
 
 __all__ = [
     "DEFAULT_ROUTE",
     "ENTRY_POINT_GROUP",
     "ESTIMATE",
-    "FILE_KEYS",
-    "KNOWN_KEYS",
     "MOVED",
+    "PIPELINE_KEYS",
+    "PIPELINE_SECTIONS",
+    "PIPELINE_SECTION_TYPES",
     "ROUTE_NAME",
-    "SECTIONS",
-    "SECTION_TYPES",
     "SETTINGS",
     "TEXT_SOURCE",
+    "Section",
+    "SectionTypes",
     "key_problems",
+    "mapping_section",
     "parameters",
+    "section_problems",
     "type_name",
 ]
 
@@ -177,7 +173,7 @@ SETTINGS: Mapping[str, Check] = types.MappingProxyType(
     }
 )
 """The scalar keys a config sets, each with its check: the one definition
-that :class:`MemoryConfig` and the YAML reader share."""
+that the configs and the YAML reader share."""
 
 
 # --- sections: keys whose value is a mapping -------------------------------------
@@ -188,7 +184,7 @@ Section: TypeAlias = Callable[[Node], object]
 the node cannot be used. A null node gives the section's default."""
 
 
-def _section_problems(key: str, node: Node, exc: ConfigError) -> list[ConfigProblem]:
+def section_problems(key: str, node: Node, exc: ConfigError) -> list[ConfigProblem]:
     """``exc``'s problems placed at the section's fields and their lines."""
     placed = []
     for p in exc.problems:
@@ -204,7 +200,7 @@ def _section_problems(key: str, node: Node, exc: ConfigError) -> list[ConfigProb
     return placed
 
 
-def _mapping_section(
+def mapping_section(
     key: str, build: Callable[..., object], *, default: object, fields: tuple[str, ...] = ()
 ) -> Section:
     """A section read by ``build(**fields)``: a mapping of its parameters
@@ -233,22 +229,12 @@ def _mapping_section(
         try:
             return build(**{name: value.plain() for name, value in node.value.items()})
         except ConfigError as exc:
-            return _section_problems(key, node, exc)
+            return section_problems(key, node, exc)
 
     return read
 
 
-def _state_store_section(node: Node) -> object:
-    """``state_store``: a mapping, or a URL alone (``state_store: valkey://host``)."""
-    if isinstance(node.value, str):
-        try:
-            return StateStoreConfig(url=node.value)
-        except ConfigError as exc:
-            return _section_problems("state_store", node, exc)
-    return _mapping_section("state_store", StateStoreConfig, default=StateStoreConfig())(node)
-
-
-_INDEX_CONTEXT = _mapping_section(
+_INDEX_CONTEXT = mapping_section(
     "index_context",
     IndexContext,
     default=DEFAULT_CONTEXT,
@@ -275,37 +261,16 @@ def _index_context_section(node: Node) -> object:
     return _INDEX_CONTEXT(node)
 
 
-SECTIONS: Mapping[str, Section] = types.MappingProxyType(
+PIPELINE_SECTIONS: Mapping[str, Section] = types.MappingProxyType(
     {
-        # The working graph and the conversation state.
-        "graph_limits": _mapping_section("graph_limits", GraphLimits, default=GraphLimits()),
-        "graph_context": _mapping_section("graph_context", GraphContext, default=None),
-        "graph_extractor": _mapping_section(
-            "graph_extractor",
-            extractor_from_config,
-            default=None,
-            fields=("type", "facts", "files", "tools", "path_keys"),
-        ),
-        "state_store": _state_store_section,
-        # The seams: store:, embedder:, summarizer: (memrules.seams._settings).
-        **SEAM_SECTIONS,
         # What remember and offload index a message by (memrules._core.seam_records).
         "index_context": _index_context_section,
-        # The route's retrieval memory entry (memrules.memory.config).
-        "memory": memory_section,
-        # Provider-side context editing (memrules._config.provider_editing).
-        "provider_editing": _mapping_section(
-            "provider_editing",
-            provider_editing_from_config,
-            default=None,
-            fields=PROVIDER_EDITING_FIELDS,
-        ),
         # Keeping the provider's prompt cache (memrules._core.budget.CachePolicy).
-        "cache": _mapping_section("cache", CachePolicy, default=None),
+        "cache": mapping_section("cache", CachePolicy, default=None),
         # What images, documents and reasoning cost (memrules._counting.content).
-        "counting": _mapping_section("counting", counting_from_config, default=None),
+        "counting": mapping_section("counting", counting_from_config, default=None),
         # What no strategy may remove (memrules._core.survivors).
-        "survivors": _mapping_section(
+        "survivors": mapping_section(
             "survivors",
             survivors_from_config,
             default=DEFAULT_SURVIVORS,
@@ -313,28 +278,22 @@ SECTIONS: Mapping[str, Section] = types.MappingProxyType(
         ),
     }
 )
-"""The mapping-valued keys, each with the function that reads its YAML node:
-the one definition the YAML reader uses for them (their values' own classes
-check themselves when built from Python)."""
+"""The pipeline's mapping-valued keys, each with the function that reads its
+YAML node (their values' own classes check themselves when built from
+Python)."""
 
-# What each section's value must be when MemoryConfig is built from Python.
-SECTION_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
-    "graph_limits": ((GraphLimits,), "a GraphLimits"),
-    "graph_context": ((GraphContext, type(None)), "a GraphContext or None"),
-    "state_store": ((StateStoreConfig,), "a StateStoreConfig"),
-    "memory": ((RouteRetrieval, type(None)), "a RouteRetrieval or None"),
+SectionTypes: TypeAlias = Mapping[str, tuple[tuple[type, ...], str]]
+"""What each section's value must be when a config is built from Python."""
+
+PIPELINE_SECTION_TYPES: SectionTypes = {
     "cache": ((CachePolicy, type(None)), "a CachePolicy or None"),
-    "memory_store": ((RetrievalStoreConfig, type(None)), "a RetrievalStoreConfig or None"),
     "index_context": ((IndexContext, type(None)), "an IndexContext or None"),
-    "provider_editing": ((ProviderEditing, type(None)), "a ProviderEditing or None"),
     "counting": ((ContentCounting, type(None)), "a ContentCounting or None"),
     "survivors": ((SurvivorRule,), "a SurvivorRule"),
 }
 
-FILE_KEYS = ("stores", "routes")
-"""Keys of a file's top level only: what every route shares, and the routes."""
-
-KNOWN_KEYS = (*SETTINGS, *SECTIONS, "strategies", *FILE_KEYS)
+PIPELINE_KEYS = (*SETTINGS, *PIPELINE_SECTIONS, "strategies")
+"""Every key the pipeline's config reads; a file with others is the service's."""
 
 # Names of earlier configs that are no top-level key now, and where they went.
 MOVED = {
@@ -345,8 +304,12 @@ MOVED = {
 }
 
 
-def key_problems(values: Mapping[str, object]) -> list[ConfigProblem]:
-    """Every problem with ``values`` (settings by key), each at its key."""
+def key_problems(
+    values: Mapping[str, object], section_types: SectionTypes = PIPELINE_SECTION_TYPES
+) -> list[ConfigProblem]:
+    """Every problem with ``values`` (settings and sections by key), each at
+    its key: a setting its check refuses, a section of a type not in
+    ``section_types``."""
     problems = []
     for key, value in values.items():
         check = SETTINGS.get(key)
@@ -354,14 +317,10 @@ def key_problems(values: Mapping[str, object]) -> list[ConfigProblem]:
         if expected is not None:
             message = f"{key}={show(value)} must be {expected}"
             problems.append(ConfigProblem(message=message, yaml_path=key))
-    for key, (kinds, expected) in SECTION_TYPES.items():
+    for key, (kinds, expected) in section_types.items():
         if key in values and not isinstance(values[key], kinds):
             message = f"{key}={values[key]!r} must be {expected}"
             problems.append(ConfigProblem(message=message, yaml_path=key))
-    extractor = values.get("graph_extractor")
-    if extractor is not None and not callable(extractor):
-        message = f"graph_extractor={extractor!r} must be a callable (conversation) -> MemoryGraph"
-        problems.append(ConfigProblem(message=message, yaml_path="graph_extractor"))
     if values.get("max_tokens") is not None and values.get("max_fraction") is not None:
         message = (
             f"max_tokens={values['max_tokens']!r} and max_fraction={values['max_fraction']!r} "

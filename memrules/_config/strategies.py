@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from memrules._config.keys import ENTRY_POINT_GROUP, KNOWN_KEYS, MOVED, parameters, type_name
+from memrules._config.keys import ENTRY_POINT_GROUP, MOVED, parameters, type_name
 from memrules._core.errors import ConfigError, ConfigProblem
 from memrules._core.yaml_nodes import Node
 from memrules._engine.contract import StrategyFactory
@@ -23,7 +23,8 @@ from memrules.strategies.registry import checked_factory, near_miss
 __all__ = ["build_from_yaml", "unknown_key"]
 
 
-def unknown_key(key: str, registry: Mapping[str, StrategyFactory]) -> str:
+def unknown_key(key: str, registry: Mapping[str, StrategyFactory], known: Sequence[str]) -> str:
+    """What to say of a top-level ``key`` that is none of the ``known`` ones."""
     if key in MOVED:
         return f"unknown key {key!r}; {MOVED[key]}"
     owners = [name for name, factory in registry.items() if key in parameters(factory)]
@@ -32,7 +33,7 @@ def unknown_key(key: str, registry: Mapping[str, StrategyFactory]) -> str:
             f"unknown key {key!r}; it is a parameter of {', '.join(owners)}: "
             f"set it on a strategies entry of that type"
         )
-    return f"unknown key {key!r}{near_miss(key, KNOWN_KEYS)}; known keys: {', '.join(KNOWN_KEYS)}"
+    return f"unknown key {key!r}{near_miss(key, known)}; known keys: {', '.join(known)}"
 
 
 def build_from_yaml(

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import inspect
 import typing
-import warnings
 from collections.abc import Iterable, Mapping
 from types import FunctionType
 
-__all__ = ["renamed_names", "report_public_module"]
+__all__ = ["report_public_module"]
 
 
 def _is_public(module: str) -> bool:
@@ -72,27 +71,3 @@ def report_public_module(
                 value.__module__ = package
         elif isinstance(value, FunctionType) and _reported_by(package, value.__module__):
             value.__module__ = package
-
-
-def renamed_names(
-    package: str, renames: Mapping[str, str], namespace: Mapping[str, object]
-) -> typing.Callable[[str], object]:
-    """A module ``__getattr__`` for ``package`` that still serves each old
-    name in ``renames`` (old name to new name), as the object now exported
-    under the new name, with a :class:`DeprecationWarning` that says which
-    name to use; any other missing name is an :class:`AttributeError`, as
-    without it."""
-
-    def __getattr__(name: str) -> object:  # noqa: N807 (the module hook PEP 562 names)
-        new = renames.get(name)
-        if new is None:
-            msg = f"module {package!r} has no attribute {name!r}"
-            raise AttributeError(msg)
-        warnings.warn(
-            f"{package}.{name} is now {package}.{new}; the old name will go in a later release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return namespace[new]
-
-    return __getattr__

@@ -1,7 +1,8 @@
 """What a vector store keeps: one :class:`StoredMessage` per message.
 
 A record holds the message itself, losslessly (as JSON that reads back to an
-equal :class:`~memrules._core.messages.Message`), the text it is found by, who it
+equal :class:`~memrules._core.messages.Message`; see
+`memrules._core.message_json`), the text it is found by, who it
 belongs to (:class:`Scope`), the turn and tool exchange it belonged to, and a
 content hash. Its id is a hash of the scope, the turn and the content, so the
 same message offloaded twice is one record, whatever the store.
@@ -34,8 +35,13 @@ import attrs
 from memrules._core.conversation import is_turn_start
 from memrules._core.dates import format_day, resolve_dates
 from memrules._core.errors import ConfigError, StoreError
-from memrules._core.frozen import thaw
-from memrules._core.messages import Conversation, Message, Opaque, Part, Text, ToolCall, ToolResult
+from memrules._core.message_json import (
+    content_hash,
+    decode_message,
+    encode_message,
+    message_json,
+)
+from memrules._core.messages import Conversation, Message, Text, ToolCall, ToolResult
 
 __all__ = [
     "DEFAULT_CONTEXT",
@@ -122,124 +128,24 @@ class Scope:
 # --- the lossless JSON form of a message ---------------------------------------------
 
 
-def _key_order(item: tuple[Any, Any]) -> tuple[str, str]:
-    return type(item[0]).__name__, str(item[0])
 
 
-def _sorted_thaw(value: Mapping[Any, Any]) -> dict[Any, Any]:
-    """A persistent map (metadata, extra) as a dict with its keys sorted: it
-    iterates in hash order, which PYTHONHASHSEED moves, so equal messages
-    would otherwise be written as different bytes. Nested maps keep their
-    order (provider fields are written back in it)."""
-    return thaw(dict(sorted(value.items(), key=_key_order)))  # type: ignore[no-any-return]
 
 
-def _part_json(part: Part) -> dict[str, Any]:
-    if isinstance(part, Text):
-        out: dict[str, Any] = {"type": "text", "text": part.text}
-    elif isinstance(part, ToolCall):
-        out = {"type": "tool_call", "id": part.id, "name": part.name, "arguments": part.arguments}
-    elif isinstance(part, ToolResult):
-        content = part.content
-        out = {
-            "type": "tool_result",
-            "call_id": part.call_id,
-            "content": content if isinstance(content, str) else [_part_json(p) for p in content],
-            "is_error": part.is_error,
-        }
-    else:
-        return {"type": "opaque", "kind": part.kind, "payload": thaw(part.payload)}
-    if part.extra:
-        out["extra"] = _sorted_thaw(part.extra)
-    return out
 
 
-def _message_json(message: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role, "parts": [_part_json(p) for p in message.parts]}
-    if message.id is not None:
-        out["id"] = message.id
-    if message.name is not None:
-        out["name"] = message.name
-    if message.metadata:
-        out["metadata"] = _sorted_thaw(message.metadata)
-    return out
 
 
-message_json = _message_json
-"""``message`` as the JSON value :func:`encode_message` writes (not checked
-to read back: for records of runs, where a message that JSON cannot carry is
-written as well as it can be)."""
 
 
-def _part_from(raw: Mapping[str, Any]) -> Part:
-    kind = raw["type"]
-    extra = raw.get("extra")
-    if kind == "text":
-        return Text(text=raw["text"], extra=extra)
-    if kind == "tool_call":
-        return ToolCall(id=raw["id"], name=raw["name"], arguments=raw["arguments"], extra=extra)
-    if kind == "tool_result":
-        content = raw["content"]
-        return ToolResult(
-            call_id=raw["call_id"],
-            content=content if isinstance(content, str) else tuple(map(_content_part, content)),
-            is_error=raw["is_error"],
-            extra=extra,
-        )
-    if kind == "opaque":
-        return Opaque(kind=raw["kind"], payload=raw["payload"])
-    msg = f"unknown part type {kind!r}"
-    raise ValueError(msg)
 
 
-def _content_part(raw: Mapping[str, Any]) -> Text | Opaque:
-    part = _part_from(raw)
-    if not isinstance(part, (Text, Opaque)):
-        msg = f"a tool result's content holds a {raw['type']} part"
-        raise ValueError(msg)
-    return part
 
 
-def encode_message(message: Message) -> str:
-    """``message`` as JSON text that :func:`decode_message` reads back to an
-    equal message (keys of provider fields in their order). Raises
-    :class:`StoreError` for a message that JSON cannot carry losslessly
-    (metadata holding a set, bytes, an object, NaN, a key that is not a
-    string)."""
-    try:
-        text = json.dumps(_message_json(message), allow_nan=False, separators=(",", ":"))
-        same = decode_message(text) == message
-    except (TypeError, ValueError, KeyError) as exc:
-        msg = f"a {message.role} message cannot be stored as JSON: {exc}; keep its metadata JSON"
-        raise StoreError(msg) from exc
-    if not same:
-        msg = (
-            f"a {message.role} message does not read back from JSON as it was (its metadata "
-            "holds a value JSON changes, such as a set or a key that is not a string)"
-        )
-        raise StoreError(msg)
-    return text
 
 
-def decode_message(text: str) -> Message:
-    """The message :func:`encode_message` wrote."""
-    raw = json.loads(text)
-    return Message(
-        role=raw["role"],
-        parts=tuple(map(_part_from, raw["parts"])),
-        id=raw.get("id"),
-        name=raw.get("name"),
-        metadata=raw.get("metadata"),
-    )
 
 
-def content_hash(message: Message) -> str:
-    """A hash of the message's value: equal messages hash alike (the order of
-    keys in provider fields does not count, as it does not for equality)."""
-    canonical = json.dumps(
-        _message_json(message), sort_keys=True, separators=(",", ":"), default=repr
-    )
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # --- the indexed text --------------------------------------------------------------

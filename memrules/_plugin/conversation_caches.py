@@ -23,9 +23,9 @@ from collections.abc import Callable
 from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.openai import Written
 from memrules._core.bounded import BoundedTable
-from memrules._core.prompt_cache import SentRequest
 from memrules._counting.measure import Measure
 from memrules._runtime.pipeline import Pipeline
+from memrules.state.carry import Held
 
 __all__ = ["ConversationCache", "ConversationCaches"]
 
@@ -46,9 +46,9 @@ class ConversationCache:
     __slots__ = ("_others", "conversion", "measure", "previous", "written")
 
     def __init__(self, pipeline: Pipeline, *, edits_in_place: bool = True) -> None:
-        self.measure: Measure = pipeline.memo()
+        self.measure: Measure = pipeline.measure()
         self.conversion = ConversionCache(edits_in_place=edits_in_place)
-        self.previous: SentRequest | None = None
+        self.previous: Held | None = None
         # What the last OpenAI body's converted messages became (see
         # memrules._adapters.openai.write_back), replaced whole each request.
         self.written: Written = {}

@@ -3,16 +3,16 @@ and out, and the provider-side context edits of the config's
 ``provider_editing`` (see :mod:`memrules._adapters.context_editing`) around
 any body's step.
 
-With ``provider_editing`` set, a request goes through :func:`run_edited`:
-the edits memrules makes itself (all of them with ``local: true``, and those
-the body's provider lacks) are made to the request's messages before the
-step, so compaction sees what is sent; after it, :func:`with_provider_edits`
-writes the edits the provider makes into the body, and the plan of what
-the provider will clear is counted on the messages sent."""
+With ``provider_editing`` set, the edits memrules makes itself (all of them
+with ``local: true``, and those the body's provider lacks) are made to the
+request's messages before the step (`edit_locally`), so compaction sees what
+is sent; after it, `with_provider_edits` writes the edits the provider makes
+into the body, and the plan of what the provider will clear is counted on
+the messages sent (`plan_provider`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -27,124 +27,67 @@ from memrules._adapters.context_editing import (
     write_context_management,
 )
 from memrules._adapters.conversion_cache import ConversionCache
-from memrules._core.errors import MessageFormatError
 from memrules._core.messages import Conversation
-from memrules._plugin.body_shape import check_anthropic_body
-from memrules._plugin.request import Request, StepResult, scope_from_metadata
+from memrules._plugin.conversation_caches import ConversationCache
+from memrules._plugin.request import Request, StepResult
 
 __all__ = [
     "anthropic_body",
-    "request_from_anthropic",
-    "run_edited",
-    "run_edited_async",
+    "anthropic_messages",
+    "edit_locally",
+    "plan_provider",
     "with_provider_edits",
 ]
 
 
-def request_from_anthropic(
-    body: Mapping[str, Any],
-    *,
-    conversation_id: str | None,
-    conversation_id_of: Callable[[Mapping[str, Any]], str | None],
-    user: str | None,
-    tenant: str | None,
-    memo: ConversionCache | None = None,
-) -> Request:
-    """The :class:`Request` of an Anthropic Messages body: its ``system`` and
-    ``messages`` (see :func:`~memrules.from_anthropic`, converted with the
-    conversation's ``memo``) and ``model``, whose it is found as for an
-    OpenAI body. An OpenAI chat body is a :class:`MessageFormatError` that
-    names the hook that fits (see :mod:`memrules._plugin.body_shape`)."""
-    if not isinstance(body, Mapping):
-        msg = f"expected a request object, got {type(body).__name__}"
-        raise MessageFormatError(msg)
-    check_anthropic_body(body)
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        msg = f"expected a string, got {type(model).__name__}"
-        raise MessageFormatError(msg, field="model")
-    if conversation_id is None:
-        conversation_id = conversation_id_of(body)
-    found_user, found_tenant = scope_from_metadata(body)
-    return Request(
-        messages=from_anthropic(body, memo=memo),
-        model=model,
-        conversation_id=conversation_id,
-        user=found_user if user is None else user,
-        tenant=found_tenant if tenant is None else tenant,
-    )
+def anthropic_messages(body: Mapping[str, Any], memo: ConversionCache | None) -> Conversation:
+    """The messages of an Anthropic Messages body, its ``system`` first (see
+    `from_anthropic`), converted with the conversation's conversion cache
+    ``memo``."""
+    return from_anthropic(body, memo=memo)
 
 
-def anthropic_body(body: Mapping[str, Any], result: StepResult) -> dict[str, Any]:
-    """``body`` with the ``system`` and ``messages`` ``result`` sends."""
+def anthropic_body(
+    body: Mapping[str, Any], request: Request, result: StepResult, memo: ConversationCache
+) -> dict[str, Any]:
+    """``body`` with the ``system`` and ``messages`` ``result`` sends (every
+    message written afresh: ``request`` and ``memo`` are not asked)."""
     out = {k: v for k, v in body.items() if k != "system"}
     out.update(to_anthropic_request(result.request.messages))
     return out
 
 
-def run_edited(
-    handle: Callable[[Request], StepResult],
-    count: Callable[[Conversation], int],
-    editing: ProviderEditing | None,
-    request: Request,
-    provider: Provider,
-) -> tuple[Request, StepResult, tuple[EditPlan, ...]]:
-    """``handle(request)`` with the local edits of ``editing`` made first:
-    the request handled, its result, and the plan of what memrules cleared
-    (where it cleared anything) and what the provider will clear."""
-    if editing is None:
-        return request, handle(request), ()
-    request, plans = _edit_locally(count, editing, request, provider)
-    result = handle(request)
-    return request, result, _plan_provider(count, editing, result, provider, plans)
-
-
-async def run_edited_async(
-    handle: Callable[[Request], Awaitable[StepResult]],
-    count: Callable[[Conversation], int],
-    editing: ProviderEditing | None,
-    request: Request,
-    provider: Provider,
-) -> tuple[Request, StepResult, tuple[EditPlan, ...]]:
-    """:func:`run_edited` with ``handle`` awaited."""
-    if editing is None:
-        return request, await handle(request), ()
-    request, plans = _edit_locally(count, editing, request, provider)
-    result = await handle(request)
-    return request, result, _plan_provider(count, editing, result, provider, plans)
-
-
-def _edit_locally(
+def edit_locally(
     count: Callable[[Conversation], int],
     editing: ProviderEditing,
     request: Request,
     provider: Provider,
-) -> tuple[Request, list[EditPlan]]:
-    """``request`` with the edits memrules makes itself, and their plan."""
-    plans: list[EditPlan] = []
-    if any(edit is not None for edit in editing.local_for(provider)):
-        edited, local = apply_edits(request.messages, editing, count, provider=provider)
-        plans.append(local)
-        if edited is not request.messages:
-            request = attrs.evolve(request, messages=edited)
-    return request, plans
+) -> tuple[Request, tuple[EditPlan, ...]]:
+    """``request`` with the edits memrules makes itself, and their plan
+    (none when it makes none)."""
+    if not any(edit is not None for edit in editing.local_for(provider)):
+        return request, ()
+    edited, local = apply_edits(request.messages, editing, count, provider=provider)
+    if edited is not request.messages:
+        request = attrs.evolve(request, messages=edited)
+    return request, (local,)
 
 
-def _plan_provider(
+def plan_provider(
     count: Callable[[Conversation], int],
     editing: ProviderEditing,
     result: StepResult,
     provider: Provider,
-    plans: list[EditPlan],
+    plans: tuple[EditPlan, ...],
 ) -> tuple[EditPlan, ...]:
     """``plans`` and the plan of what the provider will clear of what ``result`` sends."""
     asked = editing if provider == "anthropic" else None
     if provider == "openai" and editing.compaction is not None:
         asked = ProviderEditing(compaction=editing.compaction)
-    if asked is not None and not editing.local:
-        _, planned = plan_edits(result.request.messages, asked, count, provider=provider)
-        plans.append(planned)
-    return tuple(plans)
+    if asked is None or editing.local:
+        return plans
+    _, planned = plan_edits(result.request.messages, asked, count, provider=provider)
+    return (*plans, planned)
 
 
 def with_provider_edits(

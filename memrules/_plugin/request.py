@@ -25,14 +25,19 @@ from memrules.graph.merge import MergeReport
 from memrules.graph.render import (
     RenderedGraph,
 )
-from memrules.graph.state import (
-    ConversationState,
-)
 from memrules.memory.retrieve import (
     RetrievalReport,
 )
+from memrules.state.model import ConversationState
 
-__all__ = ["Request", "StepResult", "conversation_id_from_metadata", "scope_from_metadata"]
+__all__ = [
+    "Request",
+    "StepResult",
+    "conversation_id_from_metadata",
+    "openai_messages",
+    "read_request",
+    "scope_from_metadata",
+]
 
 
 def _conversation_id(value: object) -> str | None:
@@ -137,29 +142,67 @@ class Request:
         :class:`~memrules._core.errors.MessageFormatError` for malformed input,
         and for an Anthropic Messages body (naming the hook that fits; see
         :mod:`memrules._plugin.body_shape`)."""
-        if not isinstance(body, Mapping):
-            msg = f"expected a request object, got {type(body).__name__}"
-            raise MessageFormatError(msg)
-        check_openai_body(body)
-        model = body.get("model")
-        if model is not None and not isinstance(model, str):
-            msg = f"expected a string, got {type(model).__name__}"
-            raise MessageFormatError(msg, field="model")
-        messages: Any = body.get("messages")  # from_openai names what is wrong with it
-        if conversation_id is None:
-            conversation_id = conversation_id_of(body)
-        found_user, found_tenant = scope_from_metadata(body)
-        return cls(
-            messages=from_openai(messages, memo=memo),
-            model=model,
+        return read_request(
+            body,
+            check_openai_body,
+            openai_messages,
+            memo,
             conversation_id=conversation_id,
-            user=found_user if user is None else user,
-            tenant=found_tenant if tenant is None else tenant,
+            conversation_id_of=conversation_id_of,
+            user=user,
+            tenant=tenant,
         )
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The messages as OpenAI chat-completions messages, ready for JSON."""
         return to_openai(self.messages)
+
+
+def read_request(
+    body: Mapping[str, Any],
+    check: Callable[[Mapping[str, Any]], None] | None,
+    messages: Callable[[Mapping[str, Any], ConversionCache | None], Conversation],
+    memo: ConversionCache | None,
+    *,
+    conversation_id: str | None,
+    conversation_id_of: Callable[[Mapping[str, Any]], str | None],
+    user: str | None,
+    tenant: str | None,
+) -> Request:
+    """The `Request` of a provider's request ``body`` (parsed JSON), read the
+    same way for every body format: ``check(body)`` refuses a body of another
+    format (None: no check), the ``model`` must be a string, the conversation is
+    ``conversation_id`` (else ``conversation_id_of(body)``), the user and
+    tenant are ``user`` and ``tenant`` (else the body's ``metadata``, see
+    `scope_from_metadata`), and ``messages(body, memo)`` converts the
+    format's messages with the conversation's conversion cache ``memo``.
+    Raises `MessageFormatError` for a malformed body."""
+    if not isinstance(body, Mapping):
+        msg = f"expected a request object, got {type(body).__name__}"
+        raise MessageFormatError(msg)
+    if check is not None:
+        check(body)
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        msg = f"expected a string, got {type(model).__name__}"
+        raise MessageFormatError(msg, field="model")
+    if conversation_id is None:
+        conversation_id = conversation_id_of(body)
+    found_user, found_tenant = scope_from_metadata(body)
+    return Request(
+        messages=messages(body, memo),
+        model=model,
+        conversation_id=conversation_id,
+        user=found_user if user is None else user,
+        tenant=found_tenant if tenant is None else tenant,
+    )
+
+
+def openai_messages(body: Mapping[str, Any], memo: ConversionCache | None) -> Conversation:
+    """The messages of an OpenAI chat body, converted with the conversation's
+    conversion cache ``memo`` (see `from_openai`)."""
+    found: Any = body.get("messages")  # from_openai names what is wrong with it
+    return from_openai(found, memo=memo)
 
 
 @attrs.frozen(kw_only=True, slots=True)

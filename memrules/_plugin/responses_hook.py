@@ -14,46 +14,28 @@ that came in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from memrules._adapters.conversion_cache import ConversionCache
 from memrules._adapters.responses import from_responses, to_responses
 from memrules._core.errors import MessageFormatError
-from memrules._core.messages import Message, Text
-from memrules._plugin.request import Request, StepResult, scope_from_metadata
+from memrules._core.messages import Conversation, Message, Text
+from memrules._plugin.conversation_caches import ConversationCache
+from memrules._plugin.request import Request, StepResult
 
-__all__ = ["INSTRUCTIONS_KEY", "request_from_responses", "responses_body"]
+__all__ = ["INSTRUCTIONS_KEY", "responses_body", "responses_messages"]
 
 INSTRUCTIONS_KEY = "responses_instructions"
 """The metadata key that marks the system message holding the body's ``instructions``."""
 
 
-def request_from_responses(
-    body: Mapping[str, Any],
-    *,
-    conversation_id: str | None,
-    conversation_id_of: Callable[[Mapping[str, Any]], str | None],
-    user: str | None,
-    tenant: str | None,
-    memo: ConversionCache | None = None,
-) -> Request:
-    """The :class:`Request` of a Responses body: its ``input`` and
-    ``instructions`` as messages, its ``model``, the conversation
-    ``conversation_id`` names (else ``conversation_id_of(body)``), and the
-    ``user`` and ``tenant`` given (else the body's ``metadata.user_id`` and
-    ``metadata.tenant_id``). ``memo`` is the conversation's
-    :class:`~memrules._adapters.conversion_cache.ConversionCache`: the input
-    items it converted for the conversation's last request are not read
-    again. Raises :class:`~memrules._core.errors.MessageFormatError` for a
-    malformed body."""
-    if not isinstance(body, Mapping):
-        msg = f"expected a request object, got {type(body).__name__}"
-        raise MessageFormatError(msg)
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        msg = f"expected a string, got {type(model).__name__}"
-        raise MessageFormatError(msg, field="model")
+def responses_messages(body: Mapping[str, Any], memo: ConversionCache | None) -> Conversation:
+    """The messages of a Responses body: its ``input`` (converted with the
+    conversation's conversion cache ``memo``: the items it converted for the
+    conversation's last request are not read again) after its
+    ``instructions`` as the leading system message. Raises
+    `MessageFormatError` for a malformed ``input`` or ``instructions``."""
     raw = body.get("input")
     if raw is None:
         msg = "missing: a Responses body needs an input (an item list or a string)"
@@ -61,29 +43,24 @@ def request_from_responses(
     items = [{"role": "user", "content": raw}] if isinstance(raw, str) else raw
     messages = from_responses(items, memo=memo)
     instructions = body.get("instructions")
-    if instructions is not None:
-        if not isinstance(instructions, str):
-            msg = f"expected a string, got {type(instructions).__name__}"
-            raise MessageFormatError(msg, field="instructions")
-        lead = Message(
-            role="system", parts=(Text(text=instructions),), metadata={INSTRUCTIONS_KEY: True}
-        )
-        messages = (lead, *messages)
-    if conversation_id is None:
-        conversation_id = conversation_id_of(body)
-    found_user, found_tenant = scope_from_metadata(body)
-    return Request(
-        messages=messages,
-        model=model,
-        conversation_id=conversation_id,
-        user=found_user if user is None else user,
-        tenant=found_tenant if tenant is None else tenant,
+    if instructions is None:
+        return messages
+    if not isinstance(instructions, str):
+        msg = f"expected a string, got {type(instructions).__name__}"
+        raise MessageFormatError(msg, field="instructions")
+    lead = Message(
+        role="system", parts=(Text(text=instructions),), metadata={INSTRUCTIONS_KEY: True}
     )
+    return (lead, *messages)
 
 
-def responses_body(body: Mapping[str, Any], request: Request, result: StepResult) -> dict[str, Any]:
+def responses_body(
+    body: Mapping[str, Any], request: Request, result: StepResult, memo: ConversationCache
+) -> dict[str, Any]:
     """``body`` with the ``input`` (and ``instructions``) that ``result``
-    sends. A string ``input`` the request kept as it was stays a string."""
+    sends for ``request``. A string ``input`` the request kept as it was
+    stays a string. Every item sent is written afresh (``memo``, the
+    conversation's, is not asked)."""
     sent = result.request.messages
     out = dict(body)
     lead = [m for m in sent if m.metadata.get(INSTRUCTIONS_KEY)]

@@ -1,8 +1,60 @@
 """The pure step: one request of a conversation through measure, warn,
-compact, the working graph and retrieval memory (see :mod:`memrules._plugin.plugin`
-for what each stage does), as named stages over values. The shell
-(:class:`~memrules.MemoryPlugin`) reads the state, runs :func:`step` and
-writes back what :func:`commit` says changed."""
+compact, the working graph and retrieval memory, as named stages over
+values. The shell (`MemoryPlugin`) reads the state, runs `step` and writes
+back what `commit` says changed.
+
+Every request goes through five stages, in order:
+
+1. **Measure.** Count the request's tokens and hand one :class:`ContextUsage`
+   to every observer. The window is the resolver's answer for the request's
+   model when it gives one, else ``config.context_window_tokens``. An observer
+   that raises fails the request with :class:`~memrules._core.errors.ObserverError`
+   before anything has changed.
+2. **Warn, once.** When ``warn_fraction`` is set and the usage reaches it,
+   append one system message that starts with ``config.warning_marker``.
+3. **Compact.** Resolve the budget (``max_fraction`` scales the window of
+   step 1) and run the pipeline; with no trigger nothing is compacted.
+4. **The working graph.** With ``graph_extractor`` set, merge (``union``)
+   the graph it reads from the request as it arrived into the
+   conversation's graph. With ``graph_context`` set, render the graph into
+   one system message right after the first system message (see
+   :mod:`memrules.graph.render`): after compaction, so compaction never
+   deletes it and its tokens do not count against the request that
+   triggered compaction. A graph message the request already holds (the
+   plugin's own, from an earlier request the client kept) is stale: it is
+   taken out before step 1, so it counts for nothing, and the new one takes
+   its place; an empty graph leaves none. :attr:`StepResult.graph_tokens`
+   is the message's token cost. An extractor that raises fails nothing:
+   the error is in :attr:`StepResult.graph_error` and the graph is left as
+   it was, as a failing strategy is recorded and skipped.
+
+5. **Retrieval memory.** On a route whose config has ``memory`` enabled
+   (see :mod:`memrules.memory`), the shell asks the shared store with the
+   latest user message, within the request's ``user`` and ``tenant`` (a
+   request without both gets no memory; :attr:`StepResult.memory` says
+   why), before the steps run; :func:`step` passes what it found through
+   the reflection gate, as of ``now``, and puts one system message right
+   after the first system message, after compaction (like the graph's,
+   its tokens, :attr:`StepResult.memory_tokens`, are not in the budget of
+   the request). A memory message the request already holds is stale and
+   is taken out before step 1. A store that fails costs the request its
+   memory, never the request. After the model answers,
+   :meth:`MemoryPlugin.on_response` keeps the completed turn
+   (``auto_store``).
+
+The warning is appended before compaction, so the pipeline sees it and its
+tokens count toward the trigger: the budget is about what is sent, and the
+warning is sent (in ``memrules demo`` it is one of the nine messages the
+window trims to four). Observers see the usage measured before it.
+
+**One warning per conversation.** The warning is one-shot by its
+marker: a request that already holds a message starting with the marker gets
+no other. A client that drops the warning from its history (or never keeps
+the prompt it sent, as most don't) would then be warned again on every
+request, so the plugin also remembers, per conversation, that the warning was
+given (:attr:`ConversationState.warned`). A warning is appended only when
+neither says it has been given; either one seen sets ``warned``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +62,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from memrules._config.load import MemoryConfig
+from memrules._config.load import MemoryConfig, service_config
 from memrules._core.budget import Budget, ContextWindowResolver
 from memrules._core.checks import is_whole
 from memrules._core.errors import ConfigError, ObserverError
@@ -32,9 +84,6 @@ from memrules.graph.render import (
     insert_graph_message,
     render_graph,
 )
-from memrules.graph.state import (
-    ConversationState,
-)
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.memory.gate import reflect, within
 from memrules.memory.retrieve import (
@@ -46,6 +95,7 @@ from memrules.memory.retrieve import (
     reserved,
     strip_memory_messages,
 )
+from memrules.state.model import ConversationState
 
 __all__ = ["commit", "has_warning", "measure", "step", "warning_message"]
 
@@ -157,7 +207,7 @@ def _where(
 def _extract(
     state: ConversationState, messages: Conversation, pipeline: Pipeline
 ) -> tuple[ConversationState, MemoryGraph | None, MergeReport | None, str | None]:
-    extractor = pipeline.config.graph_extractor
+    extractor = service_config(pipeline.config).graph_extractor
     if extractor is None:
         return state, None, None, None
     try:
@@ -221,7 +271,7 @@ def step(
     if chosen is not pipeline:  # counted for the request's model
         memo = _model_memo(memo, chosen)
         pipeline = chosen
-    config = pipeline.config
+    config = service_config(pipeline.config)
     context = config.graph_context
     settings = memory_settings(config)
     received = _received(request.messages, context, settings)
@@ -382,7 +432,7 @@ def _inject_memory(
     if settings is None or retrieval is None:
         return sent, None, 0
     gate = reflect(retrieval.memories, settings.reflection, now=now, marker=settings.marker)
-    route = pipeline.config.memory
+    route = service_config(pipeline.config).memory
     if route is not None and route.retrieval_tokens is not None and gate.memories:
         _, chosen = fill(
             sent,

@@ -38,15 +38,19 @@ from typing import Any
 
 import attrs
 
-from memrules._config.load import MemoryConfig
+from memrules._config.load import MemoryConfig, service_config
 from memrules._core.errors import ReplayMismatch, TraceError
-from memrules._core.jsondiff import Difference, describe, differences
 from memrules._core.seam_protocols import Seams, Summarizer
 from memrules._engine.contract import StrategyFactory
 from memrules._io.files import AtomicFile
 from memrules._io.version import memrules_version
 from memrules._plugin.plugin import MemoryPlugin, Request
 from memrules._replay.answers import replay_answer
+from memrules._replay.compare import (
+    about,
+    compare_request,
+    config_differences,
+)
 from memrules._runtime.logged import (
     LoggedClock,
     LoggedExtractor,
@@ -88,7 +92,6 @@ from memrules.seams._log import ReplayingLog
 
 __all__ = ["ReplaySummary", "replay_trace"]
 
-SHOWN_PER_REQUEST = 5
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -114,18 +117,8 @@ class ReplaySummary:
 # --- rebuilding each pipeline ----------------------------------------------------------
 
 
-def _code_valued(value: object) -> bool:
-    return isinstance(value, Mapping) and "code" in value
 
 
-def _config_differences(recorded: Mapping[str, Any], rebuilt: Mapping[str, Any]) -> list[str]:
-    out = []
-    for key in dict.fromkeys((*recorded, *rebuilt)):
-        if _code_valued(recorded.get(key)):
-            continue  # code (an extractor): the replay answers it from the trace
-        if recorded.get(key) != rebuilt.get(key):
-            out.append(key)
-    return out
 
 
 def _summarizer(seams: Mapping[str, Any], config: MemoryConfig) -> Summarizer | None:
@@ -197,13 +190,13 @@ class _Replayer:
             )
             raise TraceError(msg)
         config = (
-            given.config
+            service_config(given.config)
             if given is not None
             else rebuild_config(
                 recorded, registry=registry, allow_imports=allow_imports, where=f"{where}: {name}"
             )
         )
-        for key in _config_differences(recorded, canonical_config(config)):
+        for key in config_differences(recorded, canonical_config(config)):
             self.problems.append(f"header: {name}: its config rebuilds differently at {key}")
         seams = _recorded_seams(entry, f"{where}: {name}")
         summarizer = _summarizer(seams, config)
@@ -387,42 +380,10 @@ class _Replayer:
 # --- comparing -------------------------------------------------------------------------
 
 
-def _readable(path: str, data: Mapping[str, Any]) -> str:
-    """A difference's path, said as where a person would look."""
-    head, _, rest = path.partition(".")
-    name, bracket, index_text = head.partition("[")
-    index = index_text.split("]", 1)[0] if bracket else ""
-    tail = path[len(f"{name}[{index}]") :].lstrip(".") if bracket else rest
-    if name == "output" and index:
-        return f"output message {index}" + (f": {tail}" if tail else "")
-    if name == "messages" and index:
-        return f"input message {index}" + (f": {tail}" if tail else "")
-    if name == "calls" and index.isdigit():
-        calls = data.get("calls") or []
-        at = int(index)
-        call = calls[at] if at < len(calls) and isinstance(calls[at], Mapping) else {}
-        seam = f" ({call.get('seam')}.{call.get('operation')})" if call else ""
-        return f"seam call {index}{seam}" + (f": {tail}" if tail else "")
-    if name == "hits" and index:
-        return f"hit {index}" + (f": {tail}" if tail else "")
-    if not bracket and rest and name in ("report", "state", "usage", "write", "outcome", "memory"):
-        return f"{name}: {rest}"
-    return path
 
 
-def _about(data: Mapping[str, Any]) -> str:
-    kind = data.get("kind", "?")
-    conversation = data.get("conversation_id")
-    return f"{kind}, conversation {conversation}" if conversation is not None else str(kind)
 
 
-def _compare(number: int, recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> list[str]:
-    found = differences(dict(recorded), dict(replayed), limit=SHOWN_PER_REQUEST)
-    prefix = f"request {number} ({_about(recorded)})"
-    return [
-        f"{prefix}: {describe(Difference(_readable(d.path, recorded), d.recorded, d.replayed))}"
-        for d in found
-    ]
 
 
 # --- the driver ------------------------------------------------------------------------
@@ -589,7 +550,7 @@ def _replay_line(
         msg = f"{at}: calls={calls!r:.80} is not a list of seam calls (objects)"
         raise TraceError(msg)
     log = ReplayingLog(calls or [], request=number)
-    prefix = f"request {number} ({_about(data)})"
+    prefix = f"request {number} ({about(data)})"
     problems: list[str] = []
     replayed: dict[str, Any] | None = None
     try:
@@ -613,7 +574,7 @@ def _replay_line(
     data_bytes = dump_line(written)
     if data_bytes != line.raw:
         whole = {"request": number, **replayed}
-        found = _compare(number, data, whole)
+        found = compare_request(number, data, whole)
         if failure is not None:  # the calls differ as the failure says: the rest is news
             found = [f for f in found if not f.startswith(f"{prefix}: seam call ")]
         elif not found and line.prefix != written.get("prefix"):

@@ -60,9 +60,10 @@ from memrules.graph.extract import GraphExtractor
 from memrules.graph.limits import GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.snapshot import GraphSnapshot
-from memrules.graph.state import ConversationState, StateRecord, StateStore
 from memrules.memory.retrieve import question
 from memrules.seams._log import ReplayingLog, active_log, seam_call
+from memrules.state.carry import CacheCarry
+from memrules.state.model import ConversationState, StateRecord, StateStore
 
 __all__ = [
     "LoggedClock",
@@ -107,11 +108,14 @@ def _graph_from(data: Any, limits: GraphLimits) -> MemoryGraph:
 
 
 def state_json(state: ConversationState) -> dict[str, Any]:
-    return {"warned": state.warned, "graph": graph_json(state.graph)}
+    carry = {} if state.carry is None else {"carry": state.carry.to_dict()}
+    return {"warned": state.warned, "graph": graph_json(state.graph), **carry}
 
 
 def _state_from(data: Any, limits: GraphLimits) -> ConversationState:
-    return ConversationState(warned=bool(data["warned"]), graph=_graph_from(data["graph"], limits))
+    carry = None if data.get("carry") is None else CacheCarry.from_dict(data["carry"])
+    graph = _graph_from(data["graph"], limits)
+    return ConversationState(warned=bool(data["warned"]), graph=graph, carry=carry)
 
 
 def _messages_json(messages: Conversation) -> list[Any]:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import attrs
 
-from memrules._config.load import MemoryConfig, load_config
+from memrules._config.for_pipeline import load_pipeline_config
+from memrules._config.pipeline_config import PipelineConfig
 from memrules._core.budget import Budget, resolve_budget
 from memrules._core.errors import ConfigError, StoreError
 from memrules._core.messages import Conversation, Message, as_messages, check_messages
@@ -44,15 +45,10 @@ from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import StrategyContext, StrategyFactory
 from memrules._engine.interpreter import MAX_PASSES, Aim, run_once, run_pipeline
 from memrules._engine.observe import PipelineObserver
-from memrules._runtime.awaiting import SeamAnswers
 from memrules._runtime.estimates import with_estimates
 from memrules._runtime.lead import lead_with_user
-from memrules._runtime.logged import logged_seams
 from memrules._runtime.over_budget import check_mode, settle
 from memrules._runtime.prompt_cache import cache_aim
-from memrules.memory.config import ReflectionConfig
-from memrules.memory.screen import screen_text
-from memrules.seams._settings import build_seams
 
 __all__ = ["IndexContext", "Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
 
@@ -76,7 +72,7 @@ def _observers(values: Iterable[PipelineObserver]) -> tuple[PipelineObserver, ..
 
 
 def model_counter(
-    config: MemoryConfig, model: str | None, given: TokenCounter | None
+    config: PipelineConfig, model: str | None, given: TokenCounter | None
 ) -> TokenCounter:
     """The counter of a pipeline of ``config`` for requests to ``model``:
     ``given``, else the config's ``encoder_name``, else the table's row for
@@ -117,7 +113,7 @@ class Pipeline:
     :attr:`repairs`).
     """
 
-    config: MemoryConfig
+    config: PipelineConfig
     counter: TokenCounter
     seams: Seams = attrs.field(factory=Seams)
     max_passes: int = MAX_PASSES
@@ -137,7 +133,7 @@ class Pipeline:
     @classmethod
     def from_config(
         cls,
-        config: MemoryConfig,
+        config: PipelineConfig,
         *,
         seams: Seams | None = None,
         counter: TokenCounter | None = None,
@@ -149,20 +145,10 @@ class Pipeline:
         The seams are ``seams``, and, for each one it leaves absent,
         the one the config's ``store:`` (with ``embedder:``) or
         ``summarizer:`` section describes (built, not yet connected)."""
-        given = seams or Seams()
-        store, summarizer = build_seams(
-            config.store,
-            config.embedder,
-            config.summarizer,
-            given_store=given.store,
-            given_summarizer=given.summarizer,
-        )
-        if store is not given.store or summarizer is not given.summarizer:
-            given = Seams(summarizer=summarizer, store=store)
         return cls(
             config=config,
             counter=model_counter(config, config.model, counter),
-            seams=given,
+            seams=config.with_section_seams(seams or Seams()),
             observers=tuple(observers),
         )
 
@@ -205,11 +191,6 @@ class Pipeline:
         :meth:`apply_async` and :meth:`count` with each of the conversation's
         requests (see the class docs)."""
         return Measure(self.counter, self.config.survivors)
-
-    def memo(self) -> Measure:
-        """The same as :meth:`measure`: a new measure for one conversation, to
-        pass as ``memo=``."""
-        return self.measure()
 
     def context(
         self,
@@ -334,17 +315,13 @@ class Pipeline:
         same arguments and the same result, report included (and the same
         ``over_budget`` warning or error, once).
 
-        The strategies stay sync. They run, whole, until a seam call has no
-        answer yet; that call is awaited (an OpenAI-compatible summarizer's
-        ``summarize_async``, a store's ``add_async`` when it has one, else
-        the blocking call in ``asyncio.to_thread``, as for Milvus Lite and
-        Qdrant's local mode, which are local CPU and disk work), and they run
-        again, earlier calls answered from what came back. A run with ``n``
-        seam calls runs the core ``n + 1`` times, which costs little next to
-        one network call (``benchmarks/async_overhead.py`` measures it);
-        every seam call is made once (a store write happens once). Observers
-        watch one run: with observers, the core runs once more at the end,
-        every call answered. See :mod:`memrules._runtime.awaiting`.
+        The strategies stay sync and run once, in a thread of their own; each
+        seam call they make is awaited on this event loop (an
+        OpenAI-compatible summarizer's ``summarize_async``, a store's
+        ``add_async`` when it has one; a seam without one blocks that thread,
+        never the loop, as Milvus Lite and Qdrant's local mode do, which are
+        local CPU and disk work). Every seam call is made once, and the
+        observers watch the one run. See `memrules._runtime.awaiting`.
 
         >>> import asyncio
         >>> from memrules._core.messages import message
@@ -354,19 +331,22 @@ class Pipeline:
         ...     seams=Seams(summarizer=extractive_summarizer()),
         ... )
         >>> step = "rename the handler, update its tests and the changelog; "
-        >>> turns = [message("user", f"Edit src/app{i}.py: {step * 4}") for i in range(5)]
+        >>> turns = [message("user", f"Edit src/app{i}.py: {step * 8}") for i in range(5)]
         >>> result = asyncio.run(pipeline.apply_async(turns))
         >>> result == pipeline.apply(turns), len(result.messages)
         (True, 3)
         """
+        # The seam log's proxies and the driver load with the async path, not with apply.
+        from memrules._runtime.awaiting import run_awaiting
+        from memrules._runtime.logged import logged_seams
+
         mode = self._over_budget(over_budget)
         conversation = as_conversation(messages)
         memo = self._measure if memo is None else memo
-        seams = logged_seams(self.seams)
-        quiet = attrs.evolve(self, seams=seams, observers=())
+        awaited = attrs.evolve(self, seams=logged_seams(self.seams))
 
-        def run(pipeline: Pipeline) -> CompressionResult:
-            return pipeline.apply(
+        def core() -> CompressionResult:
+            return awaited.apply(
                 conversation,
                 budget=budget,
                 memo=memo,
@@ -379,11 +359,10 @@ class Pipeline:
                 over_budget="send",
             )
 
-        answers = SeamAnswers()
-        result = await answers.settle(lambda: run(quiet))
-        if self.observers:
-            watched = attrs.evolve(self, seams=seams)
-            result = await answers.settle(lambda: run(watched))
+        if self.seams.store is None and self.seams.summarizer is None:
+            result = core()  # nothing to await: no thread for it
+        else:
+            result = await run_awaiting(core)
         settle(result.report, mode)
         return result
 
@@ -523,9 +502,14 @@ class Pipeline:
         retrieval memory (`stores.memory`), off otherwise (the defaults
         of `ReflectionConfig` when asked for without one). Fewer than ``k``
         hits come back when some are dropped."""
+        # Retrieval memory's gate loads with a store's recall, not with apply.
+        from memrules._config.config import MemoryConfig
+        from memrules.memory.config import ReflectionConfig
+        from memrules.memory.screen import screen_text
+
         scope = _scope(conversation_id, user, tenant)
         hits = self._store().search(query, k=k, scope=scope, mode=mode)
-        settings = self.config.memory_store
+        settings = self.config.memory_store if isinstance(self.config, MemoryConfig) else None
         if gate is None:
             gate = settings is not None
         if not gate:
@@ -577,7 +561,7 @@ def _records(
 
 
 def load_pipeline(
-    source: str | Path | MemoryConfig,
+    source: str | Path | PipelineConfig,
     *,
     registry: Mapping[str, StrategyFactory] | None = None,
     allow_imports: bool | Iterable[str] = (),
@@ -585,16 +569,20 @@ def load_pipeline(
     counter: TokenCounter | None = None,
     observers: Iterable[PipelineObserver] = (),
 ) -> Pipeline:
-    """A pipeline from a YAML file path, YAML text, or a :class:`MemoryConfig`.
+    """A pipeline from a YAML file path, YAML text, or a config (a
+    `MemoryConfig`, or the pipeline's alone, a `PipelineConfig`).
 
     ``registry`` and ``allow_imports`` are :func:`load_config`'s; ``observers``
-    watch its runs. Raises
+    watch its runs. A file that sets only the pipeline's keys makes a
+    `PipelineConfig` (and imports nothing of memory, the graph or the
+    seams); one with a service key (``store:``, ``memory:``,
+    ``graph_context:``, ``routes:``...) a `MemoryConfig`. Raises
     :class:`~memrules._core.errors.ConfigError` naming the file, YAML path and
     line of every problem.
     """
     config = (
         source
-        if isinstance(source, MemoryConfig)
-        else load_config(source, registry=registry, allow_imports=allow_imports)
+        if isinstance(source, PipelineConfig)
+        else load_pipeline_config(source, registry=registry, allow_imports=allow_imports)
     )
     return Pipeline.from_config(config, seams=seams, counter=counter, observers=observers)

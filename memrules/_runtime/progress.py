@@ -1,6 +1,6 @@
 """A progress line for long command-line runs, on a terminal only.
 
-``memrules compact`` of a large file and ``memrules bench`` can take from
+``memrules compact`` of a large file and ``memrules eval`` can take from
 seconds to minutes. :class:`Progress` draws one line on stderr (a bar when
 the share done is known, the elapsed time always) and redraws it from a
 background thread, so a single long step still shows the clock moving. It

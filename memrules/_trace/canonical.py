@@ -47,16 +47,23 @@ from typing import Any
 import attrs
 import yaml
 
-from memrules._config.load import SECTIONS, SETTINGS, MemoryConfig, load_config
+from memrules._config.load import (
+    SECTIONS,
+    SETTINGS,
+    MemoryConfig,
+    PipelineConfig,
+    load_config,
+    service_config,
+)
 from memrules._core.errors import ConfigError, TraceError
 from memrules._core.redaction import redact_text
 from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import StrategyFactory
 from memrules._engine.interpreter import NamedStrategy
 from memrules.graph.extract import _OfflineExtractor
-from memrules.graph.state import redact
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._settings import SeamSettings, section_keys
+from memrules.state.config import redact
 from memrules.strategies.min_step import MinStep
 from memrules.strategies.registry import RECIPE
 
@@ -181,8 +188,11 @@ def _memory_store(settings: RetrievalStoreConfig) -> dict[str, Any]:
     return out
 
 
-def canonical_config(config: MemoryConfig) -> dict[str, Any]:
-    """``config`` as plain JSON in the shape of its YAML (see the module docs)."""
+def canonical_config(config: PipelineConfig) -> dict[str, Any]:
+    """``config`` as plain JSON in the shape of its YAML (see the module
+    docs); a pipeline's config as the `MemoryConfig` of its fields says it,
+    so that its hash is the same either way."""
+    config = service_config(config)
     out: dict[str, Any] = {key: _plain(getattr(config, key)) for key in SETTINGS}
     out["strategies"] = [_strategy(s) for s in config.strategies]
     for key in SECTIONS:

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from memrules._config.load import service_config
 from memrules._core.seam_protocols import JSONRequests
 from memrules._io.version import memrules_version
 from memrules._runtime.logged import (
@@ -83,7 +84,7 @@ def pipeline_header(name: str, pipeline: Pipeline, *, plugin: bool = False) -> d
     with :class:`UnreplayableStrategyWarning`: such a trace replays only
     with the pipeline passed in (``replay_trace(path, pipelines=...)``)."""
     canonical = canonical_config(pipeline.config)
-    config = pipeline.config
+    config = service_config(pipeline.config)
     unknown = not_rebuildable(canonical)
     if unknown:
         msg = (

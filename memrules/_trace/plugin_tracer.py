@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from memrules._config.load import service_config
 from memrules._core.messages import Message
 from memrules._core.seam_records import message_json
 from memrules._runtime.logged import (
@@ -22,9 +23,9 @@ from memrules._runtime.logged import (
 from memrules._runtime.pipeline import Pipeline
 from memrules._trace.lines import messages_json
 from memrules._trace.writer import TraceWriter
-from memrules.graph.state import StateStore
 from memrules.memory.config import RetrievalStoreConfig
 from memrules.seams._log import RecordingLog
+from memrules.state.model import StateStore
 
 __all__ = ["PluginTracer", "request_line", "response_line"]
 
@@ -109,7 +110,7 @@ class PluginTracer:
         *,
         name: str = "plugin",
     ) -> None:
-        config = pipeline.config
+        config = service_config(pipeline.config)
         self.writer = TraceWriter.for_pipelines(trace, [(name, pipeline)], plugin=True)
         self.index = 0
         changes: dict[str, Any] = {}

@@ -77,23 +77,21 @@ lines as JSON), :mod:`~memrules._trace.deltas` (inputs as ``prefix`` deltas),
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import threading
-from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 import attrs
 
 from memrules._core.bounded import BoundedTable
-from memrules._core.budget import Budget
 from memrules._core.errors import TraceError
-from memrules._core.messages import Conversation, Message
 from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionResult
-from memrules._core.seam_records import DEFAULT_CONTEXT, IndexContext, RecallHit, StoreWrite
-from memrules._counting.cache import CacheRule
+from memrules._core.seam_records import IndexContext, StoreWrite
 from memrules._runtime.logged import LoggedClock, hit_json, logged_seams
 from memrules._runtime.pipeline import Pipeline
 from memrules._trace.deltas import KEPT_CONVERSATIONS, InputDeltas, InputRebuilder
@@ -150,10 +148,26 @@ __all__ = [
 ]
 
 
-def _scope_fields(
-    conversation_id: str | None, user: str | None, tenant: str | None
-) -> dict[str, Any]:
-    return {"conversation_id": conversation_id, "user": user, "tenant": tenant}
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_Said: TypeAlias = tuple[dict[str, Any], Callable[[dict[str, Any]], None] | None]
+_Inputs: TypeAlias = Callable[[dict[str, Any]], _Said]
+"""What a line says went in, read from a call's bound arguments (which it
+may complete: messages as a tuple, the config's default), and what to do to
+them under the run's log before the call, if anything."""
+
+
+def _scoped_inputs(arguments: dict[str, Any]) -> _Said:
+    """The scope and the messages (taken once, as a tuple)."""
+    conversation = arguments["messages"] = tuple(arguments["messages"])
+    said = {key: arguments[key] for key in ("conversation_id", "user", "tenant")}
+    return {**said, "messages": messages_json(conversation)}, None
+
+
+def _recall_inputs(arguments: dict[str, Any]) -> _Said:
+    keys = ("query", "k", "mode", "conversation_id", "user", "tenant")
+    return {key: arguments[key] for key in keys}, None
 
 
 INPUTS: dict[str, tuple[str, ...]] = {
@@ -176,9 +190,9 @@ def run_line(
     kind: str,
     index: int,
     inputs: dict[str, Any],
-    run: Callable[[], Any],
+    run: Callable[[], R],
     log: RecordingLog | ReplayingLog | None = None,
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[R, dict[str, Any]]:
     """``run()`` (an ``apply``, ``compress``, ``remember`` or ``recall`` of a
     pipeline whose seams log) under ``log`` (a new recording one by
     default); its result, and its trace line (without a number)."""
@@ -253,7 +267,8 @@ class SentRequests:
 class TracedPipeline:
     """A pipeline whose runs are written to a trace, one line each: its
     ``apply``, ``compress``, ``remember`` and ``recall`` are the pipeline's
-    (same arguments, same results), each run under a recording log.
+    own methods, recorded (the same signature, the same results), each run
+    under a recording log.
 
     ``clock`` (seconds since the epoch) is read, through the seam log
     (``clock.now``), by an ``apply`` that is not given ``now`` and measures
@@ -276,136 +291,74 @@ class TracedPipeline:
         seams = logged_seams(pipeline.seams)
         self.pipeline = pipeline if seams is pipeline.seams else attrs.evolve(pipeline, seams=seams)
         self._sent = SentRequests()
+        # Each is the pipeline's own method, recorded: the same signature and
+        # result, and one line per call (see `_recorded`).
+        self.apply = self._recorded("apply", self.pipeline.apply, self._apply_inputs)
+        self.compress = self._recorded("compress", self.pipeline.compress, _scoped_inputs)
+        self.remember = self._recorded("remember", self.pipeline.remember, self._remember_inputs)
+        self.recall = self._recorded("recall", self.pipeline.recall, _recall_inputs)
 
-    def _run(self, kind: str, run: Callable[[], Any], inputs: dict[str, Any]) -> Any:
-        result, line = run_line(kind, self.index, inputs, run)
-        number = self.writer.write(line)
-        if kind == "apply":
-            self._sent.keep(inputs["conversation_id"], number, result.sent)
-        return result
+    def _recorded(self, kind: str, method: Callable[P, R], inputs: _Inputs) -> Callable[P, R]:
+        """``method`` (the pipeline's ``kind``: ``apply``, ``compress``,
+        ``remember`` or ``recall``) with each call written as a line: its
+        arguments bound to its own signature, what the line says went in
+        read from them by ``inputs``, the call run under a recording log."""
+        signature = inspect.signature(method)
 
-    def _run_on(
-        self,
-        kind: str,
-        conversation: Conversation,
-        scope: dict[str, Any],
-        run: Callable[[], Any],
-        **extra: Any,
-    ) -> Any:
-        """``_run`` of a run over ``conversation``: its inputs are the scope,
-        then ``extra``, then the messages (the order of :data:`INPUTS`)."""
-        inputs = {**scope, **extra, "messages": messages_json(conversation)}
-        return self._run(kind, run, inputs)
+        def recorded(*args: P.args, **kwargs: P.kwargs) -> R:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            said, before = inputs(bound.arguments)
 
-    def apply(
-        self,
-        messages: Sequence[Message],
-        *,
-        budget: Budget | None = None,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
-        previous: SentRequest | None = None,
-        cache: CacheRule | None = None,
-        now: float | None = None,
-    ) -> CompressionResult:
-        conversation = tuple(messages)
-        scope = _scope_fields(conversation_id, user, tenant)
-        optional: dict[str, Any] = {}
+            def run() -> R:
+                if before is not None:
+                    before(bound.arguments)
+                return method(*bound.args, **bound.kwargs)
+
+            result, line = run_line(kind, self.index, said, run)
+            number = self.writer.write(line)
+            if isinstance(result, CompressionResult) and kind == "apply":
+                self._sent.keep(said["conversation_id"], number, result.sent)
+            return result
+
+        return functools.wraps(method)(recorded)
+
+    def _apply_inputs(self, arguments: dict[str, Any]) -> _Said:
+        """An ``apply`` line's inputs; when the run measures the prompt
+        cache with no ``now``, it reads ``clock`` through the seam log."""
+        said = _scoped_inputs(arguments)[0]
+        budget = arguments["budget"]
+        said["budget"] = None if budget is None else budget.to_dict()
+        previous, cache, now = arguments["previous"], arguments["cache"], arguments["now"]
         if previous is not None:
-            optional["previous"] = self._sent.reference(conversation_id, previous)
+            said["previous"] = self._sent.reference(arguments["conversation_id"], previous)
         if cache is not None:
-            optional["cache"] = rule_json(cache)
+            said["cache"] = rule_json(cache)
         if now is not None:
-            optional["now"] = now
+            said["now"] = now
         clock = self.clock
-        if (
-            now is None
-            and previous is None
-            and cache is None
-            and self.pipeline.config.cache is None
-        ):
-            clock = None  # the run has no use for the time
+        if clock is None or now is not None:
+            return said, None
+        if previous is None and cache is None and self.pipeline.config.cache is None:
+            return said, None  # the run has no use for the time
 
-        def run() -> CompressionResult:
-            when = now if now is not None or clock is None else LoggedClock(clock)()
-            return self.pipeline.apply(
-                conversation, budget=budget, previous=previous, cache=cache, now=when, **scope
-            )
+        def read(arguments: dict[str, Any]) -> None:
+            arguments["now"] = LoggedClock(clock)()
 
-        result: CompressionResult = self._run_on(
-            "apply",
-            conversation,
-            scope,
-            run,
-            budget=None if budget is None else budget.to_dict(),
-            **optional,
-        )
-        return result
+        return said, read
 
-    def compress(
-        self,
-        messages: Sequence[Message],
-        *,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
-    ) -> CompressionResult:
-        conversation = tuple(messages)
-        scope = _scope_fields(conversation_id, user, tenant)
-        result: CompressionResult = self._run_on(
-            "compress", conversation, scope, lambda: self.pipeline.compress(conversation, **scope)
-        )
-        return result
-
-    def remember(
-        self,
-        messages: Sequence[Message],
-        *,
-        conversation_id: str,
-        user: str | None = None,
-        tenant: str | None = None,
-        session_time: date | datetime | None = None,
-        context: IndexContext | None = DEFAULT_CONTEXT,
-    ) -> StoreWrite:
-        conversation = tuple(messages)
-        scope = _scope_fields(conversation_id, user, tenant)
-        optional: dict[str, Any] = {}
+    def _remember_inputs(self, arguments: dict[str, Any]) -> _Said:
+        """A ``remember`` line's inputs: ``context`` when it is not the one a
+        replay's ``remember`` takes without it (the config's)."""
+        said = _scoped_inputs(arguments)[0]
+        session_time, context = arguments["session_time"], arguments["context"]
         if session_time is not None:
-            optional["session_time"] = time_json(session_time)
-        if context != DEFAULT_CONTEXT:
-            optional["context"] = context_json(context)
-        write: StoreWrite = self._run_on(
-            "remember",
-            conversation,
-            scope,
-            lambda: self.pipeline.remember(
-                conversation, session_time=session_time, context=context, **scope
-            ),
-            **optional,
-        )
-        return write
-
-    def recall(
-        self,
-        query: str,
-        *,
-        k: int = 5,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
-        mode: str | None = None,
-    ) -> tuple[RecallHit, ...]:
-        inputs = {"query": query, "k": k, "mode": mode}
-        inputs.update(_scope_fields(conversation_id, user, tenant))
-        hits: tuple[RecallHit, ...] = self._run(
-            "recall",
-            lambda: self.pipeline.recall(
-                query, k=k, conversation_id=conversation_id, user=user, tenant=tenant, mode=mode
-            ),
-            inputs,
-        )
-        return hits
+            said["session_time"] = time_json(session_time)
+        if not isinstance(context, IndexContext | None):  # the config's, by default
+            context = arguments["context"] = self.pipeline.config.index_context
+        if context != self.pipeline.config.index_context:
+            said["context"] = context_json(context)
+        return said, None
 
     def close(self) -> None:
         self.writer.close()

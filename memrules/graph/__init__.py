@@ -16,58 +16,40 @@ graph and rendered into every request.
   the graph as one system message.
 - :data:`GraphExtractor`, :func:`offline_extractor`
   (:mod:`~memrules.graph.extract`): where graphs come from.
-- :class:`StateStore`, :class:`InMemoryStateStore`,
-  :class:`ConversationState` (:mod:`~memrules.graph.state`), and
-  :class:`~memrules.graph.valkey.ValkeyStateStore`: where each
-  conversation's state lives.
+
+Where each conversation's state lives (`StateStore` and its stores) is
+`memrules.state`.
 """
 
 from __future__ import annotations
 
-from memrules._core.errors import GraphError, StateStoreError
 from memrules._core.public_names import report_public_module
 from memrules.graph.extract import GraphExtractor, offline_extractor
 from memrules.graph.limits import AtCap, GraphLimits
 from memrules.graph.memory_graph import MemoryGraph
 from memrules.graph.merge import MergeCounts, MergePolicy, MergeReport
 from memrules.graph.model import GraphDirection, GraphNode, GraphRelationship
-from memrules.graph.opening import open_state_store
 from memrules.graph.render import DEFAULT_GRAPH_MARKER, GraphContext, RenderedGraph, render_graph
 from memrules.graph.snapshot import GraphImportReport, GraphSnapshot, load_snapshot, save_snapshot
-from memrules.graph.state import (
-    ConversationState,
-    InMemoryStateStore,
-    StateRecord,
-    StateStore,
-    StateStoreConfig,
-)
 
 __all__ = [
     "DEFAULT_GRAPH_MARKER",
     "AtCap",
-    "ConversationState",
     "GraphContext",
     "GraphDirection",
-    "GraphError",
     "GraphExtractor",
     "GraphImportReport",
     "GraphLimits",
     "GraphNode",
     "GraphRelationship",
     "GraphSnapshot",
-    "InMemoryStateStore",
     "MemoryGraph",
     "MergeCounts",
     "MergePolicy",
     "MergeReport",
     "RenderedGraph",
-    "StateRecord",
-    "StateStore",
-    "StateStoreConfig",
-    "StateStoreError",
     "load_snapshot",
     "offline_extractor",
-    "open_state_store",
     "render_graph",
     "save_snapshot",
 ]

@@ -1,21 +1,32 @@
 """memrules where agents already run.
 
-Each module imports its framework only when used, and needs its extra:
+Each framework has one public module here, and each module has the same two
+parts:
 
-- :mod:`memrules.integrations.langchain`: ``from_langchain``/``to_langchain``,
-  a LangGraph ``pre_model_hook`` and a LangChain agent middleware
-  (``pip install 'memrules[langchain]'``);
-- :mod:`memrules.integrations.openai_agents`: a compacting ``Session`` and a
-  ``session_input_callback`` for the OpenAI Agents SDK (``memrules[agents]``);
-- :mod:`memrules.integrations.pydantic_ai`: a ``history_processors`` entry
-  (``memrules[pydantic-ai]``);
-- :mod:`memrules.integrations.autogen`: a compacting ``ChatCompletionContext``
-  for AutoGen's agents (``memrules[autogen]``);
-- :mod:`memrules.integrations.otel`: OpenTelemetry spans (``memrules[otel]``);
-- :mod:`memrules.integrations.prometheus`: Prometheus metrics
-  (``memrules[prometheus]``).
+- the converters, `from_X(messages)` to a memrules conversation and
+  `to_X(conversation)` back, lossless (written in the private `_adapters`
+  package with the provider formats, and exported only here);
+- the framework's hook: where the framework hands memrules its history
+  before a model call (`compact_X(pipeline, messages)` for a direct call,
+  and the framework's own extension point).
 
-Importing ``memrules`` or this package imports none of those frameworks.
+- `langchain` (extra `langchain`): `from_langchain`, `to_langchain`;
+  `memrules_middleware`, `PreModelHook`.
+- `openai_agents` (extra `agents`): `from_openai_agents`,
+  `to_openai_agents`; `call_model_input_filter`, `CompactingSession`,
+  `session_input_callback`.
+- `pydantic_ai` (extra `pydantic-ai`): `from_pydantic_ai`,
+  `to_pydantic_ai`; `history_capability`, `history_processor`.
+- `llama_index` (extra `llama-index`): `from_llama_index`,
+  `to_llama_index`; `compacting_memory`.
+- `autogen` (extra `autogen`): `from_autogen`, `to_autogen`;
+  `CompactingChatContext`.
+- `otel` (extra `otel`): `OpenTelemetryObserver`; `prometheus` (extra
+  `prometheus`): `PrometheusObserver`, `PrometheusRetrievalObserver`.
+
+The provider formats (OpenAI chat, Responses, Anthropic) need no framework:
+their converters are in `memrules` itself (`from_openai`, `to_anthropic`...).
+Importing `memrules` or this package imports none of those frameworks.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The OpenAI Agents SDK (the ``agents`` extra).
 
-:func:`from_items` and :func:`to_items` convert the SDK's items (the
+:func:`from_openai_agents` and :func:`to_openai_agents` convert the SDK's items (the
 Responses API input items a ``Session`` stores) both ways, losslessly:
-``to_items(from_items(items)) == items``. A message item is a message of its
+``to_openai_agents(from_openai_agents(items)) == items``. A message item is a message of its
 role (``developer`` is ``system``); a ``function_call`` is an assistant
 message with one :class:`~memrules.ToolCall`; a ``function_call_output`` a
 tool message with its :class:`~memrules.ToolResult`, so the pipeline keeps
@@ -49,7 +49,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from memrules._adapters.openai_agents import KEY, from_items, to_items
+from memrules._adapters.openai_agents import KEY, from_openai_agents, to_openai_agents
 from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionResult, OverBudgetMode
 from memrules._runtime.pipeline import Pipeline
@@ -60,14 +60,14 @@ __all__ = [
     "CompactingInputFilter",
     "CompactingSession",
     "call_model_input_filter",
-    "compact_items",
-    "from_items",
+    "compact_openai_agents",
+    "from_openai_agents",
     "session_input_callback",
-    "to_items",
+    "to_openai_agents",
 ]
 
 
-def compact_items(
+def compact_openai_agents(
     pipeline: Pipeline,
     items: Sequence[Any],
     *,
@@ -77,7 +77,7 @@ def compact_items(
     """``pipeline.apply`` over items: the compacted items (the very item
     objects given, where the pipeline kept a message as it was) and the result."""
     items = list(items)
-    conversation = from_items(items)
+    conversation = from_openai_agents(items)
     result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     origin = result.report.origin
     out: list[Any] = []
@@ -86,7 +86,7 @@ def compact_items(
         if i is not None and conversation[i] == m:
             out.append(items[i])
         else:
-            out.extend(to_items((m,)))
+            out.extend(to_openai_agents((m,)))
     return out, result
 
 
@@ -129,7 +129,7 @@ class CompactingSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         items = await self.session.get_items(limit)
         compacted, result = await asyncio.to_thread(
-            compact_items,
+            compact_openai_agents,
             self.pipeline,
             items,
             conversation_id=self.session_id,
@@ -160,7 +160,7 @@ def session_input_callback(
 
     async def combine(history: list[Any], new_input: list[Any]) -> list[Any]:
         compacted, _ = await asyncio.to_thread(
-            compact_items, pipeline, [*history, *new_input], over_budget=over_budget
+            compact_openai_agents, pipeline, [*history, *new_input], over_budget=over_budget
         )
         return compacted
 
@@ -195,7 +195,7 @@ class CompactingInputFilter:
         instructions = given.instructions
         head = [] if not instructions else [{"role": "system", "content": instructions}]
         compacted, result = await asyncio.to_thread(
-            compact_items,
+            compact_openai_agents,
             self.pipeline,
             [*head, *given.input],
             conversation_id=self.conversation_id,

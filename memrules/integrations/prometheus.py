@@ -41,22 +41,23 @@ conversation, which no Prometheus survives. ``namespace`` replaces the
 ``memrules`` prefix of the compaction metrics::
 
     from prometheus_client import start_http_server
+    from memrules import MemoryPlugin, load_config, load_pipeline
     from memrules.integrations.prometheus import PrometheusRetrievalObserver, PrometheusObserver
 
     pipeline = load_pipeline("memrules.yaml", observers=[PrometheusObserver()])
-    support = load_config("routes.yaml").route(
-        "support", memory_observers=[PrometheusRetrievalObserver()]
-    )
+    config = load_config("routes.yaml")
+    observers = [PrometheusRetrievalObserver()]
+    support = MemoryPlugin.from_config(config, route="support", memory_observers=observers)
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memrules._core.errors import ConfigError
-from memrules._core.public_names import renamed_names, report_public_module
+from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionAction, CompressionResult
 from memrules._engine.observe import RunInfo, StepInfo
 from memrules.integrations._extras import require
@@ -282,10 +283,4 @@ class PrometheusRetrievalObserver:
 
 
 report_public_module(__name__, __all__, globals())
-# Names renamed since 0.x, still served with a DeprecationWarning (hidden from
-# type checkers, which would read every misspelt name as ``Any``).
-if not TYPE_CHECKING:
-    __getattr__ = renamed_names(
-        __name__, {"PrometheusMemoryObserver": "PrometheusRetrievalObserver"}, globals()
-    )
-del renamed_names, report_public_module
+del report_public_module

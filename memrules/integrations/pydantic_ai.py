@@ -34,24 +34,27 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from memrules._adapters.pydantic_ai import from_history, to_history
+from memrules._adapters.pydantic_ai import HistorySource, from_pydantic_ai, to_pydantic_ai
 from memrules._core.public_names import report_public_module
 from memrules._core.report import CompressionResult, OverBudgetMode
 from memrules._runtime.pipeline import Pipeline
 from memrules.integrations._extras import require
 
 __all__ = [
+    "HistorySource",
     "async_history_processor",
-    "compact_history",
+    "compact_pydantic_ai",
+    "from_pydantic_ai",
     "history_capability",
     "history_processor",
+    "to_pydantic_ai",
 ]
 
 # The extra is checked on import: without pydantic-ai this module says which to install.
 _pai: Any = require("pydantic_ai.messages", "pydantic-ai")
 
 
-def compact_history(
+def compact_pydantic_ai(
     pipeline: Pipeline,
     messages: Sequence[Any],
     *,
@@ -60,11 +63,11 @@ def compact_history(
 ) -> tuple[list[Any], CompressionResult]:
     """``pipeline.apply`` over a pydantic-ai message history: the messages to
     send and the result. ``over_budget`` is :meth:`~memrules.Pipeline.apply`'s."""
-    conversation, source = from_history(messages)
+    conversation, source = from_pydantic_ai(messages)
     result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     if result.messages is conversation:
         return list(messages), result
-    return to_history(result.messages, source), result
+    return to_pydantic_ai(result.messages, source), result
 
 
 def history_processor(
@@ -76,7 +79,7 @@ def history_processor(
     default)."""
 
     def process(messages: list[Any]) -> list[Any]:
-        return compact_history(pipeline, messages, over_budget=over_budget)[0]
+        return compact_pydantic_ai(pipeline, messages, over_budget=over_budget)[0]
 
     return process
 
@@ -88,7 +91,7 @@ def async_history_processor(
 
     async def process(messages: list[Any]) -> list[Any]:
         compacted, _ = await asyncio.to_thread(
-            compact_history, pipeline, messages, over_budget=over_budget
+            compact_pydantic_ai, pipeline, messages, over_budget=over_budget
         )
         return compacted
 

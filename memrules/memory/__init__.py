@@ -3,7 +3,7 @@ found again and put in front of the model when it is relevant.
 
 A config file shares one store, ``stores.memory``, between its routes, and
 each route says whether it uses it (``memory: {enabled, retrieval_limit,
-auto_store, threshold}``); ``memrules.load_config(path).route(name)`` gives
+auto_store, threshold}``); ``MemoryPlugin.from_config(load_config(path), route=name)`` gives
 the route's ready :class:`~memrules.MemoryPlugin`. On each request of a
 route with memory, the plugin:
 
@@ -35,9 +35,7 @@ shell).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from memrules._core.public_names import renamed_names, report_public_module
+from memrules._core.public_names import report_public_module
 from memrules.memory.autostore import StoreOutcome
 from memrules.memory.binding import bound_collection
 from memrules.memory.config import (
@@ -77,20 +75,4 @@ __all__ = [
 
 
 report_public_module(__name__, __all__, globals())
-# Names renamed since 0.x, still served with a DeprecationWarning (hidden from
-# type checkers, which would read every misspelt name as ``Any``).
-if not TYPE_CHECKING:
-    __getattr__ = renamed_names(
-        __name__,
-        {
-            "Memory": "Recalled",
-            "MemoryObserver": "RetrievalObserver",
-            "MemoryReport": "RetrievalReport",
-            "MemoryService": "RetrievalService",
-            "MemoryStoreConfig": "RetrievalStoreConfig",
-            "RouteMemory": "RouteRetrieval",
-            "StoredMemory": "ListedRecord",
-        },
-        globals(),
-    )
-del renamed_names, report_public_module
+del report_public_module

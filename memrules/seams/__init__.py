@@ -29,6 +29,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from memrules._core.public_names import report_public_module
+
 if TYPE_CHECKING:
     from memrules._core.seam_protocols import (
         SEARCH_MODES,
@@ -111,6 +113,7 @@ if not TYPE_CHECKING:  # type checkers see the imports above, and no name as Any
             msg = f"module {__name__!r} has no attribute {name!r}"
             raise AttributeError(msg)
         value = getattr(importlib.import_module(module), name)
+        report_public_module(__name__, (name,), {name: value})
         globals()[name] = value  # the next access finds it without this hook
         return value
 

@@ -263,7 +263,7 @@ def _section(section: str) -> Callable[[Node], SeamSettings | list[ConfigProblem
         return seam_settings(section, value, lines=lines, line=node.line)
 
     read.__name__ = f"{section}_section"
-    read.__doc__ = f"The ``{section}:`` section of a YAML config (see :mod:`{__name__}`)."
+    read.__doc__ = f"The `{section}:` section of a YAML config (see the stores guide)."
     return read
 
 

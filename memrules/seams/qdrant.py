@@ -17,7 +17,7 @@ payload filter in Python point by point, and the index answers the same
 top k under a numpy mask. On disk, the index is saved when the store
 closes and loaded by the next process while the collection's files are
 as they were then (:mod:`memrules.seams._index_file`). Local mode's SQLite
-file commits to a write-ahead log (:func:`_commit_to_the_log`).
+file commits to a write-ahead log (:func:`commit_to_the_log`).
 """
 
 from __future__ import annotations
@@ -26,238 +26,41 @@ import contextlib
 import importlib.util
 import json
 import logging
-import os
-import sqlite3
-import threading
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memrules._core.checks import check_api_key_env
-from memrules._core.errors import CollectionError, ConfigError, StoreError
+from memrules._core.errors import ConfigError, StoreError
 from memrules._core.redaction import redact_url
 from memrules._core.seam_protocols import Embedder
 from memrules._core.seam_records import RecallHit, Scope, StoredMessage, decode_message
 from memrules.seams import _index_file
-from memrules.seams._durable import Files, local_path
+from memrules.seams._backend import DEFAULT_COLLECTION, check_collection, check_mode
+from memrules.seams._durable import local_path
 from memrules.seams._lexical import document_vector, query_vector
 from memrules.seams._local_index import LocalIndex
-from memrules.seams._store import DEFAULT_COLLECTION, MessageStore, check_collection, check_mode
+from memrules.seams._qdrant_files import IDENTITY, MEMORY, QdrantFiles
+from memrules.seams._qdrant_storage import (
+    close_storage,
+    commit_to_the_log,
+    one_transaction,
+    payloads,
+    point_id_of,
+    record_id_of,
+)
+from memrules.seams._store import MessageStore
 
 __all__ = ["DEFAULT_PATH", "MEMORY", "qdrant_store"]
 
 DEFAULT_PATH = "memrules_qdrant"
 """The directory local mode uses when neither ``url`` nor ``path`` is given."""
-MEMORY = ":memory:"
-"""The ``path`` that keeps a local-mode store in memory only."""
-
-_IDENTITY = "memrules_embedder"
 
 log = logging.getLogger("memrules.seams")
 
 
-def _point_id(record_id: str) -> str:
-    return str(uuid.UUID(hex=record_id))
-
-
-def _record_id(point_id: object) -> str:
-    return uuid.UUID(str(point_id)).hex
-
-
-class _Qdrant:
-    engine = "qdrant"
-
-    def __init__(
-        self, *, url: str | None, path: str | None, collection: str, api_key_env: str | None
-    ) -> None:
-        self.url = url
-        self.path = path
-        self.collection = collection
-        self.api_key_env = api_key_env
-        self._client: Any = None
-        self._files = None if url is not None or path in (None, MEMORY) else Files(str(path))
-        # Local mode only: this process holds the collection (see _local_index).
-        self._index: LocalIndex | None = None
-        # On disk: the fingerprint of the collection's files when local mode
-        # opened them (None once this process changed them first), and
-        # whether the index is the one saved (nothing to save on close).
-        self._mark: list[list[Any]] | None = None
-        self._saved = False
-        self._tuned = False
-        # On disk: the collection's write counter as this process last knew it
-        # under local mode's lock (what a fingerprint at close must still hold).
-        self._counter: str | None = None
-        # Before local mode opens (on disk): the saved index may answer
-        # searches. ``_unlocked`` is the fingerprint it was loaded under
-        # (checked before each search, and once local mode holds the
-        # directory), ``_rows`` each live record's payload as saved (JSON
-        # bytes, decoded when a hit needs it), ``_unconfirmed`` the identity
-        # the saved index answered the start-up check with, until local mode
-        # confirms the collection is that one.
-        self._unlocked: list[list[Any]] | None = None
-        self._rows: dict[str, bytes | dict[str, Any]] | None = None
-        self._unconfirmed: dict[str, Any] | None = None
-        self._identity: dict[str, Any] | None = None
-        self._opening = threading.Lock()  # held while local mode opens
-        self._state = threading.RLock()  # the index against the background opening
-        self._opener: threading.Thread | None = None
-
-    def _open(self) -> Any:
-        with self._opening:
-            if self._client is None:
-                import warnings
-
-                from qdrant_client import QdrantClient
-
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # local mode warns about payload indexes
-                    if self.url is not None:
-                        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-                        client = QdrantClient(url=self.url, api_key=key or None)
-                    elif self.path == MEMORY:
-                        client = QdrantClient(location=MEMORY)
-                    else:
-                        client = QdrantClient(path=self.path)
-                        # Taken once local mode holds the directory's lock.
-                        self._settle(self._fingerprint())
-                if self._files is not None:
-                    self._files.watch(self._files.root, self._storage())
-                self._client = client
-            client = self._client
-        if self._unconfirmed is not None:
-            self._confirm(client, self._unconfirmed)
-        return client
-
-    def _settle(self, mark: list[list[Any]] | None) -> None:
-        """Take ``mark``, the fingerprint local mode found the files with
-        once it held the directory: an index loaded from the saved file
-        before then stays only when the files are still as it was loaded
-        under (no other process wrote in between); the hits are read from
-        local mode from now on."""
-        with self._state:
-            self._mark = mark
-            self._counter = _index_file.counted(mark)
-            if self._unlocked is not None and mark != self._unlocked:
-                self._index, self._saved = None, False
-            self._unlocked, self._rows = None, None
-
-    def _confirm(self, client: Any, identity: dict[str, Any]) -> None:
-        """Check that the collection local mode holds is the one the saved
-        index was checked as at start-up (another process may have dropped
-        and made it again, for another embedder, before local mode opened):
-        a :class:`CollectionError` on every call until it is."""
-        stored = None
-        if client.collection_exists(self.collection):
-            stored = (client.get_collection(self.collection).config.metadata or {}).get(_IDENTITY)
-        if json.dumps(stored, sort_keys=True) != json.dumps(identity, sort_keys=True):
-            msg = (
-                f"collection {self.collection!r} at {self.path} was dropped or made again "
-                f"(for embedder {json.dumps(stored, sort_keys=True)}) after this store was "
-                f"checked for {json.dumps(identity, sort_keys=True)}; open the store again"
-            )
-            raise CollectionError(msg)
-        self._unconfirmed = None
-
-    # --- before local mode opens (on disk) ------------------------------------------------
-
-    def _unopened(self) -> bool:
-        """Whether this is local mode on disk, not opened yet: the saved
-        index may answer until it is."""
-        return self._files is not None and self._client is None
-
-    def _saved_header(self) -> dict[str, Any] | None:
-        """The saved index's header, when local mode has not opened, the
-        collection's files (and write counter) are as they were when it was
-        saved (taken now), and it names the collection's embedder identity
-        and holds each record's payload; else None (ask local mode)."""
-        if not self._unopened():
-            return None
-        assert self._files is not None
-        found = _index_file.header(
-            _index_file.snapshot_path(self._files.root, self.collection), of=self._of()
-        )
-        if found is None or not isinstance(found.get("about"), dict):
-            return None
-        if "identity" not in found["about"] or not found.get("mark"):
-            return None
-        if not any(a[0] == "extra" for a in found.get("arrays", ())):
-            return None
-        if found["mark"] != self._fingerprint():
-            return None
-        return found
-
-    def _load_unopened(self) -> bool:
-        """Load the saved index, with each record's payload, before local
-        mode opens the directory, when the files are as they were when it
-        was saved and it is of the collection checked at start-up; whether
-        it did."""
-        found = self._saved_header()
-        if found is None or self._unconfirmed is None:
-            return False
-        if json.dumps(self._unconfirmed, sort_keys=True) != json.dumps(
-            found["about"]["identity"], sort_keys=True
-        ):
-            return False  # saved for a collection other than the one checked
-        assert self._files is not None
-        now = self._fingerprint()
-        if not now:
-            return False
-        loaded = _index_file.load(
-            _index_file.snapshot_path(self._files.root, self.collection),
-            of=self._of(),
-            mark=now,
-            dimension=int(found["dimension"]),
-        )
-        if loaded is None or loaded[1] is None:
-            return False
-        index, extra = loaded[0], loaded[1]
-        self._index, self._saved, self._unlocked = index, True, now
-        self._rows = dict(zip(index.live_ids(), extra, strict=True))
-        return True
-
-    def _open_in_background(self) -> None:
-        """Open local mode in a thread of its own, once the saved index
-        answered a search (not sooner: importing ``qdrant_client`` holds the
-        interpreter's lock, and would slow the first request); a failure is
-        logged here and raised by the next call that needs local mode."""
-        if self._opener is not None:
-            return
-
-        def opening() -> None:
-            try:
-                self._open()
-            except Exception as exc:
-                log.info(
-                    "Qdrant local mode at %s did not open in the background: %s", self.path, exc
-                )
-
-        self._opener = threading.Thread(target=opening, name="memrules-qdrant-open", daemon=True)
-        self._opener.start()
-
-    def _directory(self) -> str:
-        """Where local mode keeps this collection's files."""
-        return os.path.join(str(self.path), "collection", self.collection)
-
-    def _storage(self) -> str:
-        """Where local mode keeps this collection's points."""
-        return os.path.join(self._directory(), "storage.sqlite")
-
-    def _fingerprint(self) -> list[list[Any]] | None:
-        """The fingerprint of this collection's files and write counter."""
-        assert self._files is not None
-        return _index_file.fingerprint(
-            self._directory(), writes=_index_file.writes_path(self._files.root, self.collection)
-        )
-
-    def _count_write(self, collection: str | None = None) -> None:
-        """Before a write to ``collection`` (this store's by default), on
-        disk: give its write counter a new value, while local mode holds the
-        directory, so no saved index taken before the write matches after."""
-        if self._files is None:
-            return
-        value = _index_file.count_write(self._files.root, collection or self.collection)
-        if collection in (None, self.collection):
-            self._counter = value
+class _Qdrant(QdrantFiles):
+    """The Qdrant backend of a `MessageStore`: writes, searches, the local
+    index and closing (the files and local mode's opening are `QdrantFiles`')."""
 
     def identity(self) -> dict[str, Any] | None:
         saved = self._saved_header()
@@ -269,11 +72,11 @@ class _Qdrant:
         if not client.collection_exists(self.collection):
             return None
         metadata = client.get_collection(self.collection).config.metadata or {}
-        identity = metadata.get(_IDENTITY)
+        identity = metadata.get(IDENTITY)
         if not isinstance(identity, dict):
             msg = (
                 f"collection {self.collection!r} was not made by memrules (its metadata has no "
-                f"{_IDENTITY!r}); name another collection"
+                f"{IDENTITY!r}); name another collection"
             )
             raise StoreError(msg)
         self._identity = identity
@@ -303,7 +106,7 @@ class _Qdrant:
             sparse_vectors_config={
                 "lexical": models.SparseVectorParams(modifier=models.Modifier.IDF)
             },
-            metadata={_IDENTITY: identity},
+            metadata={IDENTITY: identity},
         )
         self._identity = identity
         if self.url is not None:  # local mode has no payload indexes
@@ -320,11 +123,11 @@ class _Qdrant:
         for start in range(0, len(ids), 512):
             points = client.retrieve(
                 self.collection,
-                ids=[_point_id(i) for i in ids[start : start + 512]],
+                ids=[point_id_of(i) for i in ids[start : start + 512]],
                 with_payload=False,
                 with_vectors=False,
             )
-            found.update(_record_id(p.id) for p in points)
+            found.update(record_id_of(p.id) for p in points)
         return found
 
     def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
@@ -338,7 +141,7 @@ class _Qdrant:
             indexed.append((r.id, scope, vector, (indices, values)))
             points.append(
                 models.PointStruct(
-                    id=_point_id(r.id),
+                    id=point_id_of(r.id),
                     vector={
                         "dense": vector,
                         "lexical": models.SparseVector(indices=indices, values=values),
@@ -358,11 +161,11 @@ class _Qdrant:
             )
         client = self._open()
         if self._files is not None and not self._tuned:
-            _commit_to_the_log(client, self.collection)
+            commit_to_the_log(client, self.collection)
             self._tuned = True
         with self._following():
             if self._files is not None:
-                with _one_transaction(client, self.collection):
+                with one_transaction(client, self.collection):
                     client.upsert(self.collection, points=points, wait=True)
             else:
                 client.upsert(self.collection, points=points, wait=True)
@@ -376,7 +179,7 @@ class _Qdrant:
             with self._following():
                 self._open().delete(
                     self.collection,
-                    points_selector=models.PointIdsList(points=[_point_id(i) for i in ids]),
+                    points_selector=models.PointIdsList(points=[point_id_of(i) for i in ids]),
                     wait=True,
                 )
                 if self._index is not None:
@@ -446,7 +249,7 @@ class _Qdrant:
             )
             index.upsert(
                 (
-                    _record_id(point.id),
+                    record_id_of(point.id),
                     (
                         (point.payload or {}).get("user", ""),
                         (point.payload or {}).get("tenant", ""),
@@ -485,11 +288,11 @@ class _Qdrant:
             return []
         points = self._open().retrieve(
             self.collection,
-            ids=[_point_id(record_id) for record_id, _ in found],
+            ids=[point_id_of(record_id) for record_id, _ in found],
             with_payload=True,
             with_vectors=False,
         )
-        by_id = {_record_id(p.id): p for p in points}
+        by_id = {record_id_of(p.id): p for p in points}
         return [_hit(by_id[i], score) for i, score in found if i in by_id]
 
     def persist(self, wrote: bool) -> bool:
@@ -607,10 +410,6 @@ class _Qdrant:
             )
         return count
 
-    def _of(self) -> dict[str, Any]:
-        """What a saved index of this collection is of."""
-        return {"engine": self.engine, "collection": self.collection}
-
     def close(self) -> None:
         opener, self._opener = self._opener, None
         if opener is not None:
@@ -619,12 +418,12 @@ class _Qdrant:
             mark = None
             extra = None
             if self._files is not None and self._index is not None and not self._saved:
-                extra = _payloads(self._client, self.collection, self._index.live_ids())
+                extra = payloads(self._client, self.collection, self._index.live_ids())
                 # The files as local mode leaves them, taken while it still
                 # holds the directory: once it lets go, another process may
                 # write before a fingerprint taken then, which would hold
                 # that write the index lacks.
-                if _close_storage(self._client):
+                if close_storage(self._client):
                     mark = self._fingerprint()
                 if mark and _index_file.counted(mark) != self._counter:
                     mark = None  # a write this process did not count: not saved
@@ -643,114 +442,6 @@ class _Qdrant:
         self._unlocked, self._rows, self._unconfirmed = None, None, None
 
 
-def _commit_to_the_log(client: Any, collection: str) -> None:
-    """Put the SQLite file local mode keeps ``collection`` in into
-    write-ahead-log mode with ``synchronous=NORMAL``; whether it could.
-
-    Local mode commits every point in a transaction of its own, and SQLite's
-    default journal syncs the disk several times per commit: a write of 64
-    memories costs 64 rounds of ``fsync`` (30 ms each on a busy disk), far
-    more than embedding them. In WAL mode a commit appends to the log and
-    the disk is synced at checkpoints: a committed point survives the
-    process being killed (the log is in the file system); an operating
-    system crash or power loss can undo the last commits. The connection is
-    qdrant-client's own (``QdrantClient._client.collections[...].storage``,
-    not a public API): when it is not where this looks, nothing changes."""
-    try:
-        connection = client._client.collections[collection].storage.storage
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-    except Exception:  # another qdrant-client layout: keep its own settings
-        return
-
-
-def _payloads(client: Any, collection: str, ids: list[str]) -> list[bytes] | None:
-    """The payload of each of ``ids`` (the local index's live rows, in row
-    order) as JSON bytes, read from local mode by id (a read that checks
-    no filter point by point): saved with the index, so the next process
-    answers its first searches before local mode opens; None when local
-    mode does not hold every one of them."""
-    found: dict[str, bytes] = {}
-    try:
-        for start in range(0, len(ids), 512):
-            points = client.retrieve(
-                collection,
-                ids=[_point_id(i) for i in ids[start : start + 512]],
-                with_payload=True,
-                with_vectors=False,
-            )
-            for point in points:
-                found[_record_id(point.id)] = json.dumps(point.payload or {}).encode("utf-8")
-    except Exception as exc:  # saving the payloads only spares the next process a wait
-        log.info("the payloads of %r were not saved with its index: %s", collection, exc)
-        return None
-    if len(found) != len(ids):
-        return None
-    return [found[i] for i in ids]
-
-
-def _close_storage(client: Any) -> bool:
-    """Close the SQLite files of every collection local mode holds,
-    leaving its directory lock held (:meth:`QdrantClient.close` closes
-    them, then lets go of the lock); whether it could. On the last close
-    SQLite folds its write-ahead log into the file and removes the log, so
-    the files are as the next process finds them. Local mode's collections
-    are qdrant-client's own (``QdrantClient._client.collections``, not a
-    public API): when they are not where this looks, nothing is closed and
-    no index is saved (the next process builds it)."""
-    try:
-        collections = list(client._client.collections.values())
-        for collection in collections:
-            collection.close()
-    except Exception:  # another qdrant-client layout: the next process builds the index
-        return False
-    return True
-
-
-class _Deferred:
-    """A SQLite connection whose ``with`` block neither commits nor rolls
-    back: the transaction around it (:func:`_one_transaction`) does."""
-
-    def __init__(self, connection: Any) -> None:
-        self._connection = connection
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._connection, name)
-
-    def __enter__(self) -> _Deferred:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-@contextlib.contextmanager
-def _one_transaction(client: Any, collection: str) -> Iterator[None]:
-    """One SQLite transaction for every point written inside: local mode
-    commits each point in a transaction of its own (a commit per memory,
-    which costs more than building the point), so this hands it the
-    connection with a ``with`` block that does nothing, and commits once
-    at the end, or rolls back every point of the write when it fails
-    (the points the write put in local mode's memory are then removed by
-    the store's undo). The connection is qdrant-client's own, as in
-    :func:`_commit_to_the_log`: when it is not where this looks, each
-    point commits on its own as before."""
-    try:
-        storage = client._client.collections[collection].storage
-        connection = storage.storage
-    except Exception:  # another qdrant-client layout: its own transactions
-        connection = None
-    if not isinstance(connection, sqlite3.Connection):
-        yield
-        return
-    storage.storage = _Deferred(connection)
-    try:
-        with connection:
-            yield
-    finally:
-        storage.storage = connection
-
-
 def _parts(scope: Scope) -> dict[str, Any]:
     return {
         "user": scope.user or "",
@@ -760,7 +451,7 @@ def _parts(scope: Scope) -> dict[str, Any]:
 
 
 def _hit(point: Any, score: float) -> RecallHit:
-    return _hit_of(point.payload or {}, _record_id(point.id), score)
+    return _hit_of(point.payload or {}, record_id_of(point.id), score)
 
 
 def _hit_of(p: dict[str, Any], record_id: str, score: float) -> RecallHit:

@@ -6,11 +6,11 @@ returns the tool message to append. The scope (conversation, user, tenant)
 comes from the application, never from the model's arguments, so a model
 cannot read another user's memory::
 
-    tools = [memrules.recall_tool()]                      # OpenAI chat completions
+    tools = [recall_tool()]                          # OpenAI chat completions
     ...
-    for call in calls:                                    # ToolCall parts of the reply
+    for call in calls:                               # ToolCall parts of the reply
         if call.name == RECALL_TOOL:
-            messages += (memrules.answer_recall(store, call, conversation_id="c1", user="u1"),)
+            messages += (answer_recall(store, call, conversation_id="c1", user="u1"),)
 """
 
 from __future__ import annotations

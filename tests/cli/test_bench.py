@@ -19,15 +19,11 @@ from benchmarks.harness import render
 from benchmarks.harness.histories import History, agent_history, request_points
 from benchmarks.harness.measure import sample_turns
 from benchmarks.harness.targets import judge
+from benchmarks.run import main
 from memrules import from_openai
 from memrules._cli.main import main as cli_main
 from memrules._core.messages import Text, ToolCall, ToolResult
 from memrules._counting.tokens import TiktokenCounter, load_encoding
-
-
-def main(argv: list[str]) -> int:
-    """``memrules bench ARGV``."""
-    return cli_main(["bench", *argv])
 
 
 def _is_cjk(text: str) -> bool:
@@ -228,7 +224,7 @@ def test_bad_arguments_exit_with_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1
-    assert captured.err.startswith("memrules bench: error: argument")
+    assert captured.err.startswith("benchmarks/run.py: error: argument")
 
 
 def test_an_unwritable_json_path_fails_before_the_run(capsys: pytest.CaptureFixture[str]) -> None:
@@ -236,7 +232,8 @@ def test_an_unwritable_json_path_fails_before_the_run(capsys: pytest.CaptureFixt
     captured = capsys.readouterr()
     assert captured.out == ""  # nothing ran
     assert captured.err == (
-        "memrules: error: cannot write the figures /nonexistent/x.json: no directory /nonexistent\n"
+        "benchmarks/run.py: error: cannot write the figures /nonexistent/x.json:"
+        " no directory /nonexistent\n"
     )
 
 
@@ -349,14 +346,14 @@ def test_alternating_rounds_take_turns_and_report_the_spread() -> None:
     assert (found["floor_s"], found["memrules_s"]) == (1.0, 3.0)
 
 
-def test_the_library_does_not_import_the_bench_or_langchain() -> None:
+def test_the_library_and_its_command_do_not_import_the_bench_or_langchain() -> None:
     code = (
         "import sys, memrules\n"
         "memrules.load_pipeline('max_messages: 3').apply(())\n"
         "bench = sorted(m for m in sys.modules if m.startswith('benchmarks'))\n"
         "print(bench, 'langchain_core' in sys.modules, 'memrules._cli.main' in sys.modules)\n"
         "import memrules._cli.main\n"
-        "memrules._cli.main._parser().parse_args(['bench', '--quick'])\n"
+        "memrules._cli.main.build_parser().parse_args(['check', 'x.yaml'])\n"
         "bench = sorted(m for m in sys.modules if m.startswith('benchmarks'))\n"
         "print(bench, 'langchain_core' in sys.modules)\n"
     )
@@ -366,30 +363,42 @@ def test_the_library_does_not_import_the_bench_or_langchain() -> None:
     assert done.stdout == "[] False False\n[] False\n"
 
 
+def test_the_installed_command_has_no_bench(capsys: pytest.CaptureFixture[str]) -> None:
+    """The benchmark is a script of the source tree (``python benchmarks/run.py``)."""
+    assert cli_main(["bench", "--quick"]) == 2
+    assert "invalid choice: 'bench'" in capsys.readouterr().err
+
+
 def test_bench_help_lists_the_harness_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: memrules bench [-h] [--quick]")
+    assert out.startswith("usage: benchmarks/run.py [-h] [--quick]")
     for option in ("--sizes", "--seed", "--turns", "--rounds", "--lc-turns", "--json",
                    "--skip-langchain", "--no-progress"):  # fmt: skip
         assert option in out
 
 
-def test_bench_runs_the_harness_of_the_checkout_memrules_is_imported_from() -> None:
-    # From another directory, with this checkout first on the path: the
-    # command finds the harness beside the package, not in the working directory.
-    code = (
-        "import sys, memrules._cli.main as m\n"
-        "status = m.main(['bench', '--quick', '--skip-langchain', '--sizes', '20', '--turns',"
-        " '10', '--no-progress'])\n"
-        "import benchmarks.harness.command as c\n"
-        "print(status, c.__file__)\n"
-    )
+def test_the_script_runs_the_harness_beside_it_from_any_directory() -> None:
+    # From another directory, without the checkout on the path: the script
+    # puts its own checkout first, so it measures the memrules beside it.
     root = Path(__file__).resolve().parents[2]
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['run.py', '--quick', '--skip-langchain', '--sizes', '20', '--turns',"
+        f" '10', '--no-progress']\n"
+        "try:\n"
+        f"    runpy.run_path({str(root / 'benchmarks' / 'run.py')!r}, run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    import benchmarks.harness.command as c, memrules\n"
+        "    print(exc.code, c.__file__, memrules.__file__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=Path("/"), env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True, text=True, check=True, timeout=300,
+        cwd=Path("/"), env=env, capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     assert done.stdout.startswith("memrules bench — Python")
-    assert done.stdout.splitlines()[-1] == f"0 {root / 'benchmarks' / 'harness' / 'command.py'}"
+    status, harness, package = done.stdout.splitlines()[-1].split()
+    assert status == "0"
+    assert harness == str(root / "benchmarks" / "harness" / "command.py")
+    assert package == str(root / "memrules" / "__init__.py")

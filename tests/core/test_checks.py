@@ -10,7 +10,6 @@ import pytest
 from memrules import ConfigError, EncodingError, MemoryConfig, MemoryPlugin, TiktokenCounter
 from memrules._core.checks import check_whole, is_whole
 from memrules._io.http import JSONClient
-from memrules.graph import InMemoryStateStore
 from memrules.seams import (
     extractive_summarizer,
     local_embedder,
@@ -20,6 +19,7 @@ from memrules.seams import (
     qdrant_store,
     valkey_store,
 )
+from memrules.state import InMemoryStateStore
 
 URL = "http://127.0.0.1:9/v1"
 

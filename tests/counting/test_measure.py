@@ -206,7 +206,7 @@ def pipeline(budget: int, *, rule: str = "seed", task: bool = True) -> Pipeline:
 @given(st.data(), st.integers(40, 2_000))
 def test_a_remembering_pipeline_answers_as_a_fresh_one(data: st.DataObject, budget: int) -> None:
     remembering = pipeline(budget)
-    memo = remembering.memo()
+    memo = remembering.measure()
     for conversation in requests(data):
         got = remembering.apply(conversation, memo=memo)
         expected = pipeline(budget).apply(conversation)

@@ -79,7 +79,7 @@ KEEPS: list[dict[str, Any]] = [
 def test_a_warm_rewrite_counts_what_the_round_changed(keeps: dict[str, Any]) -> None:
     spy = Spy()
     pipeline = _pipeline(spy, **keeps)
-    memo = pipeline.memo()
+    memo = pipeline.measure()
     history = _history(200)
     pipeline.apply(history, memo=memo)
     first = sum(spy.handed)

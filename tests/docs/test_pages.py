@@ -33,6 +33,21 @@ def test_the_readme_is_short_and_has_the_set_up_the_main_job_and_the_tests() -> 
         assert (ROOT / link).is_file(), link
 
 
+def test_the_readme_shows_a_users_install_per_extra_apart_from_the_contributors() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for_contributors = {"test", "test-integrations", "docs", "bench", "async"}
+    extras = set(project["optional-dependencies"]) - for_contributors
+    install, contribute = README.split("## Contribute", 1)
+    assert "pip install memrules " in install
+    assert "pip install -e" not in install
+    assert "pip install -e '.[test]'" in contribute
+    table = re.findall(r"^\| (`[^|]+`) \|", install, flags=re.MULTILINE)
+    listed = {name for cell in table for name in re.findall(r"`([\w-]+)`", cell)}
+    assert listed == extras
+
+
 def test_every_page_in_the_nav_exists_and_every_page_is_in_the_nav() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     listed = set(re.findall(r":\s+([\w/.-]+\.md)\s*$", nav, flags=re.MULTILINE))

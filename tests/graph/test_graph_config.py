@@ -7,7 +7,8 @@ import pytest
 
 from memrules._config.load import SECTIONS, MemoryConfig, load_config
 from memrules._core.errors import ConfigError
-from memrules.graph import AtCap, GraphContext, GraphLimits, StateStoreConfig
+from memrules.graph import AtCap, GraphContext, GraphLimits
+from memrules.state import StateStoreConfig
 
 
 def test_the_sections_are_the_documented_list() -> None:

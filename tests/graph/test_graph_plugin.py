@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import pytest
 
-from memrules import SurvivorRule
+from memrules import ConversationState, SurvivorRule
 from memrules._cli.main import main as cli_main
 from memrules._config.load import MemoryConfig
 from memrules._core.errors import GraphError, StateStoreError
@@ -21,18 +21,16 @@ from memrules._counting.usage import ContextUsage
 from memrules._engine.contract import StrategyContext
 from memrules._plugin.plugin import MemoryPlugin, Request, step
 from memrules.graph import (
-    ConversationState,
     GraphContext,
     GraphLimits,
     GraphNode,
     GraphRelationship,
     GraphSnapshot,
-    InMemoryStateStore,
     MemoryGraph,
     MergePolicy,
-    StateRecord,
     offline_extractor,
 )
+from memrules.state import InMemoryStateStore, StateRecord
 from memrules.strategies import drop_observations, sliding_window
 from tests.plugin.test_plugin import WordCounter
 from tests.support.graph_deltas import deltas, policy_for, sequential

@@ -32,9 +32,9 @@ from autogen_core.models import (
 )
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from memrules import MemoryConfig, Pipeline, Seams, load_pipeline
+from memrules import MemoryConfig, Pipeline, load_pipeline
 from memrules.integrations.autogen import CompactingChatContext, compact_autogen, from_autogen
-from memrules.seams import extractive_summarizer
+from memrules.seams import Seams, extractive_summarizer
 from memrules.strategies import clear_tool_results, trim_to_budget
 
 BUDGET = 1500

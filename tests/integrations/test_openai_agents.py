@@ -102,18 +102,18 @@ items = st.lists(
 
 @given(items)
 def test_items_to_memrules_and_back_are_lossless(given_items: list[dict[str, Any]]) -> None:
-    from memrules.integrations.openai_agents import from_items, to_items
+    from memrules.integrations.openai_agents import from_openai_agents, to_openai_agents
 
-    conversation = from_items(given_items)
-    assert to_items(conversation) == given_items
-    assert from_items(to_items(conversation)) == conversation
+    conversation = from_openai_agents(given_items)
+    assert to_openai_agents(conversation) == given_items
+    assert from_openai_agents(to_openai_agents(conversation)) == conversation
 
 
 def test_what_the_items_mean() -> None:
     from memrules import Opaque, Text, ToolCall, ToolResult
-    from memrules.integrations.openai_agents import from_items
+    from memrules.integrations.openai_agents import from_openai_agents
 
-    developer, call, output, thought = from_items(
+    developer, call, output, thought = from_openai_agents(
         [
             {"role": "developer", "content": "be brief"},
             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
@@ -129,12 +129,12 @@ def test_what_the_items_mean() -> None:
 
 
 def test_a_bad_item_is_named_by_index() -> None:
-    from memrules.integrations.openai_agents import from_items
+    from memrules.integrations.openai_agents import from_openai_agents
 
     with pytest.raises(MessageFormatError, match=r"messages\[1\]: an item is a mapping"):
-        from_items([{"role": "user", "content": "hi"}, "hello"])
+        from_openai_agents([{"role": "user", "content": "hi"}, "hello"])
     with pytest.raises(MessageFormatError, match=r"messages\[0\]\.content: content must be"):
-        from_items([{"role": "user", "content": 7}])
+        from_openai_agents([{"role": "user", "content": 7}])
 
 
 def _history(turns: int) -> list[dict[str, Any]]:
@@ -301,9 +301,9 @@ def test_agent_runs_with_a_compacting_session_send_valid_pairs() -> None:
     for k, sent in enumerate(model.inputs):
         assert pairing_problems(sent) == [], f"model call {k}"
     first_calls = model.inputs[::2]  # each run's first call: compacted history + input
-    from memrules.integrations.openai_agents import from_items
+    from memrules.integrations.openai_agents import from_openai_agents
 
-    assert max(pipeline.count(from_items(g[:-1])) for g in first_calls) < 600
+    assert max(pipeline.count(from_openai_agents(g[:-1])) for g in first_calls) < 600
     assert len(first_calls[-1]) < 24 * 4
     assert first_calls[-1][-1]["content"] == "read file 24"
 
@@ -339,7 +339,7 @@ def test_the_agents_items_conversion_is_an_adapter_that_imports_no_framework() -
     import memrules._adapters.openai_agents as adapter
     import memrules.integrations.openai_agents as integration
 
-    for name in ("from_items", "to_items", "KEY"):
+    for name in ("from_openai_agents", "to_openai_agents", "KEY"):
         assert getattr(integration, name) is getattr(adapter, name)
     code = (
         "import sys, memrules._adapters.openai_agents; "
@@ -407,10 +407,10 @@ class ManyCallsModel(Model):  # type: ignore[misc,valid-type]
 
 
 def _sent_tokens(pipeline: Any, instructions: Any, given: list[Any]) -> int:
-    from memrules.integrations.openai_agents import from_items
+    from memrules.integrations.openai_agents import from_openai_agents
 
     head = [{"role": "system", "content": instructions}] if instructions else []
-    return int(pipeline.count(from_items([*head, *given])))
+    return int(pipeline.count(from_openai_agents([*head, *given])))
 
 
 def test_the_input_filter_keeps_every_model_call_of_a_run_under_budget() -> None:

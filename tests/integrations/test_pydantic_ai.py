@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memrules import load_pipeline
-from memrules._adapters.pydantic_ai import from_history
+from memrules._adapters.pydantic_ai import from_pydantic_ai
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pydantic_ai") is None,
@@ -115,7 +115,7 @@ def test_a_function_model_agent_keeps_every_tool_pair(kind: str) -> None:
         assert prompts, f"model request {k}: the user's prompt was dropped"
         assert prompts[-1].content == "Read every file."
         # every model request of the one run is within the 700-token budget
-        assert pipeline.count(from_history(sent)[0]) < 700, f"model request {k}"
+        assert pipeline.count(from_pydantic_ai(sent)[0]) < 700, f"model request {k}"
     history = result.all_messages()
     assert pairing_problems(history) == []
     calls = sum(isinstance(p, ToolCallPart) for m in caller.seen[-1] for p in m.parts)
@@ -134,7 +134,7 @@ def test_a_test_model_agent_runs_with_the_processor() -> None:
 
 
 def test_kept_messages_are_the_same_objects_and_cleared_returns_keep_their_part() -> None:
-    from memrules.integrations.pydantic_ai import compact_history
+    from memrules.integrations.pydantic_ai import compact_pydantic_ai
 
     pipeline = load_pipeline(
         "max_tokens: 60\nstrategies:\n  - type: clear_tool_results\n    keep_pairs: 0\n"
@@ -147,7 +147,7 @@ def test_kept_messages_are_the_same_objects_and_cleared_returns_keep_their_part(
         ModelResponse(parts=[TextPart("read")]),
         ModelRequest(parts=[UserPromptPart("and now?")]),
     ]
-    out, result = compact_history(pipeline, history)
+    out, result = compact_pydantic_ai(pipeline, history)
     assert result.report.compacted
     assert [m is h for m, h in zip(out, history, strict=True)] == [True, True, False, True, True]
     (cleared,) = out[2].parts
@@ -158,10 +158,10 @@ def test_kept_messages_are_the_same_objects_and_cleared_returns_keep_their_part(
 
 
 def test_an_unchanged_history_is_handed_back_as_it_was() -> None:
-    from memrules.integrations.pydantic_ai import compact_history
+    from memrules.integrations.pydantic_ai import compact_pydantic_ai
 
     history = [ModelRequest(parts=[UserPromptPart("hi")])]
-    out, _ = compact_history(load_pipeline(CONFIG), history)
+    out, _ = compact_pydantic_ai(load_pipeline(CONFIG), history)
     assert out == history
     assert out[0] is history[0]
 
@@ -218,7 +218,7 @@ def test_the_pydantic_ai_conversion_is_an_adapter_that_imports_no_framework() ->
     import memrules._adapters.pydantic_ai as adapter
     import memrules.integrations.pydantic_ai as integration
 
-    for name in ("from_history", "to_history"):
+    for name in ("from_pydantic_ai", "to_pydantic_ai"):
         assert getattr(integration, name) is getattr(adapter, name)
     code = (
         "import sys, memrules._adapters.pydantic_ai; "

@@ -129,7 +129,7 @@ def test_a_remote_endpoint_keeps_the_configured_collection_and_warns_once(
     with ChatServer() as server:
         config = remote_config(backend, tmp_path, server)
         with caplog.at_level(logging.WARNING, logger="memrules.memory"):
-            first, second = config.route(), config.route()
+            first, second = (memrules.MemoryPlugin.from_config(config) for _ in range(2))
         try:
             warnings = [r for r in caplog.records if "remote endpoint" in r.getMessage()]
             assert len(warnings) == 1
@@ -155,13 +155,14 @@ def test_a_collection_of_another_dimension_is_an_error_at_start_up(
     with ChatServer() as server:  # 16 floats
         config = remote_config(backend, tmp_path, server)
         try:
-            remember(config.route(), "My sister Priya moved to Porto.", "Noted.")
+            plugin = memrules.MemoryPlugin.from_config(config)
+            remember(plugin, "My sister Priya moved to Porto.", "Noted.")
         finally:
             config.close()
         server.embeddings = longer
         config = remote_config(backend, tmp_path, server)
         with pytest.raises(ConfigError) as caught:
-            config.route()
+            memrules.MemoryPlugin.from_config(config)
         config.close()
     (problem,) = caught.value.problems
     assert problem.yaml_path == "stores.memory.collection"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import memrules
+from memrules._config.load import service_config
 from memrules._core.errors import ConfigError
 from memrules.memory import (
     DEFAULT_THRESHOLDS,
@@ -78,13 +79,16 @@ def test_a_file_with_routes() -> None:
 def test_route_gives_a_ready_plugin_per_route() -> None:
     config = memrules.load_config(TWO_ROUTES)
     try:
-        support, plain = config.route("support"), config.route("plain")
+        support, plain = (
+            memrules.MemoryPlugin.from_config(config, route=name) for name in ("support", "plain")
+        )
         assert support.memory is not None
         assert support.memory.route.auto_store
         assert plain.memory is None
         assert support.config is config.routes["support"]
-        assert config.route().config is config
-        assert config.route("code").memory.store is support.memory.store  # type: ignore[union-attr]
+        assert memrules.MemoryPlugin.from_config(config).config is config
+        code = memrules.MemoryPlugin.from_config(config, route="code")
+        assert code.memory.store is support.memory.store  # type: ignore[union-attr]
     finally:
         config.close()
 
@@ -93,16 +97,18 @@ def test_route_gives_a_ready_plugin_per_route() -> None:
 def test_an_unknown_route_names_the_known_ones() -> None:
     config = memrules.load_config(TWO_ROUTES)
     with pytest.raises(ConfigError, match=r"route='suport'.*did you mean 'support'.*default, code"):
-        config.route("suport")
+        memrules.MemoryPlugin.from_config(config, route="suport")
 
 
 def test_a_single_pipeline_file_is_the_default_route() -> None:
     config = memrules.load_config(ROOT / "configs" / "chat_window.yaml")
     assert config.route_names == ("default",)
-    plugin = config.route("default")
+    plugin = memrules.MemoryPlugin.from_config(config, route="default")
     assert plugin.config is config
     assert plugin.memory is None
-    assert memrules.load_pipeline(ROOT / "configs" / "chat_window.yaml").config == config
+    # load_pipeline reads the same file as the pipeline's config alone, with the same values.
+    alone = memrules.load_pipeline(ROOT / "configs" / "chat_window.yaml").config
+    assert service_config(alone) == config
 
 
 @needs_memory_extras

@@ -400,7 +400,9 @@ routes:
 """
     )
     try:
-        support, billing, code = (config.route(n) for n in ("support", "billing", "code"))
+        support, billing, code = (
+            MemoryPlugin.from_config(config, route=n) for n in ("support", "billing", "code")
+        )
         assert support.memory is not None
         assert billing.memory is not None
         assert support.memory.store is billing.memory.store  # one client on the directory
@@ -472,7 +474,7 @@ def test_a_route_can_be_given_its_own_store(tmp_path: Path, local_embedder: Embe
     settings = store_settings("qdrant", tmp_path)
     store = qdrant_store(path=":memory:", collection="given", embedder=local_embedder)
     config = MemoryConfig(memory=RouteRetrieval(auto_store=True), memory_store=settings)
-    plugin = config.route(memory_store=store)
+    plugin = MemoryPlugin.from_config(config, memory_store=store)
     assert plugin.memory is not None
     assert plugin.memory.store is store
     remember(plugin, "I live in Porto.", "Noted.")

@@ -26,7 +26,6 @@ PUBLIC = {
     "CompressionReport",
     "CompressionResult",
     "ConfigError",
-    "Embedder",
     "EmbedderError",
     "ContextUsage",
     "ContextUsageObserver",
@@ -53,13 +52,10 @@ PUBLIC = {
     "OverBudgetWarning",
     "Part",
     "Pipeline",
-    "RecallHit",
     "ReplayMismatch",
     "ReplaySummary",
     "Request",
-    "SeamCall",
     "SeamError",
-    "Seams",
     "StateStoreError",
     "StopReason",
     "StoreError",
@@ -67,7 +63,6 @@ PUBLIC = {
     "StrategyContext",
     "StrategyError",
     "SummarizerError",
-    "Summarizer",
     "SurvivorRule",
     "Text",
     "TiktokenCounter",
@@ -75,7 +70,6 @@ PUBLIC = {
     "ToolCall",
     "ToolResult",
     "TraceError",
-    "VectorStore",
     "count_tokens",
     "estimate_tokens",
     "from_anthropic",
@@ -83,13 +77,10 @@ PUBLIC = {
     "from_responses",
     "load_config",
     "load_pipeline",
-    "strategy_factory",
     "to_anthropic",
     "to_anthropic_request",
     "to_openai",
     "to_responses",
-    "answer_recall",
-    "recall_tool",
     "record_trace",
     "replay_trace",
 }
@@ -101,6 +92,7 @@ PUBLIC_MODULES = {
     "memory",
     "observability",
     "seams",
+    "state",
     "strategies",
     "testing",
 }
@@ -144,32 +136,42 @@ def test_every_public_error_is_a_memrules_error() -> None:
 GRAPH_PUBLIC = {
     "DEFAULT_GRAPH_MARKER",
     "AtCap",
-    "ConversationState",
     "GraphContext",
     "GraphDirection",
-    "GraphError",
     "GraphExtractor",
     "GraphImportReport",
     "GraphLimits",
     "GraphNode",
     "GraphRelationship",
     "GraphSnapshot",
-    "InMemoryStateStore",
     "MemoryGraph",
     "MergeCounts",
     "MergePolicy",
     "MergeReport",
     "RenderedGraph",
-    "StateRecord",
-    "StateStore",
-    "StateStoreConfig",
-    "StateStoreError",
     "load_snapshot",
     "offline_extractor",
-    "open_state_store",
     "render_graph",
     "save_snapshot",
 }
+
+
+STATE_PUBLIC = {
+    "InMemoryStateStore",
+    "StateRecord",
+    "StateStore",
+    "StateStoreConfig",
+    "ValkeyStateStore",
+    "open_state_store",
+}
+
+
+def test_the_state_package_exports_the_documented_list() -> None:
+    import memrules.state
+
+    assert set(memrules.state.__all__) == STATE_PUBLIC
+    assert not STATE_PUBLIC & GRAPH_PUBLIC
+    assert not STATE_PUBLIC & PUBLIC  # each name exported once
 
 
 def test_the_graph_package_exports_the_documented_list() -> None:
@@ -183,14 +185,14 @@ def test_the_graph_package_exports_the_documented_list() -> None:
 
 
 def test_the_graph_needs_no_valkey_to_import() -> None:
-    """``memrules.graph.valkey`` imports the client only when a store is made."""
+    """``memrules.state.valkey`` imports the client only when a store is made."""
     import subprocess
     import sys
 
     code = (
         "import sys; sys.modules['valkey'] = None\n"
-        "import memrules, memrules.graph, memrules.graph.valkey\n"
-        "from memrules.graph import StateStoreConfig, open_state_store\n"
+        "import memrules, memrules.state, memrules.state.valkey\n"
+        "from memrules.state import StateStoreConfig, open_state_store\n"
         "try:\n"
         "    open_state_store(StateStoreConfig(url='valkey://127.0.0.1:1'))\n"
         "except memrules.ConfigError as exc:\n"
@@ -244,7 +246,7 @@ def test_memory_imports_no_store_client() -> None:
     assert done.stdout.strip() == "[]"
 
 
-RENAMED = [
+RETIRED = [
     ("memrules", "ConversionMemo", "ConversionCache"),
     ("memrules.memory", "Memory", "Recalled"),
     ("memrules.memory", "MemoryObserver", "RetrievalObserver"),
@@ -253,17 +255,56 @@ RENAMED = [
     ("memrules.memory", "MemoryStoreConfig", "RetrievalStoreConfig"),
     ("memrules.memory", "RouteMemory", "RouteRetrieval"),
     ("memrules.memory", "StoredMemory", "ListedRecord"),
+    ("memrules", "Seams", "memrules.seams.Seams"),
+    ("memrules", "recall_tool", "memrules.seams.recall_tool"),
+    ("memrules", "strategy_factory", "memrules.strategies.strategy_factory"),
+    ("memrules.graph", "ConversationState", "memrules.ConversationState"),
+    ("memrules.graph", "GraphError", "memrules.GraphError"),
 ]
 
 
-@pytest.mark.parametrize(("module", "old", "new"), RENAMED)
-def test_a_renamed_public_name_still_works_and_says_its_new_name(
+@pytest.mark.parametrize(("module", "old", "new"), RETIRED)
+def test_a_retired_public_name_is_gone_and_its_replacement_is_there(
     module: str, old: str, new: str
 ) -> None:
+    """Names retired in 0.2 (listed with their replacements in the changelog)."""
     package = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is now {module}\.{new}"):
-        value = getattr(package, old)
-    assert value is getattr(package, new)
     assert old not in package.__all__
-    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
-        getattr(package, "NoSuch" + "Name")
+    with pytest.raises(AttributeError, match=f"no attribute '{old}'"):
+        getattr(package, old)
+    where, _, name = new.rpartition(".")
+    assert getattr(importlib.import_module(where or module), name) is not None
+
+
+def test_retired_methods_are_gone() -> None:
+    assert not hasattr(memrules.Pipeline, "memo")
+    assert hasattr(memrules.Pipeline, "measure")
+    assert not hasattr(memrules.MemoryPlugin, "with_extensions")
+
+
+def _public_packages() -> list[str]:
+    import memrules.integrations
+
+    found = [
+        "memrules",
+        *(f"memrules.{name}" for name in sorted(PUBLIC_MODULES - {"integrations"})),
+    ]
+    return found + [
+        f"memrules.integrations.{m.name}"
+        for m in pkgutil.iter_modules(memrules.integrations.__path__)
+        if not m.name.startswith("_")
+    ]
+
+
+def test_each_public_name_is_exported_from_one_place() -> None:
+    """A user meets each name in one module: no name is in two ``__all__``."""
+    where: dict[str, list[str]] = {}
+    for package in _public_packages():
+        try:
+            module = importlib.import_module(package)
+        except ImportError:  # an integration whose extra is not installed
+            continue
+        for name in module.__all__:
+            where.setdefault(name, []).append(package)
+    twice = {name: packages for name, packages in where.items() if len(packages) > 1}
+    assert twice == {}

@@ -21,14 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The methods the guides and the README call on a config or a pipeline.
 DOCUMENTED = {
-    "MemoryConfig": ("route", "close", "route_config"),
+    "MemoryConfig": ("close", "route_config"),
     "Pipeline": (
         "apply",
         "apply_async",
         "compress",
         "count",
         "measure",
-        "memo",
         "recall",
         "remember",
         "remember_many",
@@ -96,14 +95,14 @@ def test_a_fresh_class_has_every_public_attribute_this_process_sees(name: str) -
     assert got["names"] == here
 
 
-def test_route_and_close_work_in_a_fresh_interpreter() -> None:
+def test_routes_and_close_work_in_a_fresh_interpreter() -> None:
     got = _fresh(
         """
         import json
         import memrules
         config = memrules.load_config("max_messages: 4\\nroutes:\\n  short: {max_messages: 2}\\n")
-        short = config.route("short")
-        default = config.route()
+        short = memrules.MemoryPlugin.from_config(config, route="short")
+        default = memrules.MemoryPlugin.from_config(config)
         config.close()
         print(json.dumps({
             "plugin": type(short).__name__,

@@ -70,6 +70,6 @@ def test_the_cli_entry_module_holds_only_main() -> None:
     }
     assert defined == {"main"}
     assert _lines(cli_main) <= MOST_LINES
-    for name in ("arguments", "bench", "commands", "compact", "errors", "parser", "streams"):
+    for name in ("arguments", "commands", "compact", "errors", "parser", "streams"):
         module = importlib.import_module(f"memrules._cli.{name}")  # what main's jobs went to
         assert _lines(module) <= MOST_LINES, name

@@ -19,6 +19,7 @@ from memrules.integrations._extras import MissingExtraError
 PACKAGES = [
     "memrules",
     "memrules.graph",
+    "memrules.state",
     "memrules.memory",
     "memrules.strategies",
     "memrules.testing",
@@ -119,9 +120,11 @@ def test_attrs_classes_keep_their_repr_and_annotations() -> None:
                 assert set(hints) >= {f.name for f in attrs.fields(value)}
 
 
-def test_a_name_exported_twice_reports_the_shorter_path() -> None:
+def test_each_name_reports_the_one_package_that_exports_it() -> None:
     graph = importlib.import_module("memrules.graph")
-    assert graph.ConversationState is memrules.ConversationState
     assert memrules.ConversationState.__module__ == "memrules"
-    assert graph.GraphError.__module__ == "memrules"
+    assert memrules.GraphError.__module__ == "memrules"
+    state = importlib.import_module("memrules.state")
+    assert state.ValkeyStateStore.__module__ == "memrules.state"
+    assert state.StateStore.__module__ == "memrules.state"
     assert graph.GraphLimits.__module__ == "memrules.graph"

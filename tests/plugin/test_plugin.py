@@ -367,7 +367,7 @@ def test_count_tokens_is_what_step_one_counts() -> None:
     assert plugin.count_tokens(messages) == seen[0].tokens == (3 + 1 + 4) + (3 + 1 + 2) + 3
 
 
-def test_with_extensions_gives_the_pipeline_its_seams() -> None:
+def test_the_seams_given_to_the_plugin_reach_its_pipeline() -> None:
     stored: list[Conversation] = []
 
     @attrs.frozen
@@ -388,7 +388,7 @@ def test_with_extensions_gives_the_pipeline_its_seams() -> None:
     store, summarizer = Store(), Summarizer()
     no_task = SurvivorRule(task=False)  # offload the whole first turn, its user message too
     config = MemoryConfig(max_messages=3, strategies=[offload(turns=1)], survivors=no_task)
-    plugin = MemoryPlugin.with_extensions(config, summarizer, store)
+    plugin = MemoryPlugin(config, summarizer=summarizer, store=store)
     assert plugin.pipeline.seams.store is store
     assert plugin.pipeline.seams.summarizer is summarizer
     history = conversation(2, 2, 2, 2)

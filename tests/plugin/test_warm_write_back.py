@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import memrules._adapters.openai as openai_adapter
+import memrules._adapters.openai_write as openai_adapter
 from memrules import MemoryConfig, MemoryPlugin
 from memrules.strategies import clear_tool_results
 

@@ -22,7 +22,6 @@ from memrules._core.budget import Budget
 from memrules._core.messages import Conversation, message
 from memrules._engine.interpreter import NamedStrategy
 from memrules._plugin.plugin import MemoryPlugin, Request, StepResult
-from memrules._runtime.awaiting import SeamAnswers
 from memrules._runtime.pipeline import Pipeline
 from memrules.seams import (
     Seams,
@@ -157,22 +156,35 @@ def test_a_store_write_happens_once_per_call() -> None:
     assert offloads[0].response == {"added": ids, "existing": []}
 
 
-def test_the_core_runs_once_more_than_it_calls_seams() -> None:
-    calls: list[str] = []
+def test_apply_async_runs_the_core_once() -> None:
+    """Each strategy runs as often as in the sync path, whatever the number
+    of seam calls: the core is not run again once a call is answered."""
 
-    def core() -> str:
-        from memrules._runtime.logged import LoggedSummarizer
+    def runs_of(pipeline: Pipeline, awaited: bool) -> list[str]:
+        ran: list[str] = []
 
-        summarizer = LoggedSummarizer(ExtractiveSummarizer())
-        first = summarizer.summarize((message("user", "one"),))
-        second = summarizer.summarize((message("user", "two"),))
-        again = summarizer.summarize((message("user", "one"),))  # the same request again
-        calls.append("run")
-        return "|".join((first, second, again))
+        def noted(name: str, inner: Any) -> NamedStrategy:
+            def strategy(conversation: Conversation, context: Any) -> Any:
+                ran.append(name)
+                return inner(conversation, context)
 
-    answers = SeamAnswers()
-    assert run(answers.settle(core)) == "user: one|user: two|user: one"
-    assert (answers.calls, answers.runs, len(calls)) == (3, 4, 1)
+            return NamedStrategy(name=name, strategy=strategy)
+
+        config = attrs.evolve(
+            pipeline.config,
+            strategies=[noted(s.name, s.strategy) for s in pipeline.config.strategies],
+        )
+        seamed_pipeline, store, _ = seamed(attrs.evolve(pipeline, config=config))
+        conversation = _slow_conversation(0)
+        budget = Budget.messages(4)
+        if awaited:
+            run(seamed_pipeline.apply_async(conversation, budget=budget, over_budget="send"))
+        else:
+            seamed_pipeline.apply(conversation, budget=budget, over_budget="send")
+        assert len(store.batches) == 1  # offload wrote once
+        return ran
+
+    assert runs_of(SEAMED, awaited=True) == runs_of(SEAMED, awaited=False)
 
 
 # --- the event loop stays free ------------------------------------------------------

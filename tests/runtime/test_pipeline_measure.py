@@ -1,5 +1,4 @@
-"""``Pipeline.measure()``: a conversation's own measure, passed as ``memo=``;
-``Pipeline.memo()`` is the same under its other name."""
+"""``Pipeline.measure()``: a conversation's own measure, passed as ``memo=``."""
 
 from __future__ import annotations
 
@@ -43,14 +42,3 @@ def test_each_conversation_its_own_measure_answers_as_a_fresh_pipeline() -> None
             assert pipeline.count(conversation, memo=measure) == load_pipeline(CONFIG).count(
                 conversation
             )
-
-
-def test_memo_is_the_same_as_measure() -> None:
-    pipeline = load_pipeline(CONFIG)
-    memo = pipeline.memo()
-    assert type(memo) is type(pipeline.measure())
-    assert memo.counter is pipeline.counter
-    conversation = _conversation("c", 9)
-    assert pipeline.apply(conversation, memo=memo) == pipeline.apply(
-        conversation, memo=pipeline.measure()
-    )

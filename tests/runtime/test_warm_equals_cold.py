@@ -23,12 +23,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from memrules import MemoryPlugin, MemrulesError, load_config
+from memrules import ConversationState, MemoryPlugin, MemrulesError, load_config
 from memrules._adapters.openai import from_openai, to_openai
 from memrules._core.budget import Budget
 from memrules._core.messages import Conversation
 from memrules._runtime.pipeline import Pipeline
-from memrules.graph.state import ConversationState, InMemoryStateStore
+from memrules.state import InMemoryStateStore
 from tests.support.strategies import agent_histories, agent_loops
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

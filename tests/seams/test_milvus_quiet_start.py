@@ -62,7 +62,7 @@ def _record(error: BaseException | None, message: str = "Exception calling appli
 
 
 def test_the_filter_drops_only_unimplemented_calls() -> None:
-    from memrules.seams.milvus import _Unimplemented
+    from memrules.seams._milvus_lite import _Unimplemented
 
     keep = _Unimplemented()
     assert not keep.filter(_record(NotImplementedError("Method not implemented!")))

@@ -13,7 +13,8 @@ import pytest
 
 from memrules._core.seam_records import decode_message
 from memrules.seams import Embedder, Scope
-from memrules.seams import milvus as milvus_module
+from memrules.seams import _milvus_indexes as milvus_indexes
+from memrules.seams import _milvus_rows as milvus_rows
 from memrules.seams._local_index import LocalIndex
 from tests.seams.test_store_exact import QUERIES, records
 from tests.support.seams import HAS_MILVUS, maker
@@ -68,7 +69,8 @@ def test_a_milvus_lite_hit_s_message_is_decoded_once_while_its_record_is_unchang
         decodes.append(text)
         return decode_message(text)
 
-    monkeypatch.setattr(milvus_module, "decode_message", counting)
+    for module in (milvus_indexes, milvus_rows):  # where a Milvus hit's message is decoded
+        monkeypatch.setattr(module, "decode_message", counting)
     scope = Scope(user="u1", tenant="t1")
     try:
         for mode in ("lexical", "dense", "hybrid"):

@@ -263,7 +263,7 @@ def test_hnsw_settings_reach_the_index(server: SearchServer, local_embedder: Emb
 def test_the_state_store_and_the_vector_store_share_a_server(
     server: SearchServer, local_embedder: Embedder
 ) -> None:
-    from memrules.graph.valkey import ValkeyStateStore
+    from memrules.state.valkey import ValkeyStateStore
 
     state = ValkeyStateStore(server.url)
     store = valkey_store(url=server.url, embedder=local_embedder)

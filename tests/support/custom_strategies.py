@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import attrs
 
-from memrules import Conversation, StrategyContext, strategy_factory
+from memrules import Conversation, StrategyContext
 from memrules._core.conversation import survivor_indices
+from memrules.strategies import strategy_factory
 
 StrategyClosure = Callable[[Conversation, StrategyContext], Conversation]
 

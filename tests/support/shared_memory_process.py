@@ -48,7 +48,7 @@ def _ask(text: str, user: str, tenant: str) -> Request:
 
 
 def run(name: str, config: Any, here: Path) -> dict[str, Any]:
-    plugin = config.route()
+    plugin = memrules.MemoryPlugin.from_config(config)
     for key, memories in SAID[name].items():
         user, tenant = _who(key)
         for memory in memories:

@@ -58,7 +58,7 @@ def offloaded(plugin: Any, conversation_id: str) -> dict[str, Any]:
 
 
 def write(config: Any) -> dict[str, Any]:
-    plugin = config.route()
+    plugin = memrules.MemoryPlugin.from_config(config)
     out = offloaded(plugin, "c1")
     said = request("monday", (message("user", SAID),))
     out["stored"] = plugin.on_response(said, "Porto is lovely; noted.").to_dict()
@@ -66,7 +66,7 @@ def write(config: Any) -> dict[str, Any]:
 
 
 def read(config: Any) -> dict[str, Any]:
-    plugin = config.route()
+    plugin = memrules.MemoryPlugin.from_config(config)
     store = plugin.pipeline.seams.store
     out: dict[str, Any] = {}
     scope = {"conversation_id": "c1", "user": USER, "tenant": TENANT}

@@ -5,6 +5,7 @@ and ``context``, and a replay reproduces the runs byte for byte."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterator
 from datetime import date
@@ -154,3 +155,41 @@ def test_remember_with_a_session_time_and_a_context_replays(tmp_path: Path) -> N
     assert "7 May 2023" in adds[0]
     assert "8 May 2023" not in adds[1]
     assert replay_trace(trace).requests == 3
+
+
+def test_the_recorded_methods_are_the_pipelines_own(tmp_path: Path) -> None:
+    """A traced pipeline's methods take what the pipeline's take (one
+    signature, not a copy that falls behind: `memo` and `over_budget`
+    included), and record what they were given."""
+    pipeline = load_pipeline(CACHE_SECTION)
+    with record_trace(tmp_path / "same.jsonl", pipeline, clock=_clock([100.0])) as traced:
+        for name in ("apply", "compress", "remember", "recall"):
+            assert inspect.signature(getattr(traced, name)) == inspect.signature(
+                getattr(pipeline, name)
+            ), name
+        memo = pipeline.measure()
+        result = traced.apply(_history(6), memo=memo, over_budget="send", conversation_id="c1")
+    assert result == pipeline.apply(_history(6), now=100.0, conversation_id="c1")
+    (line,) = _lines(tmp_path / "same.jsonl")[1:]
+    assert line["calls"][0]["seam"] == "clock"
+    assert replay_trace(tmp_path / "same.jsonl").requests == 1
+
+
+INDEXED = STORE.rstrip() + "\nindex_context: {{before: 0, dates: false}}\n"
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="needs the qdrant extra")
+def test_remember_under_the_configs_index_context_replays(tmp_path: Path) -> None:
+    """`remember` without `context` indexes by the config's `index_context`,
+    traced or not, and the replay does the same."""
+    trace = tmp_path / "indexed.jsonl"
+    said = [message("user", "I moved to Porto yesterday."), message("assistant", "Noted.")]
+    with ChatServer() as server:
+        pipeline = load_pipeline(INDEXED.format(path=tmp_path / "store", url=server.url))
+        with record_trace(trace, pipeline) as traced:
+            traced.remember(said, conversation_id="c1")
+            traced.remember(said, conversation_id="c2", context=IndexContext())
+    first, second = _lines(trace)[1:]
+    assert "context" not in first  # the config's: a replay takes it without being told
+    assert second["context"]["before"] == 1
+    assert replay_trace(trace).requests == 2

