@@ -5,10 +5,10 @@ composed by a pipeline that a YAML file declares; the interpreter enforces
 the survivor and tool-pairing invariants after every strategy.
 
 The names below are the public API (a test holds them to this list). The
-built-in strategy factories are in :mod:`memrules.strategies`, the seams in
-:mod:`memrules.seams`, the tools to property-test a strategy in
-:mod:`memrules.testing`, and agent trajectories as evaluation data (readers
-and probes) in :mod:`memrules.datasets`; every other module is private.
+built-in strategy factories are in `memrules.strategies`, the seams in
+`memrules.seams`, the tools to property-test a strategy in
+`memrules.testing`, and agent trajectories as evaluation data (readers
+and probes) in `memrules.datasets`; every other module is private.
 Each public name is exported from one module only, the one a user meets it
 in: the seam protocols (`Seams`, `Embedder`, `VectorStore`...) and
 `recall_tool` are in `memrules.seams`, `strategy_factory` in
@@ -77,6 +77,7 @@ if _typing.TYPE_CHECKING:
         Text,
         ToolCall,
         ToolResult,
+        message,
     )
     from memrules._core.prompt_cache import CacheMeasure
     from memrules._core.report import (
@@ -168,6 +169,7 @@ __all__ = [
     "from_responses",
     "load_config",
     "load_pipeline",
+    "message",
     "record_trace",
     "replay_trace",
     "to_anthropic",
@@ -222,7 +224,7 @@ _WHERE: dict[str, str] = {
         "memrules._core.errors",
     ),
     **dict.fromkeys(
-        ("Conversation", "Message", "Opaque", "Part", "Text", "ToolCall", "ToolResult"),
+        ("Conversation", "Message", "Opaque", "Part", "Text", "ToolCall", "ToolResult", "message"),
         "memrules._core.messages",
     ),
     "CacheMeasure": "memrules._core.prompt_cache",
@@ -259,7 +261,7 @@ else:
         """A public name, imported from its module the first time it is asked
         for (PEP 562): ``import memrules`` loads none of the library, so a
         program pays only for the parts it uses. ``__version__`` is read
-        from the package metadata (importing :mod:`importlib.metadata`
+        from the package metadata (importing `importlib.metadata`
         costs more than the rest of ``import memrules``). Hidden from type
         checkers, which would read every misspelt name as ``Any`` through it."""
         if name == "__version__":

@@ -1,9 +1,9 @@
 """Watching compaction: observers for logs, traces and metrics.
 
 A pipeline's ``observers`` are called around every run and every strategy
-run (:class:`PipelineObserver`); they see sizes, names and outcomes, never
+run (`PipelineObserver`); they see sizes, names and outcomes, never
 change the result, and add no wall-clock value to the report (replays stay
-byte-identical). Give them to a pipeline::
+byte-identical). Give them to a pipeline:
 
     import logging
     from memrules import load_pipeline
@@ -11,14 +11,14 @@ byte-identical). Give them to a pipeline::
 
     pipeline = load_pipeline("memrules.yaml", observers=[LoggingObserver()])
 
-- :class:`LoggingObserver`: one structured :mod:`logging` record per run
+- `LoggingObserver`: one structured `logging` record per run
   (and one per strategy run at ``DEBUG``), no message content;
-- :class:`memrules.integrations.otel.OpenTelemetryObserver`: spans for each
+- `OpenTelemetryObserver`: spans for each
   run and strategy run (the ``otel`` extra);
-- :class:`memrules.integrations.prometheus.PrometheusObserver`: counters
+- `PrometheusObserver`: counters
   and a latency histogram (the ``prometheus`` extra).
 
-:func:`run_attributes` and :func:`step_attributes` are what they all
+`run_attributes` and `step_attributes` are what they all
 record: names, counts, the stop reason and error *types*. None of them holds
 message content; an error's text (which a strategy's exception may fill
 with content) is recorded only where an observer is told to record content.
@@ -56,7 +56,7 @@ conversation, or it broke an invariant)."""
 
 def error_type(error: str) -> str:
     """The kind of a strategy error, without its text: the exception's class
-    name (``"StrategyError"``), or :data:`REJECTED_OUTPUT`."""
+    name (``"StrategyError"``), or `REJECTED_OUTPUT`."""
     match = _ERROR_TYPE.match(error)
     return match.group(1) if match else REJECTED_OUTPUT
 
@@ -148,7 +148,7 @@ class LoggingObserver:
     """Logs each run as one record on ``logger`` (``memrules`` by default) at
     ``level``, and each strategy run at ``step_level`` (``DEBUG``; None for
     none). The fields are in the record's ``memrules`` attribute (a dict of
-    :func:`run_attributes` or :func:`step_attributes`, plus
+    `run_attributes` or `step_attributes`, plus
     ``memrules.duration_ms``), for structured formatters; the message says
     the same in a line. A strategy error is logged at ``WARNING`` with its
     type, never its text. No message content is ever logged.

@@ -1,13 +1,13 @@
 """Provider message formats, both ways, losslessly.
 
-- :mod:`memrules._adapters.openai`: OpenAI chat-completions messages
-  (:func:`from_openai`, :func:`to_openai`).
-- :mod:`memrules._adapters.anthropic`: Anthropic Messages API messages and the
-  ``system`` parameter (:func:`from_anthropic`, :func:`to_anthropic`,
-  :func:`to_anthropic_request`).
-- :mod:`memrules._adapters.responses`: OpenAI Responses API input items
-  (:func:`from_responses`, :func:`to_responses`).
-- :mod:`memrules._adapters.context_editing`: provider-side context editing
+- `memrules._adapters.openai`: OpenAI chat-completions messages
+  (`from_openai`, `to_openai`).
+- `memrules._adapters.anthropic`: Anthropic Messages API messages and the
+  ``system`` parameter (`from_anthropic`, `to_anthropic`,
+  `to_anthropic_request`).
+- `memrules._adapters.responses`: OpenAI Responses API input items
+  (`from_responses`, `to_responses`).
+- `memrules._adapters.context_editing`: provider-side context editing
   (Anthropic's ``context_management`` edits, OpenAI's server compaction) as
   one policy, written into a body or made locally.
 - the frameworks' converters (`langchain`, `openai_agents`, `pydantic_ai`,
@@ -17,9 +17,9 @@
   package holds the conversions, `memrules.integrations` what plugs them in.
 
 ``to_x(from_x(m)) == m`` for every valid input ``m``; a conversation's
-:class:`ConversionCache` makes ``from_x`` pay only for messages that
+`ConversionCache` makes ``from_x`` pay only for messages that
 conversation has not sent before; malformed input raises
-:class:`~memrules._core.errors.MessageFormatError` naming the message index and
+`MessageFormatError` naming the message index and
 field. Fields the data model has no place for are kept in
 ``Message.metadata`` and in each part's ``extra`` under the provider's name
 (``"openai"``, ``"anthropic"``) and a few ``"<provider>_..."`` keys that each

@@ -5,29 +5,29 @@ An adapter is a module with a reader and a writer built from these pieces; a
 third format is one new module. The pieces:
 
 Reading
-    :func:`array`, :func:`mapping`, :func:`required_str`,
-    :func:`optional_str`, :func:`checked_str` and :func:`typed` read untrusted
-    JSON. Every check raises :class:`~memrules._core.errors.MessageFormatError` with
+    `array`, `mapping`, `required_str`,
+    `optional_str`, `checked_str` and `typed` read untrusted
+    JSON. Every check raises `MessageFormatError` with
     the message index and the field path (``content[2].type``), so malformed
     input never surfaces as a ``KeyError`` or ``TypeError`` from deep inside a
     loop. Strings are checked for lone surrogates and verbatim values for
-    ``NaN`` and infinities (see :func:`verbatim`): both are refused at input,
+    ``NaN`` and infinities (see `verbatim`): both are refused at input,
     because no UTF-8 writer can write the one and no JSON parser reads the
     other, and output must be written whole.
 Keeping
-    :func:`unmapped` keeps the keys a reader does not map, as a
-    :class:`~memrules._core.frozen.FrozenDict` in input order; :func:`key_order`
+    `unmapped` keeps the keys a reader does not map, as a
+    `FrozenDict` in input order; `key_order`
     records the order of an object's keys when a writer would write them in
     another. The provider's name is the key they are kept under in
     ``metadata``/``extra`` (``"openai"``, ``"openai_keys"``).
 Writing
-    :func:`finish` adds the kept keys back and puts every key in input order;
-    :func:`content_value` chooses between a string and a list of blocks;
-    :func:`write_text` and :func:`write_opaque` write the parts both formats
+    `finish` adds the kept keys back and puts every key in input order;
+    `content_value` chooses between a string and a list of blocks;
+    `write_text` and `write_opaque` write the parts both formats
     have.
 Images
-    :class:`Image` is an image as any provider can send it. Each adapter
-    registers an :class:`ImageCodec` that reads its own image parts into an
+    `Image` is an image as any provider can send it. Each adapter
+    registers an `ImageCodec` that reads its own image parts into an
     ``Image`` and writes one back, so a writer turns another provider's
     image into its own without knowing that provider's format.
 
@@ -278,9 +278,9 @@ def finish(
 def read_text_or_opaque(
     item: Mapping[str, Any], kind: str, provider: str, index: int | None, where: str
 ) -> ContentPart:
-    """A ``text`` part as :class:`Text` (unknown keys and their order kept in
+    """A ``text`` part as `Text` (unknown keys and their order kept in
     ``extra[provider]`` and ``extra[provider + "_keys"]``), anything else as an
-    :class:`Opaque` of kind ``"<provider>:<type>"`` holding the whole part."""
+    `Opaque` of kind ``"<provider>:<type>"`` holding the whole part."""
     if kind == "text":
         text = required_str(item, "text", index, where)
         rest = unmapped(item, _TEXT_RANK, index, where)
@@ -386,7 +386,7 @@ class Image:
 
 @attrs.frozen(kw_only=True, slots=True)
 class ImageCodec:
-    """How one provider's image parts read into an :class:`Image` and back.
+    """How one provider's image parts read into an `Image` and back.
 
     ``kind`` is the part type its images have (``"image_url"``); ``read``
     returns None for a part it cannot convert (a file reference).

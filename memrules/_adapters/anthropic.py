@@ -31,14 +31,14 @@ it in, as a ``system`` message:
   ``from_anthropic`` reads it back (to the same message a ``system``
   parameter gives). Use ``to_anthropic_request`` to call the API.
 
-How each block maps: ``text`` becomes :class:`~memrules._core.messages.Text`;
-``tool_use`` a :class:`~memrules._core.messages.ToolCall` whose ``arguments`` is
+How each block maps: ``text`` becomes `Text`;
+``tool_use`` a `ToolCall` whose ``arguments`` is
 ``input`` as JSON text (written back, it parses to an equal object); a
-``tool_result`` a :class:`~memrules._core.messages.ToolResult` part of the same
+``tool_result`` a `ToolResult` part of the same
 user message (not a separate ``tool`` message), its ``content`` a string or a
 tuple of ``Text``/``Opaque`` parts; every other block (``image``,
 ``document``, ``thinking``, ``redacted_thinking``, server tool blocks, types
-memrules does not know) an :class:`~memrules._core.messages.Opaque` whose ``kind``
+memrules does not know) an `Opaque` whose ``kind``
 is ``"anthropic:<type>"`` and whose ``payload`` is the whole block.
 
 What the data model cannot say is kept where the writers find it again, and
@@ -66,14 +66,14 @@ above), so the output's bytes follow the input's, whatever
 ``PYTHONHASHSEED`` is. The request object itself is written as ``system``
 then ``messages``; merge it into the caller's request to keep that order.
 
-Refused at input, with a :class:`~memrules._core.errors.MessageFormatError`
+Refused at input, with a `MessageFormatError`
 naming the index and field: ``NaN`` and infinities anywhere (``json.dumps``
 would write a bare ``NaN``, which is not JSON), and strings or keys with a
 lone surrogate (``"\\ud800"``, as ``json.loads`` returns for the escape),
 which no UTF-8 writer can write, and values nested more than
-:data:`~memrules._core.frozen.MAX_DEPTH` levels deep. A message built in Python
+`MAX_DEPTH` levels deep. A message built in Python
 refuses lone surrogates and such nesting when it is built (a
-:class:`~memrules._core.errors.MessageFormatError` naming the field), but not a
+`MessageFormatError` naming the field), but not a
 ``NaN`` in its metadata: keep that out of it.
 
 Converting from OpenAI messages (what is kept, what is lost): ``tool``
@@ -148,13 +148,13 @@ def from_anthropic(
     ``messages`` is the ``messages`` array of a request, or the whole request
     mapping; ``system`` is the request's ``system`` parameter, when
     ``messages`` is a list. The system prompt becomes the first message. The
-    input is not modified. Raises :class:`~memrules._core.errors.MessageFormatError`
+    input is not modified. Raises `MessageFormatError`
     naming the message index and field for malformed input, e.g.
     ``messages[2].content[0].tool_use_id: missing``, and for values no JSON
     writer can write back (``NaN``, lone surrogates); an error in the system
     prompt names ``system``.
 
-    ``memo``, one conversation's :class:`~memrules._adapters.conversion_cache.ConversionCache`,
+    ``memo``, one conversation's `ConversionCache`,
     makes a request pay only for the messages that conversation has not
     sent before (the system prompt is read every time).
     """
@@ -336,7 +336,7 @@ def to_anthropic(conversation: Iterable[Message]) -> list[dict[str, Any]]:
     """Write a conversation as an Anthropic ``messages`` list.
 
     System messages stay where they are, as ``{"role": "system", ...}``
-    entries (lossless, but not for the API: use :func:`to_anthropic_request`).
+    entries (lossless, but not for the API: use `to_anthropic_request`).
     Returns fresh plain ``dict``/``list`` values, ready for ``json.dumps``,
     with every object's keys in the order they were read in.
     """
@@ -353,7 +353,7 @@ def to_anthropic_request(
     request: ``{"model": ..., "max_tokens": ..., **to_anthropic_request(c)}``.
     With ``cache_breakpoints``, ``cache_control`` is placed on the last stable
     message, as far as the caller's own leave room for (see
-    :func:`memrules._adapters.breakpoints.place_breakpoints`).
+    `place_breakpoints`).
     """
     if cache_breakpoints:
         from memrules._adapters.breakpoints import place_breakpoints

@@ -4,29 +4,29 @@ messages and back.
 AutoGen's model context holds four kinds of message, and each maps to one
 memrules message:
 
-- ``SystemMessage``: a ``system`` message of one :class:`~memrules.Text`;
-- ``UserMessage``: a ``user`` message; its text is :class:`~memrules.Text`
-  and each ``Image`` an :class:`~memrules.Opaque` part holding it as an
+- ``SystemMessage``: a ``system`` message of one `Text`;
+- ``UserMessage``: a ``user`` message; its text is `Text`
+  and each ``Image`` an `Opaque` part holding it as an
   OpenAI ``image_url`` with a PNG data URI (what AutoGen's OpenAI client
   sends, so the counter prices the image by its size);
 - ``AssistantMessage``: an ``assistant`` message; text content is
-  :class:`~memrules.Text`, each ``FunctionCall`` a :class:`~memrules.ToolCall`
+  `Text`, each ``FunctionCall`` a `ToolCall`
   (its arguments are already JSON text), and the ``thought`` (reasoning, or
   the text that came with the calls, which the model reads again) a first
-  :class:`~memrules.Text` marked ``extra={"autogen": "thought"}``;
+  `Text` marked ``extra={"autogen": "thought"}``;
 - ``FunctionExecutionResultMessage``: a ``tool`` message with one
-  :class:`~memrules.ToolResult` per result (parallel calls answered together
+  `ToolResult` per result (parallel calls answered together
   stay together); each result's function name is kept in its ``extra``.
 
 A message's ``source`` (the agent that wrote it) is the memrules message's
 ``name``, which is what AutoGen's OpenAI client sends as ``name``. Whether
 the content was a string or a list, and a result's unset ``is_error``, are
 kept under the ``"autogen"`` key (in the message's metadata, in the result's
-``extra``), so :func:`to_autogen` gives equal messages back. ``Image`` has no
+``extra``), so `to_autogen` gives equal messages back. ``Image`` has no
 value equality of its own: an image comes back as an equal picture (the same
 PNG), a new ``Image`` object.
 
-This module imports no AutoGen module until :func:`to_autogen` needs its
+This module imports no AutoGen module until `to_autogen` needs its
 classes (the ``autogen`` extra).
 """
 
@@ -58,7 +58,7 @@ THOUGHT = "thought"
 """``Text.extra[KEY]`` of the part that holds an assistant message's thought."""
 
 IMAGE = "autogen:image_url"
-"""The :class:`~memrules.Opaque` kind of an AutoGen ``Image``."""
+"""The `Opaque` kind of an AutoGen ``Image``."""
 
 _ROLES: dict[str, Role] = {
     "SystemMessage": "system",
@@ -136,7 +136,7 @@ def convert_one(message: Any, index: int) -> Message:
 
 def from_autogen(messages: Iterable[Any]) -> Conversation:
     """AutoGen ``LLMMessage`` objects as a memrules conversation (see the
-    module docs). Raises :class:`~memrules.MessageFormatError` naming the
+    module docs). Raises `MessageFormatError` naming the
     index of anything that is not one."""
     return tuple(convert_one(m, i) for i, m in enumerate(messages))
 
@@ -214,13 +214,13 @@ def _assistant_back(message: Message, listed: bool, core: Any) -> tuple[Any, str
 
 def to_autogen(messages: Sequence[Message]) -> list[Any]:
     """memrules messages as AutoGen ``LLMMessage`` objects: what
-    :func:`from_autogen` kept, else the message's own role (a ``tool``
+    `from_autogen` kept, else the message's own role (a ``tool``
     message's results as one ``FunctionExecutionResultMessage``; the
     ``source`` of a message without a name is its role; an assistant's text
     beside tool calls as its ``thought``). A user message's
-    :class:`~memrules.Opaque` part must be an image with its pixels (a
+    `Opaque` part must be an image with its pixels (a
     base64 data URI): anything else raises
-    :class:`~memrules.MessageFormatError` naming the index, since AutoGen has
+    `MessageFormatError` naming the index, since AutoGen has
     no place for it."""
     core = require("autogen_core", "autogen")
     models = require("autogen_core.models", "autogen")

@@ -7,18 +7,18 @@ conversation that only appends between compactions, two places stay the
 same from one request to the next: the end of the head that compaction
 never touches (the system prompt, and the summaries a ``frozen``
 ``summarize`` appended), and the end of the whole request, which the next
-request starts with. :func:`place_breakpoints` marks the last block of the
+request starts with. `place_breakpoints` marks the last block of the
 messages at those places, and leaves alone what the caller marked: their
 breakpoints count towards the four, a message that already holds one gets
 no second, and nothing is added once there are four.
 
 A breakpoint sits in a block's unmapped Anthropic keys (``extra["anthropic"]``
 for text, tool use and tool result blocks, the ``payload`` of an opaque
-block), where :func:`~memrules.from_anthropic` keeps the caller's and
-:func:`~memrules.to_anthropic_request` writes them, and where the cache
-measure (:mod:`memrules._counting.cache`) reads them.
+block), where `from_anthropic` keeps the caller's and
+`to_anthropic_request` writes them, and where the cache
+measure (`memrules._counting.cache`) reads them.
 
->>> from memrules._core.messages import message
+>>> from memrules import message
 >>> from memrules._counting.cache import breakpoints
 >>> convo = (message("system", "rules"), message("user", "a"), message("user", "b"))
 >>> breakpoints(place_breakpoints(convo))
@@ -95,7 +95,7 @@ def place_breakpoints(
 ) -> Conversation:
     """``messages`` with a ``cache_control`` breakpoint on the last block
     of each message ``at`` names (by default the end of the
-    :func:`stable_head` and the last message), as far as ``limit`` allows
+    `stable_head` and the last message), as far as ``limit`` allows
     after the caller's own; ``ttl`` ``"1h"`` asks for the hour-long
     lifetime. Returns a new tuple; the same tuple when nothing was placed.
     A tool message's breakpoint goes on its result block, which the

@@ -1,7 +1,7 @@
 """Converting a framework's message objects once, by identity.
 
 An agent loop hands the same message objects again on every model call,
-plus the few the turn added. :class:`ConversionsByIdentity` remembers what
+plus the few the turn added. `ConversionsByIdentity` remembers what
 each object of the last call became, so the next call converts only
 objects it has not seen. An object is known only while it is the very same
 object (its ``id`` and an ``is`` check), so an object edited in place must

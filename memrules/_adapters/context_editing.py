@@ -7,17 +7,17 @@ the prompt reaches the model (``context_management.edits``:
 ``context-management-2025-06-27`` beta); OpenAI's Responses API compacts a
 conversation on its side once it passes a threshold (``context_management:
 [{"type": "compaction", "compact_threshold": N}]``). A
-:class:`ProviderEditing` names those edits once:
+`ProviderEditing` names those edits once:
 
-- in **provider** mode, :func:`write_context_management` writes them into a
-  request body of a provider that has them, and :func:`plan_edits` says
+- in **provider** mode, `write_context_management` writes them into a
+  request body of a provider that has them, and `plan_edits` says
   what the provider will clear (which tool uses, which thinking blocks, how
   many tokens), counted by memrules' counter;
 - in **local** mode (``local=True``), or for a body whose provider lacks
-  an edit (Anthropic's clearing on an OpenAI body), :func:`apply_edits`
+  an edit (Anthropic's clearing on an OpenAI body), `apply_edits`
   makes the very same edits to the conversation before compaction.
 
-The selection is one function (:func:`plan_edits`), so both modes take the
+The selection is one function (`plan_edits`), so both modes take the
 same blocks. What it does, as Anthropic documents the edits:
 
 ``clear_tool_uses``
@@ -367,7 +367,7 @@ def apply_edits(
     provider: Provider,
 ) -> tuple[Conversation, EditPlan]:
     """The clearing edits memrules makes itself on a ``provider`` body (see
-    :meth:`ProviderEditing.local_for`), made: the new conversation (the same
+    `ProviderEditing.local_for`), made: the new conversation (the same
     tuple when nothing goes) and what went."""
     tools, thinking = editing.local_for(provider)
     if tools is None and thinking is None:

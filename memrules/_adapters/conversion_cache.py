@@ -2,9 +2,9 @@
 
 A router converts the whole message list of every request, and a request
 of a long conversation repeats every message the last one had.
-:class:`ConversionCache` remembers, for one conversation, what each message
-object was converted to, so that :func:`~memrules.from_openai` and
-:func:`~memrules.from_anthropic` handed the memo pay per message only for
+`ConversionCache` remembers, for one conversation, what each message
+object was converted to, so that `from_openai` and
+`from_anthropic` handed the memo pay per message only for
 messages this conversation has not sent before. A message is known:
 
 - **in place**: it equals the message at the same index of the last
@@ -74,7 +74,7 @@ def fingerprint(value: Any, _depth: int = 0) -> Any:
     their key order, and numbers and booleans their type, so two values
     with equal fingerprints convert to the same message. None for a value
     that is not plain JSON, or is nested more than
-    :data:`~memrules._core.frozen.MAX_DEPTH` levels deep (it is then never
+    `MAX_DEPTH` levels deep (it is then never
     looked up, and converting it says what is wrong)."""
     kind = type(value)
     if kind is str or value is None:

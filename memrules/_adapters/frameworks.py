@@ -15,7 +15,7 @@ class MissingExtraError(MemrulesError, ImportError):
 
 
 def require(module: str, extra: str) -> ModuleType:
-    """``module`` imported, or :class:`MissingExtraError` naming the extra
+    """``module`` imported, or `MissingExtraError` naming the extra
     that installs it."""
     try:
         return importlib.import_module(module)

@@ -1,13 +1,13 @@
 """LangChain messages, both ways, losslessly (used by
-:mod:`memrules.integrations.langchain`, which re-exports them).
+`memrules.integrations.langchain`, which re-exports them).
 
-:func:`from_langchain` and :func:`to_langchain` convert ``BaseMessage``
+`from_langchain` and `to_langchain` convert ``BaseMessage``
 lists: ``to_langchain(from_langchain(ms)) == ms`` for LangChain messages
 (content strings and block lists, tool calls valid and invalid,
 ``ToolMessage`` with status and artifact, ids, names, metadata, chunks), and
 ``from_langchain(to_langchain(c)) == c`` for memrules conversations
 (Anthropic-style tool results inside a user message become ``tool_result``
-blocks, as ``langchain-anthropic`` writes them). :class:`LangChainConversions`
+blocks, as ``langchain-anthropic`` writes them). `LangChainConversions`
 converts only the messages an agent loop has not handed over before.
 
 ``langchain_core`` is imported on first use, not with this module: the
@@ -56,8 +56,8 @@ KEY = "langchain"
 """The metadata key that holds what a LangChain message has beyond its parts."""
 STASH = "memrules"
 """The ``additional_kwargs`` key that holds what a memrules message has beyond
-what LangChain can say (written by :func:`to_langchain`, read back and
-removed by :func:`from_langchain`; LangChain's providers do not send it)."""
+what LangChain can say (written by `to_langchain`, read back and
+removed by `from_langchain`; LangChain's providers do not send it)."""
 
 _ROLE_OF_TYPE: dict[str, Role] = {
     "system": "system",
@@ -137,8 +137,8 @@ class _Held:
 
 def _freeze(value: Any, _depth: int = 0) -> Any:
     """``value`` frozen, what cannot be frozen held as it is; a value nested
-    more than :data:`~memrules._core.frozen.MAX_DEPTH` levels deep is a
-    :class:`~memrules.MessageFormatError`, as it is from the other formats."""
+    more than `MAX_DEPTH` levels deep is a
+    `MessageFormatError`, as it is from the other formats."""
     try:
         return freeze(value)
     except ValueProblem:
@@ -369,7 +369,7 @@ def _read_one(message: Any, index: int) -> Message:
 class LangChainConversions(ConversionsByIdentity):
     """The conversions of the last messages seen, by identity: an agent loop
     hands the same message objects again each turn, plus a few new ones
-    (see :mod:`memrules._adapters.by_identity`)."""
+    (see `memrules._adapters.by_identity`)."""
 
     __slots__ = ()
 
@@ -380,14 +380,14 @@ class LangChainConversions(ConversionsByIdentity):
 def from_langchain(messages: Iterable[Any]) -> Conversation:
     """LangChain messages as a memrules conversation.
 
-    Text content is :class:`~memrules.Text`; other content blocks are
-    :class:`~memrules.Opaque` (carried untouched); an AI message's tool calls
-    (and invalid ones) are :class:`~memrules.ToolCall` parts whose arguments
+    Text content is `Text`; other content blocks are
+    `Opaque` (carried untouched); an AI message's tool calls
+    (and invalid ones) are `ToolCall` parts whose arguments
     are the args as JSON; a ``ToolMessage`` is a tool message with one
-    :class:`~memrules.ToolResult`; ``tool_result`` blocks in a human message
+    `ToolResult`; ``tool_result`` blocks in a human message
     are tool results too. Everything else is kept in the message's metadata
-    under ``"langchain"``, so :func:`to_langchain` gives the same messages
-    back. Raises :class:`~memrules.MessageFormatError` naming the index of
+    under ``"langchain"``, so `to_langchain` gives the same messages
+    back. Raises `MessageFormatError` naming the index of
     anything that is not a conversation message.
     """
     return tuple(_one(m, i) for i, m in enumerate(messages))
@@ -529,12 +529,12 @@ def _to_one(message: Message, classes: Any) -> Any:
 
 
 def to_langchain(conversation: Iterable[Message]) -> list[Any]:
-    """A memrules conversation as LangChain messages (see :func:`from_langchain`).
+    """A memrules conversation as LangChain messages (see `from_langchain`).
 
     A message that came from LangChain becomes the same class with the same
     fields; any other becomes ``SystemMessage``, ``HumanMessage``,
     ``AIMessage`` or ``ToolMessage`` by role. Raises
-    :class:`~memrules.MessageFormatError` naming the index of a message
+    `MessageFormatError` naming the index of a message
     LangChain cannot hold (a tool message with several results).
     """
     out = []

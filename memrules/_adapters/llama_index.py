@@ -3,16 +3,16 @@
 A ``ChatMessage`` is a role, ``additional_kwargs`` and a list of content
 blocks. Its role maps as the provider roles do (``developer`` is
 ``system``, ``model`` and ``chatbot`` are ``assistant``, ``function`` is
-``tool``); a ``TextBlock`` is :class:`~memrules.Text`; a ``ToolCallBlock``
-is a :class:`~memrules.ToolCall` (its kwargs as JSON); a ``tool`` message
+``tool``); a ``TextBlock`` is `Text`; a ``ToolCallBlock``
+is a `ToolCall` (its kwargs as JSON); a ``tool`` message
 that names its call (``additional_kwargs["tool_call_id"]``, as LlamaIndex's
-agents write it) is one :class:`~memrules.ToolResult` holding its text; any
+agents write it) is one `ToolResult` holding its text; any
 other block (thinking, images, audio, documents, citations) is an
-:class:`~memrules.Opaque` part holding the block's JSON, carried untouched.
+`Opaque` part holding the block's JSON, carried untouched.
 The message's role and ``additional_kwargs`` ride along in its metadata
-under :data:`KEY`, so :func:`to_llama_index` gives equal messages back.
+under `KEY`, so `to_llama_index` gives equal messages back.
 
-This module imports no LlamaIndex module until :func:`to_llama_index` needs
+This module imports no LlamaIndex module until `to_llama_index` needs
 its classes (the ``llama-index`` extra).
 """
 
@@ -106,14 +106,14 @@ def convert_one(message: Any, index: int) -> Message:
 
 def from_llama_index(messages: Iterable[Any]) -> Conversation:
     """LlamaIndex ``ChatMessage`` objects as a memrules conversation (see the
-    module docs). Raises :class:`~memrules.MessageFormatError` naming the
+    module docs). Raises `MessageFormatError` naming the
     index of anything that is not a chat message."""
     return tuple(convert_one(m, i) for i, m in enumerate(messages))
 
 
 def to_llama_index(messages: Sequence[Message]) -> list[Any]:
     """memrules messages as LlamaIndex ``ChatMessage`` objects: the role and
-    ``additional_kwargs`` :func:`from_llama_index` kept, else the message's
+    ``additional_kwargs`` `from_llama_index` kept, else the message's
     own role; text, tool calls, tool results (as text) and carried blocks."""
     types = require("llama_index.core.base.llms.types", "llama-index")
     out: list[Any] = []

@@ -13,15 +13,15 @@ How each message maps:
 
 - ``system`` and ``developer`` become ``system`` messages; ``user`` and
   ``assistant`` keep their role; ``tool`` becomes a ``tool`` message holding
-  one :class:`~memrules._core.messages.ToolResult` (``tool_call_id`` is its
+  one `ToolResult` (``tool_call_id`` is its
   ``call_id``). The legacy ``function`` role becomes a ``tool`` message too,
   answering the assistant's most recent legacy ``function_call``.
-- ``content`` as a string becomes one :class:`~memrules._core.messages.Text`
+- ``content`` as a string becomes one `Text`
   (an empty string, none); as a list, ``text`` parts become ``Text`` and every
   other part (``image_url``, ``input_audio``, ``file``, ``refusal``, types
-  memrules does not know) an :class:`~memrules._core.messages.Opaque` whose ``kind``
+  memrules does not know) an `Opaque` whose ``kind``
   is ``"openai:<type>"`` and whose ``payload`` is the whole part.
-- ``tool_calls`` become :class:`~memrules._core.messages.ToolCall` parts after the
+- ``tool_calls`` become `ToolCall` parts after the
   content, in order; ``arguments`` is kept as the exact text.
   ``custom`` tool calls are read too (``input`` is the arguments).
 - ``name`` becomes ``Message.name``.
@@ -60,14 +60,14 @@ Key order: ``to_openai`` writes every object with its keys in the order
 the orders recorded above), so the output's bytes follow the input's,
 whatever ``PYTHONHASHSEED`` is.
 
-Refused at input, with a :class:`~memrules._core.errors.MessageFormatError`
+Refused at input, with a `MessageFormatError`
 naming the index and field: ``NaN`` and infinities anywhere (``json.dumps``
 would write a bare ``NaN``, which is not JSON), and strings or keys with a
 lone surrogate (``"\\ud800"``, as ``json.loads`` returns for the escape),
 which no UTF-8 writer can write, and values nested more than
-:data:`~memrules._core.frozen.MAX_DEPTH` levels deep. A message built in Python
+`MAX_DEPTH` levels deep. A message built in Python
 refuses lone surrogates and such nesting when it is built (a
-:class:`~memrules._core.errors.MessageFormatError` naming the field), but not a
+`MessageFormatError` naming the field), but not a
 ``NaN`` in its metadata: keep that out of it.
 
 Converting from Anthropic messages (what is kept, what is lost): a user
@@ -136,12 +136,12 @@ def from_openai(
     """Read OpenAI chat-completions messages into a conversation.
 
     ``messages`` is the ``messages`` array of a request (parsed JSON). The
-    input is not modified. Raises :class:`~memrules._core.errors.MessageFormatError`
+    input is not modified. Raises `MessageFormatError`
     naming the message index and field for malformed input, e.g.
     ``messages[3].tool_calls[0].function.arguments: expected a string, got int``,
     and for values no JSON writer can write back (``NaN``, lone surrogates).
 
-    ``memo``, one conversation's :class:`~memrules._adapters.conversion_cache.ConversionCache`,
+    ``memo``, one conversation's `ConversionCache`,
     makes a request pay only for the messages that conversation has not
     sent before; the others come back as the very messages they became
     then.

@@ -1,14 +1,14 @@
 """OpenAI Agents SDK items, both ways, losslessly (used by
-:mod:`memrules.integrations.openai_agents`, which re-exports them).
+`memrules.integrations.openai_agents`, which re-exports them).
 
-:func:`from_openai_agents` and :func:`to_openai_agents` convert the SDK's items (the
+`from_openai_agents` and `to_openai_agents` convert the SDK's items (the
 Responses API input items a ``Session`` stores): ``to_openai_agents(from_openai_agents(items))
 == items``. A message item is a message of its role (``developer`` is
 ``system``); a ``function_call`` is an assistant message with one
-:class:`~memrules.ToolCall`; a ``function_call_output`` a tool message with
-its :class:`~memrules.ToolResult`. Any other item (reasoning, web search,
+`ToolCall`; a ``function_call_output`` a tool message with
+its `ToolResult`. Any other item (reasoning, web search,
 computer calls...) is an assistant message holding it as an
-:class:`~memrules.Opaque` part, carried through untouched. Items are read by
+`Opaque` part, carried through untouched. Items are read by
 duck typing; the SDK is never imported here.
 """
 
@@ -117,7 +117,7 @@ def _id(item: Item) -> str | None:
 def from_openai_agents(items: Iterable[Any]) -> Conversation:
     """Agents SDK items (Responses API input items) as a memrules conversation.
 
-    Raises :class:`~memrules.MessageFormatError` naming the index of an item
+    Raises `MessageFormatError` naming the index of an item
     that is not a mapping or whose content is neither text nor a list.
     """
     return tuple(_one(item, i) for i, item in enumerate(items))
@@ -189,7 +189,7 @@ def _plain_text(parts: Sequence[Part]) -> bool:
 
 
 def to_openai_agents(conversation: Iterable[Message]) -> list[dict[str, Any]]:
-    """A memrules conversation as Agents SDK items (see :func:`from_openai_agents`).
+    """A memrules conversation as Agents SDK items (see `from_openai_agents`).
 
     A message that came from an item becomes that item again, with its
     parts' current content; a message a strategy made (a summary) becomes a

@@ -40,7 +40,7 @@ def to_openai(conversation: Iterable[Message]) -> list[dict[str, Any]]:
     with every object's keys in the order they were read in.
     A message that OpenAI cannot express (a tool call on a user message, a
     tool message with no result) raises
-    :class:`~memrules._core.errors.MessageFormatError` naming its index.
+    `MessageFormatError` naming its index.
     """
     out: list[dict[str, Any]] = []
     for index, message in enumerate(conversation):
@@ -60,7 +60,7 @@ def _write_one(message: Message, index: int, out: list[dict[str, Any]]) -> None:
 
 
 Written = dict[int, tuple[Message, dict[str, Any]]]
-"""What :func:`write_back` wrote for the messages it converted, by the
+"""What `write_back` wrote for the messages it converted, by the
 message's ``id``: the message itself (which keeps the id its own) and the
 dict, for dicts whose values are all strings, numbers, booleans or None."""
 
@@ -77,14 +77,14 @@ def write_back(
     written: Written | None = None,
     keep: Written | None = None,
 ) -> list[Any]:
-    """:func:`to_openai` of ``conversation``, made from ``source``, which
-    :func:`from_openai` read from ``raws``: a message of ``source`` that
+    """`to_openai` of ``conversation``, made from ``source``, which
+    `from_openai` read from ``raws``: a message of ``source`` that
     ``conversation`` kept (the very object) is written as its raw message,
     the very object too, and only the others are converted. ``hints[j]``,
     where given, is where message ``j`` stands in ``source`` (a report's
     ``origin``); a wrong hint costs one look-up table of ``source``.
 
-    Lossless as :func:`to_openai` is (``to_openai(from_openai(m)) == m``),
+    Lossless as `to_openai` is (``to_openai(from_openai(m)) == m``),
     and cheap: the request hook sends back what it kept without converting
     it again. The result shares objects with ``raws``.
 
@@ -105,7 +105,7 @@ def _write_back(
     written: Written,
     keep: Written | None,
 ) -> list[Any]:
-    """:func:`write_back`: each message found in ``source`` (by its hint,
+    """`write_back`: each message found in ``source`` (by its hint,
     else by one look-up table of ``source``) is its raw message; the others
     are ``written``'s copies or converted, and put in ``keep`` when given."""
     kept = _hinted(conversation, source, raws, hints)
@@ -199,7 +199,7 @@ def _write_back_slow(
     written: Written,
     keep: Written | None,
 ) -> list[Any]:
-    """:func:`write_back` one message at a time."""
+    """`write_back` one message at a time."""
     out: list[Any] = []
     position: dict[int, int] | None = None
     known = min(len(source), len(raws))

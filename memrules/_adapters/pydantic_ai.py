@@ -1,9 +1,9 @@
 """pydantic-ai message histories, both ways (used by
-:mod:`memrules.integrations.pydantic_ai`).
+`memrules.integrations.pydantic_ai`).
 
-:func:`from_pydantic_ai` turns ``ModelRequest``/``ModelResponse`` lists into a
-conversation and a :class:`HistorySource` that remembers each original part;
-:func:`to_pydantic_ai` turns a (compacted) conversation back, reusing the
+`from_pydantic_ai` turns ``ModelRequest``/``ModelResponse`` lists into a
+conversation and a `HistorySource` that remembers each original part;
+`to_pydantic_ai` turns a (compacted) conversation back, reusing the
 original messages and parts wherever they were kept. ``pydantic_ai`` is
 imported on first use, not with this module.
 """
@@ -121,7 +121,7 @@ def _response(index: int, response: Any, source: HistorySource) -> Message:
 
 def from_pydantic_ai(messages: Sequence[Any]) -> tuple[Conversation, HistorySource]:
     """A pydantic-ai message history as a memrules conversation, and the
-    source that :func:`to_pydantic_ai` takes its original parts from."""
+    source that `to_pydantic_ai` takes its original parts from."""
     source = HistorySource(messages)
     out: list[Message] = []
     for index, message in enumerate(messages):
@@ -161,7 +161,7 @@ def _part_back(part: Part, role: str, source: HistorySource) -> Any:
 
 
 def to_pydantic_ai(conversation: Conversation, source: HistorySource) -> list[Any]:
-    """``conversation`` (from :func:`from_pydantic_ai`, maybe compacted) as
+    """``conversation`` (from `from_pydantic_ai`, maybe compacted) as
     pydantic-ai messages: the original messages and parts wherever they were
     kept, changed copies where a strategy changed them."""
     out: list[Any] = []

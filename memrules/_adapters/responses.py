@@ -12,14 +12,14 @@ How the items map:
 
 - A ``message`` item of role ``user``, ``system`` or ``developer`` becomes
   one message of that role (``developer`` as ``system``); its ``input_text``
-  parts become :class:`~memrules._core.messages.Text`, every other part
+  parts become `Text`, every other part
   (``input_image``, ``input_file``, ``input_audio``, types memrules does not
-  know) an :class:`~memrules._core.messages.Opaque` of kind
+  know) an `Opaque` of kind
   ``"responses:<type>"`` holding the whole part.
 - The model's side of a turn becomes one ``assistant`` message: an
   assistant ``message`` item (``output_text`` parts as ``Text``,
   ``refusal`` as ``Opaque``), ``function_call`` and ``custom_tool_call``
-  items as :class:`~memrules._core.messages.ToolCall` parts (``call_id`` is
+  items as `ToolCall` parts (``call_id`` is
   the id), and every other item (``reasoning`` with its
   ``encrypted_content``, ``compaction``, hosted tool calls, types memrules
   does not know) as an ``Opaque`` of kind ``"responses_item:<type>"``
@@ -29,7 +29,7 @@ How the items map:
   one and drops the other (the API refuses a reasoning item sent without
   its following item, and a call sent without its reasoning).
 - ``function_call_output`` and ``custom_tool_call_output`` become one
-  ``tool`` message holding one :class:`~memrules._core.messages.ToolResult`
+  ``tool`` message holding one `ToolResult`
   (a string ``output`` as its text, a list as ``Text`` and ``Opaque`` parts).
 - Other calls answered by a ``call_id`` (``<kind>_call`` with a
   ``<kind>_call_output``: shell, computer, apply-patch calls) pair the same
@@ -141,11 +141,11 @@ def from_responses(
     """Read a Responses API ``input`` item list into a conversation.
 
     The input is not modified. Raises
-    :class:`~memrules._core.errors.MessageFormatError` naming the item index
+    `MessageFormatError` naming the item index
     and field for malformed input (``items[2].call_id: missing``), and for
     values no JSON writer can write back (``NaN``, lone surrogates).
 
-    ``memo``, one conversation's :class:`~memrules._adapters.conversion_cache.ConversionCache`,
+    ``memo``, one conversation's `ConversionCache`,
     makes a request pay only for the items after those it shares with the
     conversation's last request (the messages they made come back as the
     very same objects).

@@ -1,10 +1,10 @@
 """The argparse pieces every command shares: the parser class and the trust flags.
 
-:class:`Parser` is argparse with its errors on one line (no usage block) and
+`Parser` is argparse with its errors on one line (no usage block) and
 ``--help``'s text flushed, so that a failure to write it is raised rather
-than dropped. :func:`add_trust` adds the two flags that say which modules a
-config may import, and :func:`allowed` reads them back as
-:func:`memrules._config.load.load_config` takes them. :func:`whole_number`
+than dropped. `add_trust` adds the two flags that say which modules a
+config may import, and `allowed` reads them back as
+`load_config` takes them. `whole_number`
 is the type of every whole-number flag: bounded both ways, so that
 ``--sizes 99999999999999999999999`` is a one-line error, not a run that
 never ends.

@@ -2,11 +2,11 @@
 
 Each takes the parsed command line, checks its flags and that its output
 files can be written before any work, calls the module that does the work
-(:mod:`memrules._replay.replay`, :mod:`memrules._cli.eval`,
-:mod:`memrules._cli.show`, :mod:`memrules._cli.check`,
-:mod:`memrules._cli.demo`, :mod:`memrules._cli.mcp_server`) and writes what
-it made through :mod:`memrules._cli.streams`; it returns the exit status.
-``compact`` is in :mod:`memrules._cli.compact`. The benchmark is a script
+(`memrules._replay.replay`, `memrules._cli.eval`,
+`memrules._cli.show`, `memrules._cli.check`,
+`memrules._cli.demo`, `memrules._cli.mcp_server`) and writes what
+it made through `memrules._cli.streams`; it returns the exit status.
+``compact`` is in `memrules._cli.compact`. The benchmark is a script
 of the source checkout (``python benchmarks/run.py``), not a command.
 """
 

@@ -3,10 +3,10 @@
 The input (a JSON list of OpenAI messages, or a request object with a
 ``messages`` list; with ``--format anthropic``, Anthropic messages or a
 request with its ``system`` parameter) is decoded, compacted with
-:meth:`Pipeline.apply` (``--compress``: :meth:`Pipeline.compress`), and
+`Pipeline.apply` (``--compress``: `Pipeline.compress`), and
 written back in the same shape on stdout. ``--report FILE`` writes the
 report as JSON, ``--trace FILE`` a trace of the run
-(:mod:`memrules._trace.record`). Every output path is checked writable
+(`memrules._trace.record`). Every output path is checked writable
 before any work, and everything is built before anything is written: with
 ``--strict``, a failing strategy, or an output still over the budget,
 writes nothing and exits 1 (so does an output over the budget under the

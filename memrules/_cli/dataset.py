@@ -1,6 +1,6 @@
 """Evaluation datasets: conversations with probe questions, as JSON Lines.
 
-One conversation per line::
+One conversation per line:
 
     {"id": "chat-7", "user": "ana",
      "sessions": [
@@ -28,8 +28,8 @@ One conversation per line::
   report breaks its figures down by, such as ``temporal`` or ``multi-hop``).
 - ``user`` (optional) is whose memory it is: what a store files it under.
 
-:func:`read_dataset` reads one conversation at a time and checks each
-against this format, raising :class:`DatasetError` naming the file, line
+`read_dataset` reads one conversation at a time and checks each
+against this format, raising `DatasetError` naming the file, line
 and field of the first problem.
 """
 
@@ -214,8 +214,8 @@ def parse_conversation(data: object, where: str) -> EvalConversation:
 
 def read_dataset(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
     """The dataset's lines, one at a time, parsed as JSON: ``(line number,
-    value)``, blank lines skipped. :class:`DatasetError` for a file that
-    cannot be read or a line that is not JSON; :func:`parse_conversation`
+    value)``, blank lines skipped. `DatasetError` for a file that
+    cannot be read or a line that is not JSON; `parse_conversation`
     checks each value."""
     name = str(path)
     try:

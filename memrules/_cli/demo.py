@@ -16,15 +16,15 @@ renders the graph right after the system prompt. On turn 4 the window still
 drops turn 1, but "vault -[is_in]-> Lisbon" is in the graph message
 (``SSAUS``), and the model answers "Lisbon." from it.
 
-By default the model is :func:`scripted_reply`, which answers from what the
+By default the model is `scripted_reply`, which answers from what the
 prompt holds, offline and deterministically. ``--base-url URL`` sends the
 prompts to an OpenAI-compatible chat endpoint instead (llama.cpp server,
-vLLM, Ollama, OpenAI) with :class:`OpenAIChat`, over
-:class:`memrules._io.http.JSONClient`. Replies and token counts then depend on
+vLLM, Ollama, OpenAI) with `OpenAIChat`, over
+`JSONClient`. Replies and token counts then depend on
 the model; the message counts and shapes do not.
 
-The command line (``memrules demo``) is in :mod:`memrules._cli.parser`; this module
-gives it :func:`add_arguments` and :func:`render`, which builds the whole
+The command line (``memrules demo``) is in `memrules._cli.parser`; this module
+gives it `add_arguments` and `render`, which builds the whole
 output before anything is written.
 """
 
@@ -154,14 +154,14 @@ def scripted_reply(messages: Conversation) -> str:
 
 @attrs.frozen(kw_only=True, slots=True)
 class OpenAIChat:
-    """A :data:`ChatModel` over an OpenAI-compatible chat-completions endpoint,
-    on :class:`~memrules._io.http.JSONClient`.
+    """A `ChatModel` over an OpenAI-compatible chat-completions endpoint,
+    on `JSONClient`.
 
     ``base_url`` is the API root, ``http://localhost:8080/v1``; a URL with no
     path (``http://localhost:8080``) gets ``/v1``. ``model`` None asks the
     endpoint for its models and takes the first (``"default"`` when it does
     not list any). ``api_key_env`` names the environment variable holding
-    the API key. Raises an :class:`~memrules._io.http.EndpointError` on failure.
+    the API key. Raises an `EndpointError` on failure.
     """
 
     base_url: str = attrs.field(converter=check_base_url, repr=lambda url: repr(redact_url(url)))
@@ -205,7 +205,7 @@ class OpenAIChat:
         return "default"
 
     def with_model(self) -> OpenAIChat:
-        """This client with ``model`` filled in (see :meth:`model_name`)."""
+        """This client with ``model`` filled in (see `model_name`)."""
         if self.model is not None:
             return self
         return OpenAIChat(
@@ -422,7 +422,7 @@ def _seconds_argument(text: str) -> float:
 def render(args: argparse.Namespace) -> str:
     """The demo's whole output for ``args`` (``memrules demo`` arguments).
 
-    Raises an :class:`~memrules._io.http.EndpointError` when the endpoint fails.
+    Raises an `EndpointError` when the endpoint fails.
     """
     graph = bool(getattr(args, "graph", False))
     config = demo_config(graph=graph)

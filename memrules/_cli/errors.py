@@ -1,8 +1,8 @@
 """The command line's one error type: a command line that cannot be carried out.
 
 Raised by any command (a bad flag value, an input that cannot be read or
-decoded); :func:`memrules._cli.main.main` prints it as one line on stderr and
-exits with status 2, as it does every :class:`~memrules._core.errors.MemrulesError`.
+decoded); `main` prints it as one line on stderr and
+exits with status 2, as it does every `MemrulesError`.
 """
 
 from __future__ import annotations

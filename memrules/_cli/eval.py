@@ -1,6 +1,6 @@
 """``memrules eval``: run pipelines over a dataset and score them.
 
-Each conversation of the dataset (:mod:`memrules._cli.dataset`) becomes one
+Each conversation of the dataset (`memrules._cli.dataset`) becomes one
 request per question: the messages before the question, then the question
 as the latest user message, compacted by each pipeline as a request at that
 point would be. A conversation without questions is one request of all its
@@ -11,7 +11,7 @@ messages. For each pipeline the figures are:
   **compression ratio**, before over after;
 - **broken tool pairs** in what the pipeline sends: every tool call without
   its result and result without its call that a provider would reject
-  (:func:`memrules._core.repair.input_problems` of the output, so pairs the input
+  (`input_problems` of the output, so pairs the input
   already broke count too). It must be 0;
 - **facts kept**: the share of questions whose answer is still in the
   compacted context: every evidence message is there with its text
@@ -30,7 +30,7 @@ messages. For each pipeline the figures are:
   ``retrieval_tokens``, inside the budget: the context is compacted to the
   budget less ``retrieval_tokens`` and the memories go in while the
   request with the memory message fits the whole budget
-  (:func:`memrules.memory.retrieve.fill`), so the tokens after count the
+  (`fill`), so the tokens after count the
   memory message too and never pass the budget. Without
   ``retrieval_tokens`` the memory message goes on top of the budget, as
   the plugin sends it;
@@ -50,14 +50,14 @@ of the same bytes. ``--max-tokens N`` puts every pipeline on one budget of N
 tokens (replacing its trigger), to compare strategies where the configs'
 own budgets are larger than the dataset's conversations.
 
-Beyond the table (:mod:`memrules._cli.eval_figures` holds the values,
-:mod:`memrules._cli.eval_output` the table, JSON, CSV and per-question
+Beyond the table (`memrules._cli.eval_figures` holds the values,
+`memrules._cli.eval_output` the table, JSON, CSV and per-question
 lines): where each evidence message went and which strategy removed it;
 the cache columns, each request measured with
-:func:`memrules._counting.cache.measure` against the conversation's
-previous request under :data:`CACHE_RULE`; bootstrap intervals and paired
+`measure` against the conversation's
+previous request under `CACHE_RULE`; bootstrap intervals and paired
 comparisons (``--bootstrap N``); and with ``--answer-model`` (and
-``--judge-model``) the answer-level score of :mod:`memrules._replay.answers`,
+``--judge-model``) the answer-level score of `memrules._replay.answers`,
 whose model calls a trace records as ``answer`` lines.
 """
 

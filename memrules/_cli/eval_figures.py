@@ -1,11 +1,11 @@
 """What ``memrules eval`` measures, as values, and the statistics over them.
 
-:class:`RequestFigures` is one request of one pipeline (with where each
-evidence message went, :class:`Evidence`, the cache columns and the
-answer-level score); :class:`PipelineFigures` is one table row, summed over
+`RequestFigures` is one request of one pipeline (with where each
+evidence message went, `Evidence`, the cache columns and the
+answer-level score); `PipelineFigures` is one table row, summed over
 a config's requests, with the bootstrap intervals of its rates
-(:data:`RATES`); :class:`EvalRun` is a whole run, with the paired
-comparisons of every config against the first (:mod:`memrules._cli.stats`).
+(`RATES`); `EvalRun` is a whole run, with the paired
+comparisons of every config against the first (`memrules._cli.stats`).
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ class PipelineFigures:
         return self.correct / self.judged if self.judged else None
 
     def interval(self, rate: str) -> tuple[float, float] | None:
-        """The bootstrap interval of ``rate`` (a :data:`RATES` name), if computed."""
+        """The bootstrap interval of ``rate`` (a `RATES` name), if computed."""
         return dict(self.intervals).get(rate)
 
     @property

@@ -3,7 +3,7 @@
 (``--per-question``) and the table as CSV (``--csv``).
 
 A per-question line, one per question and config, in the dataset's order
-and the configs' order within it::
+and the configs' order within it:
 
     {"conversation": "chat-7", "question": "q1", "category": null,
      "config": "window", "outcome": "lost", "kept": false, "recalled": null,

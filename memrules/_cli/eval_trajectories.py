@@ -1,19 +1,19 @@
 """``memrules eval --trajectories``: replay agent trajectories and probe them.
 
-Each trajectory (:mod:`memrules.datasets`: mini-swe-agent, SWE-agent,
+Each trajectory (`memrules.datasets`: mini-swe-agent, SWE-agent,
 OpenAI or Anthropic messages, Claude Code or Codex sessions) is replayed as
 the agent loop ran it: one request per model call, the messages before each
 assistant reply, each compacted by the pipeline with ``previous=`` the request before's result
 (as the plugin passes it, so a ``cache:`` section acts as it would live)
 and the conversation's own measure. Each compacted request is scored by
-the probes of :func:`memrules.datasets.probe` (task, question, user first,
+the probes of `probe` (task, question, user first,
 edited paths, last error line, last test command), counted again with
-tiktoken's ``o200k_base`` (:func:`memrules.datasets.o200k_tokens`) to
+tiktoken's ``o200k_base`` (`o200k_tokens`) to
 check the budget with a tokenizer other than the pipeline's, checked for
 broken tool pairs, and measured for the prompt cache against the request
-before (:func:`memrules._counting.cache.measure` under
-:data:`~memrules._cli.eval_figures.CACHE_RULE`, as ``memrules eval``
-does). :mod:`memrules._cli.trajectory_output` prints and writes the figures.
+before (`measure` under
+`CACHE_RULE`, as ``memrules eval``
+does). `memrules._cli.trajectory_output` prints and writes the figures.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def replay_trajectory(
 class TrajectoryRow:
     """One config's figures over every request of every trajectory: counts
     ``(kept, of)`` for each probe over all requests and at each
-    trajectory's last request (see :func:`row`)."""
+    trajectory's last request (see `row`)."""
 
     name: str
     config: str

@@ -62,7 +62,7 @@ class EvalError(MemrulesError, RuntimeError):
 
 
 def load_configs(settings: EvalSettings) -> list[MemoryConfig]:
-    """The configs, read and checked (a :class:`ConfigError` names the file)."""
+    """The configs, read and checked (a `ConfigError` names the file)."""
     return [
         budgeted(load_config(path, allow_imports=settings.allow_imports), settings.max_tokens)
         for path in settings.configs
@@ -399,7 +399,7 @@ def _evidence(
     conversation: EvalConversation,
     hits: Sequence[Message] | None,
 ) -> tuple[Evidence, ...]:
-    """Where each evidence message of ``question`` went (see :class:`Evidence`)."""
+    """Where each evidence message of ``question`` went (see `Evidence`)."""
     original = {m.id: m for m in conversation.messages if m.id in question.evidence}
     out = {m.id: m for m in result.messages if m.id is not None}
     found = {m.id: m for m in hits or () if m.id is not None}

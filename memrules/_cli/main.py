@@ -7,17 +7,17 @@ for stdin), compacts them, and prints them in the same shape on stdout; with
 ``--format anthropic`` it reads and writes Anthropic messages (a request's
 ``system`` parameter included) and keeps the first non-system message a user
 message (the config's ``user_first``). ``--report FILE`` writes the report as JSON,
-``--trace FILE`` a trace of the run (:mod:`memrules._trace.record`). A config imports no
+``--trace FILE`` a trace of the run (`memrules._trace.record`). A config imports no
 module unless ``--allow-imports MODULE`` lists it, or ``--trust-config`` allows any.
 
 ``memrules replay TRACE`` runs a trace again with its recorded seam answers
-(:mod:`memrules._replay.replay`): exit 0 when identical, 1 with what differs on
+(`memrules._replay.replay`): exit 0 when identical, 1 with what differs on
 stdout; ``--update`` rewrites it. ``memrules eval --config A [--config B ...]
-DATASET`` scores pipelines on a dataset (:mod:`memrules._cli.eval`); its
+DATASET`` scores pipelines on a dataset (`memrules._cli.eval`); its
 ``--per-question``, ``--csv`` and ``--html`` files are written after the run.
 
 ``memrules show TRACE`` prints one line per request of a trace; ``--html
-FILE`` writes a viewer page (:mod:`memrules._cli.show`).
+FILE`` writes a viewer page (`memrules._cli.show`).
 
 Every failure is one line on stderr and exit status 2: a bad argument,
 config or input, an output that cannot be written (a full disk, a closed
@@ -28,10 +28,10 @@ stdout holds the whole result or nothing; a reader that goes away (``|
 head``) ends the command quietly, with status 1.
 
 This module is the entry point (``memrules = memrules._cli.main:main``) and
-its error handling; the argparse tree is in :mod:`memrules._cli.parser`, the
-handlers in :mod:`memrules._cli.compact` and :mod:`memrules._cli.commands`,
+its error handling; the argparse tree is in `memrules._cli.parser`, the
+handlers in `memrules._cli.compact` and `memrules._cli.commands`,
 and the reading and writing of files and streams
-in :mod:`memrules._cli.streams`.
+in `memrules._cli.streams`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ read nor write another user's memories, whatever it sends. The tools:
     message is ``query``, after the reflection gate (block patterns, the
     learned detector, pairs, decay, duplicates, the token budget), with
     their scores and what the gate left out and why; a ``query`` over
-    :data:`MAX_QUERY_CHARS` characters is refused at once;
+    `MAX_QUERY_CHARS` characters is refused at once;
 ``forget()``
     delete every memory of the scope; returns how many there were;
 ``list_memories()``

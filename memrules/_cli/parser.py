@@ -1,10 +1,10 @@
 """The argparse tree of ``memrules``: each command, its flags and its handler.
 
-:func:`build_parser` builds it; each command's namespace carries ``handler``, the
-function :func:`memrules._cli.main.main` calls with it. Building the tree
+`build_parser` builds it; each command's namespace carries ``handler``, the
+function `main` calls with it. Building the tree
 imports no command's heavy dependencies: ``eval`` and ``demo`` add their own
-flags (:func:`memrules._cli.eval.add_arguments`,
-:func:`memrules._cli.demo.add_arguments`), and ``mcp`` imports the MCP SDK only when it runs.
+flags (`add_arguments`,
+`add_arguments`), and ``mcp`` imports the MCP SDK only when it runs.
 """
 
 from __future__ import annotations

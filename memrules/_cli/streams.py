@@ -1,14 +1,14 @@
 """What the commands read and write: JSON inputs, stdout, stderr, output files.
 
 Inputs are read whole (``-`` is stdin) and a failure is one
-:class:`~memrules._cli.errors.UsageError` line naming the file and, where it
+`UsageError` line naming the file and, where it
 can, the place in it. Output is built whole before any of it is written:
-:func:`emit` writes stdout in one piece, :func:`write_file` writes a file
-whole or not at all (:func:`memrules._io.files.write_atomic`), and
-:func:`writable` checks an output path before any work is done. Text is
+`emit` writes stdout in one piece, `write_file` writes a file
+whole or not at all (`write_atomic`), and
+`writable` checks an output path before any work is done. Text is
 written as UTF-8, a lone surrogate as its JSON escape. A full disk or a
-closed stdout is an :class:`~memrules._core.errors.OutputError`; a reader
-that went away (``| head``) is the :class:`BrokenPipeError` the caller
+closed stdout is an `OutputError`; a reader
+that went away (``| head``) is the `BrokenPipeError` the caller
 ends quietly on.
 """
 
@@ -74,7 +74,7 @@ def source_name(source: str) -> str:
 
 
 def read_json(source: str) -> Any:
-    """The JSON in file ``source`` (``-``: stdin); :class:`UsageError` with
+    """The JSON in file ``source`` (``-``: stdin); `UsageError` with
     one line naming the file, and the place in it where it can."""
     name = source_name(source)
     try:
@@ -107,7 +107,7 @@ def read_json(source: str) -> Any:
 
 
 def to_json(value: Any, what: str) -> str:
-    """``value`` as indented JSON text; :class:`UsageError` naming ``what``
+    """``value`` as indented JSON text; `UsageError` naming ``what``
     when it holds NaN or Infinity, which JSON cannot say."""
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -136,19 +136,19 @@ def write_all(stream: Any, data: bytes) -> None:
 
 
 def writable(path: Path, what: str, *inputs: str | os.PathLike[str] | None) -> None:
-    """Raise :class:`OutputError` unless ``path`` can be written (it is no
+    """Raise `OutputError` unless ``path`` can be written (it is no
     input of the run, and no device or directory), before any work."""
     check_output(path, what, inputs=[i for i in inputs if i is not None])
 
 
 def write_file(path: Path, text: str, what: str) -> None:
     """Write ``text`` to ``path`` whole or not at all: into a temporary file
-    beside it, synced, then renamed over it (:mod:`memrules._io.files`)."""
+    beside it, synced, then renamed over it (`memrules._io.files`)."""
     write_atomic(path, encode(text), what)
 
 
 def stdout() -> Any:
-    """``sys.stdout``; :class:`OutputError` when it is closed, so that a
+    """``sys.stdout``; `OutputError` when it is closed, so that a
     command can find out before it does any work."""
     if sys.stdout is None:
         msg = "cannot write the output: stdout is closed"

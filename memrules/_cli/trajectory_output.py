@@ -17,9 +17,9 @@ every trajectory, and "at last" over each trajectory's final request):
   messages is not a user message (Anthropic rejects them);
 - **over budget o200k**: requests above the budget counted with tiktoken's
   ``o200k_base``; **broken pairs**; **cache share** of the tokens sent
-  (:data:`~memrules._cli.eval_figures.CACHE_RULE`); **p50 ms** of ``apply``.
+  (`CACHE_RULE`); **p50 ms** of ``apply``.
 
-A per-request line::
+A per-request line:
 
     {"config": "coding_agent", "trajectory": "django__django-11099",
      "request": 12, "last": false, "messages": 27, "tokens_before": 9120,
@@ -83,7 +83,7 @@ def _of(counts: tuple[int, int]) -> str:
 
 
 def table_cells(r: TrajectoryRow) -> tuple[str, ...]:
-    """One row of the table as text, in :data:`HEADER`'s order."""
+    """One row of the table as text, in `HEADER`'s order."""
     share = r.cache_share
     return (
         r.name,
@@ -162,7 +162,7 @@ def row_json(r: TrajectoryRow) -> dict[str, Any]:
 
 def figures_json(run: TrajectoryRun) -> dict[str, Any]:
     """The figures for machines (``--json``): the trajectories, the budget
-    override, and per config :func:`row_json`."""
+    override, and per config `row_json`."""
     return {
         "trajectories": [str(p) for p in run.settings.trajectories],
         "max_tokens": run.settings.max_tokens,

@@ -142,13 +142,13 @@ _IN_MEMORY = StateStoreConfig()
 class MemoryConfig(PipelineConfig):
     """Everything that shapes compaction and the service around it (the
     pipeline's fields are `PipelineConfig`'s), validated on construction: a bad
-    value raises one :class:`ConfigError` listing every problem, each naming
+    value raises one `ConfigError` listing every problem, each naming
     ``key=value`` (``MemoryConfig(max_messages=0)``,
     ``MemoryConfig(encoder_name="no-such")``).
 
     ``model`` is the model the requests go to (``"gpt-4o"``,
     ``"claude-sonnet-4-5"``): it chooses the encoding and the count rule
-    from the dated table of :mod:`memrules._counting.models` (exact for
+    from the dated model table of the counting guide (exact for
     OpenAI's models, a stated estimate with a margin for Claude and
     Gemini); the request hook uses the body's ``model`` the same way.
     ``encoder_name``, when set, is the counter instead: a bundled tiktoken
@@ -159,51 +159,50 @@ class MemoryConfig(PipelineConfig):
     neither, a request whose model is unknown counts the larger of
     ``cl100k_base``'s and ``o200k_base``'s counts. ``count_rule`` frames each message's
     count the way a provider does (``"openai"``, ``"anthropic"``, or
-    ``"seed"`` for no framing, the counter's own ``"<role> <text>"``; see
-    :mod:`memrules._counting.framing`; None: the model's, else
+    ``"seed"`` for no framing, the counter's own ``"<role> <text>"``; see the
+    counting guide; None: the model's, else
     ``"openai"``), and ``safety_margin`` keeps that fraction of a token
     budget free (0.05: compact to 95% of it). ``strategies`` are
     strategy callables (or
-    :class:`NamedStrategy`), the eight built-ins by default. ``observers`` and
-    ``context_window_resolver`` are used by :class:`~memrules.MemoryPlugin`,
+    `NamedStrategy`), the eight built-ins by default. ``observers`` and
+    ``context_window_resolver`` are used by `MemoryPlugin`,
     and so are the working graph's settings: ``graph_limits`` (each
-    conversation's graph cap, a :class:`~memrules.graph.GraphLimits`),
+    conversation's graph cap, a `GraphLimits`),
     ``graph_context`` (render the graph into requests, a
-    :class:`~memrules.graph.GraphContext`; None, the default, renders
+    `GraphContext`; None, the default, renders
     nothing), ``graph_extractor`` (a
-    :data:`~memrules.graph.GraphExtractor` whose graph is merged after each
+    `GraphExtractor` whose graph is merged after each
     request; None by default) and ``state_store`` (a
-    :class:`~memrules.state.StateStoreConfig`: where conversation state
+    `StateStoreConfig`: where conversation state
     lives, this process's memory by default).
     ``repair`` removes what a provider would reject: input that is already
     broken (a tool result whose call is absent, two results for one call, a
     result before its call, a call left unanswered) and what comes before
-    the first user message after the system messages (see
-    :mod:`memrules._runtime.lead`); ``False`` only reports it (the request
+    the first user message after the system messages (see the
+    request hook guide); ``False`` only reports it (the request
     is sent as it came). None, the default, is on in the request hook
-    (:class:`~memrules.MemoryPlugin`, which sends requests) and off in
-    :meth:`~memrules.Pipeline.apply`; ``user_first`` keeps the first non-system message a
+    (`MemoryPlugin`, which sends requests) and off in
+    `Pipeline.apply`; ``user_first`` keeps the first non-system message a
     user message when the input's was (on by default; the task leads
     where it is kept). ``survivors`` says what no strategy may remove
     besides the first system message and the most recent user message
-    (a :class:`~memrules._core.survivors.SurvivorRule`: the task, the
+    (a `SurvivorRule`: the task, the
     question, pinned and harness messages). ``over_budget`` is what is done with
     a request compaction cannot bring within its budget: ``"send"`` it,
-    ``"warn"`` (an :class:`~memrules.OverBudgetWarning`, a log record, a
+    ``"warn"`` (an `OverBudgetWarning`, a log record, a
     metric; the default) and send it, or ``"raise"``
-    :class:`~memrules.OverBudgetError`. ``store``, ``embedder`` and
-    ``summarizer`` are the seam sections (see :mod:`memrules.seams._settings`;
+    `OverBudgetError`. ``store``, ``embedder`` and
+    ``summarizer`` are the seam sections (see the configuration guide;
     None: absent). ``cache`` is how compaction keeps the provider's prompt
-    cache (a :class:`~memrules._core.budget.CachePolicy`; None: it does
+    cache (a `CachePolicy`; None: it does
     not try). ``provider_editing`` asks for provider-side context
-    editing (a :class:`~memrules._adapters.context_editing.ProviderEditing`;
-    see :mod:`memrules._adapters.context_editing`), None by default.
+    editing (a `ProviderEditing`), None by default.
     ``counting`` prices images, documents and reasoning (the ``counting:``
-    section, a :class:`~memrules._counting.content.ContentCounting`: the
+    section, a `ContentCounting`: the
     OpenAI image model family and the stated estimates; None: the
     defaults). ``index_context`` is what ``remember`` and ``offload`` index
     a stored message by besides its own text (an
-    :class:`~memrules.IndexContext`: the message before it and its day by
+    `IndexContext`: the message before it and its day by
     default; None: its own text only). ``source`` is the file the config
     came from, if any.
     """
@@ -256,7 +255,7 @@ class MemoryConfig(PipelineConfig):
 
     def route_config(self, name: str = DEFAULT_ROUTE) -> MemoryConfig:
         """The config of route ``name`` (``default``: this one). An unknown
-        name raises :class:`ConfigError` listing the known ones."""
+        name raises `ConfigError` listing the known ones."""
         if name == DEFAULT_ROUTE:
             return self
         found = self.routes.get(name) if isinstance(name, str) else None

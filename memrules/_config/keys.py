@@ -1,6 +1,6 @@
-"""The pipeline's keys: what each top-level key accepts (:data:`SETTINGS`,
+"""The pipeline's keys: what each top-level key accepts (`SETTINGS`,
 one check per key), the pipeline's keys whose value is a mapping
-(:data:`PIPELINE_SECTIONS`, each read by its own function), and the
+(`PIPELINE_SECTIONS`, each read by its own function), and the
 constants every reader shares (the default route, the entry-point group of
 installed strategies).
 
@@ -180,7 +180,7 @@ that the configs and the YAML reader share."""
 
 Section: TypeAlias = Callable[[Node], object]
 """Reads one section's YAML node into its value; returns a list of
-:class:`ConfigProblem` (each at ``key.field``, with its line) instead when
+`ConfigProblem` (each at ``key.field``, with its line) instead when
 the node cannot be used. A null node gives the section's default."""
 
 
@@ -205,7 +205,7 @@ def mapping_section(
 ) -> Section:
     """A section read by ``build(**fields)``: a mapping of its parameters
     (``fields`` when its signature takes ``**kwargs``), or null for
-    ``default``. ``build`` raises :class:`ConfigError` for values it cannot
+    ``default``. ``build`` raises `ConfigError` for values it cannot
     use, at ``key.field`` paths."""
 
     def read(node: Node) -> object:
@@ -244,7 +244,7 @@ _INDEX_CONTEXT = mapping_section(
 
 def _index_context_section(node: Node) -> object:
     """``index_context``: what ``remember`` and ``offload`` index a message
-    by besides its own text (an :class:`IndexContext`'s fields: ``before``,
+    by besides its own text (an `IndexContext`'s fields: ``before``,
     ``after``, ``neighbour_chars``, ``time``, ``dates``), ``false`` for its
     own text only, or null (or true) for the default context."""
     if node.value is False:

@@ -1,11 +1,11 @@
-"""Configuration: :class:`MemoryConfig`, and reading a whole file into it
+"""Configuration: `MemoryConfig`, and reading a whole file into it
 (the pipeline's keys and the service's: routes, stores, the graph, state,
 retrieval memory; the pipeline's alone are read by `memrules._config.read`).
 
-Keys are :class:`MemoryConfig`'s field names. Everything is validated when the
+Keys are `MemoryConfig`'s field names. Everything is validated when the
 config is built, from Python or from YAML, by one table of settings; all
-problems are gathered into one :class:`ConfigError` that names the file, the
-YAML path and the line of each::
+problems are gathered into one `ConfigError` that names the file, the
+YAML path and the line of each:
 
     context_window_tokens: 256
     max_messages: 6
@@ -18,14 +18,14 @@ the default ``max_fraction`` (0.8); ``max_fraction: null`` is still accepted,
 and setting both is an error.
 
 Keys whose value is a mapping (``graph_context: {max_nodes: 64}``) are
-*sections*: :data:`SECTIONS` maps each to the function that reads its YAML
+*sections*: `SECTIONS` maps each to the function that reads its YAML
 node into a value, placing each problem at ``key.field`` and its line.
 
 **Trust.** A config chooses built-in strategies and their parameters, and
 strategies that installed distributions publish in the ``memrules.strategies``
 entry-point group. It imports a module (``type: "package.module:function"``)
 only when the caller lists that module in ``allow_imports``, which a config
-cannot widen; and it is read within the limits of :mod:`memrules._core.yaml_nodes`.
+cannot widen; and it is read within the limits of `memrules._core.yaml_nodes`.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def load_config(
 ) -> MemoryConfig:
     """Read and validate a YAML config from a file or from YAML text.
 
-    ``source`` is a file when it is a :class:`~pathlib.Path` or a ``str``
+    ``source`` is a file when it is a `Path` or a ``str``
     naming an existing file, YAML text when it is a ``str`` with a newline or
     a ``:``; any other ``str`` is a file that was not found. Errors name the
     file, or ``<YAML text>``.
@@ -103,7 +103,7 @@ def load_config(
     (trusted configs only: importing runs the module's code). Entry points in
     the ``memrules.strategies`` group need no allowing.
 
-    Raises one :class:`ConfigError` listing every problem found.
+    Raises one `ConfigError` listing every problem found.
     """
     return config_from_yaml(read_config_text(source), registry, allowed_imports(allow_imports))
 

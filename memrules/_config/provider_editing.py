@@ -1,7 +1,7 @@
 """The config's ``provider_editing:`` section, read from YAML into a
-:class:`~memrules._adapters.context_editing.ProviderEditing` (see that module
+`ProviderEditing` (see that module
 for what the edits do). Every problem is gathered and raised as one
-:class:`~memrules._core.errors.ConfigError` at ``provider_editing.<field>``;
+`ConfigError` at ``provider_editing.<field>``;
 the section reader places each at its line."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def provider_editing_from_config(
     """The ``provider_editing:`` section's value, from its YAML fields (an
     edit given as null or ``true`` takes the provider's defaults, ``false``
     or absent asks for none). Raises
-    :class:`~memrules._core.errors.ConfigError` listing every problem at its
+    `ConfigError` listing every problem at its
     ``provider_editing.<field>`` path. A section that asks for no edit is an
     error: it could never do anything."""
     problems: list[ConfigProblem] = []

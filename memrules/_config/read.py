@@ -54,7 +54,7 @@ def _is_text(source: str) -> bool:
 
 
 def _read_file(path: str) -> str:
-    """The file's text, refusing files over :data:`MAX_CONFIG_BYTES` before
+    """The file's text, refusing files over `MAX_CONFIG_BYTES` before
     reading them (and reading no more than that from a pipe or device)."""
     try:
         with open(path, "rb") as file:

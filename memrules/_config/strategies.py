@@ -155,7 +155,7 @@ def _build_one(
 
 MIN_STEP = "min_step"
 """The key every ``strategies:`` entry may set: the fewest tokens a step of
-that strategy must save to be kept (see :mod:`memrules.strategies.min_step`)."""
+that strategy must save to be kept (see `memrules.strategies.min_step`)."""
 
 
 def _min_step(item: Node, where: str) -> int | list[ConfigProblem]:

@@ -88,8 +88,8 @@ def _rules(value: object, key: str) -> tuple[tuple[MessageRule, ...], list[Confi
 def survivors_from_config(
     task: object = True, pin: object = None, harness: object = None
 ) -> SurvivorRule:
-    """The :class:`SurvivorRule` a ``survivors:`` section describes; one
-    :class:`ConfigError` naming every problem at its ``survivors.`` path."""
+    """The `SurvivorRule` a ``survivors:`` section describes; one
+    `ConfigError` naming every problem at its ``survivors.`` path."""
     problems: list[ConfigProblem] = []
     if not isinstance(task, bool):
         message = f"task={task!r} must be true or false"

@@ -1,11 +1,11 @@
 """The one bounded table every cache in memrules uses.
 
-:class:`BoundedTable` is an :class:`~collections.OrderedDict` with a cap:
+`BoundedTable` is an `OrderedDict` with a cap:
 its oldest entry goes first. Whether "oldest" means first inserted (a FIFO
 cache: a hit is one C-level ``dict.get``, nothing moves) or least recently
-used (the owner calls :meth:`BoundedTable.touch` on a hit) is the owner's
+used (the owner calls `BoundedTable.touch` on a hit) is the owner's
 choice, stated where it makes the table. Entries the owner must not drop
-(a conversation with a request in progress) are kept by :meth:`trim`'s
+(a conversation with a request in progress) are kept by `trim`'s
 ``keep``.
 
 The table takes no lock: each owner keeps the one it already needs around
@@ -40,7 +40,7 @@ class BoundedTable(OrderedDict[K, V]):
     """At most ``cap`` entries (at least 0); the oldest goes first.
 
     Not thread-safe by itself: its owner holds its own lock around
-    :meth:`add`, :meth:`put`, :meth:`touch` and :meth:`trim`.
+    `add`, `put`, `touch` and `trim`.
     """
 
     __slots__ = ("cap",)

@@ -2,7 +2,7 @@
 
 The trigger rules: ``max_messages`` wins over a token budget; a token
 budget is ``max_tokens`` or ``max_fraction`` × the context window (never both);
-with no trigger the budget is :attr:`Budget.UNLIMITED` and nothing is compacted.
+with no trigger the budget is `UNLIMITED` and nothing is compacted.
 ``safety_margin`` keeps a fraction of a token budget free: the budget is
 ``floor((1 - safety_margin) × limit)`` (at least 1), so counts that may fall
 short of the provider's by a little still fit.

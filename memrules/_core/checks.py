@@ -2,7 +2,7 @@
 
 ``is_whole`` is the one definition of a whole number (an ``int`` that is not
 a ``bool``) at least some minimum; ``check_whole``, ``check_seconds`` and
-``check_api_key_env`` raise the :class:`~memrules._core.errors.ConfigError`
+``check_api_key_env`` raise the `ConfigError`
 that names the argument as its YAML key, for the parts whose arguments come
 from a config.
 """
@@ -28,7 +28,7 @@ def is_whole(value: object, minimum: int) -> TypeGuard[int]:
 
 def check_whole(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
     """``value`` if it is a whole number of at least ``minimum`` (and at
-    most ``maximum``, when given), else a :class:`ConfigError` naming ``name``."""
+    most ``maximum``, when given), else a `ConfigError` naming ``name``."""
     if not is_whole(value, minimum) or (maximum is not None and value > maximum):
         bound = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
         msg = f"{name}={value!r} must be a whole number {bound}"
@@ -38,7 +38,7 @@ def check_whole(name: str, value: object, minimum: int, maximum: int | None = No
 
 def check_seconds(name: str, value: object, maximum: float) -> float:
     """``value`` as a float if it is a number of seconds above 0 and at most
-    ``maximum``, else a :class:`ConfigError` naming ``name``."""
+    ``maximum``, else a `ConfigError` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= maximum:
         msg = f"{name}={value!r} must be a number of seconds above 0 and at most {maximum:g}"
         raise ConfigError.single(msg, yaml_path=name)
@@ -47,8 +47,8 @@ def check_seconds(name: str, value: object, maximum: float) -> float:
 
 def check_api_key_env(name: object) -> str | None:
     """``name`` (the environment variable a key is read from) if it is None
-    or a portable variable name (:data:`ENVIRONMENT_NAME`), else a
-    :class:`ConfigError` naming it: a name no shell can set (``'A B'``)
+    or a portable variable name (`ENVIRONMENT_NAME`), else a
+    `ConfigError` naming it: a name no shell can set (``'A B'``)
     would silently send no key."""
     if name is not None and (not isinstance(name, str) or ENVIRONMENT_NAME.fullmatch(name) is None):
         msg = (

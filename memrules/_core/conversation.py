@@ -92,7 +92,7 @@ def is_turn_start(message: Message) -> bool:
 
 def latest_turn_start(conversation: Conversation) -> int | None:
     """Index of the user message that opens the latest turn (see
-    :func:`is_turn_start`), or None. In an agent loop it is the question the
+    `is_turn_start`), or None. In an agent loop it is the question the
     tool rounds after it work on, even where a later user message carries
     only their results."""
     for i in range(len(conversation) - 1, -1, -1):
@@ -103,7 +103,7 @@ def latest_turn_start(conversation: Conversation) -> int | None:
 
 def turns(conversation: Conversation) -> tuple[range, ...]:
     """The turns, as index ranges. A turn runs from a user message (see
-    :func:`is_turn_start`) up to the next one; messages before the first user
+    `is_turn_start`) up to the next one; messages before the first user
     message belong to no turn."""
     starts = [i for i, m in enumerate(conversation) if is_turn_start(m)]
     if not starts:
@@ -129,7 +129,7 @@ _CARRIES = operator.attrgetter("is_tool_carrier")
 
 @attrs.frozen(slots=True)
 class LinkState:
-    """:class:`ToolLinks` of a conversation of ``size`` messages, with what
+    """`ToolLinks` of a conversation of ``size`` messages, with what
     it takes to extend them to a conversation that appends to it. Immutable:
     extending makes new maps and leaves this one as it was."""
 
@@ -149,7 +149,7 @@ def extends(longer: Conversation, shorter: Conversation) -> bool:
 
 
 def link_state(conversation: Conversation, prefix: LinkState | None = None) -> LinkState:
-    """The :class:`LinkState` of ``conversation``, extending ``prefix`` (the
+    """The `LinkState` of ``conversation``, extending ``prefix`` (the
     state of its first ``prefix.size`` messages) when given. Pure."""
     base = _EMPTY_STATE if prefix is None else prefix
     start = base.size
@@ -181,8 +181,8 @@ def link_state(conversation: Conversation, prefix: LinkState | None = None) -> L
 
 
 def tool_links(conversation: Conversation) -> ToolLinks:
-    """The :class:`ToolLinks` of ``conversation``, computed afresh (a
-    pipeline's :class:`~memrules._counting.measure.Measure` remembers and extends them)."""
+    """The `ToolLinks` of ``conversation``, computed afresh (a
+    pipeline's `Measure` remembers and extends them)."""
     return link_state(conversation).links
 
 
@@ -263,8 +263,8 @@ def movable_units(
     keep_exchanges: int,
     held: frozenset[int] | None = None,
 ) -> Units:
-    """The :class:`Units` of ``conversation`` (see there); ``held`` are the
-    messages that must stay (:func:`held_indices` under the default rule
+    """The `Units` of ``conversation`` (see there); ``held`` are the
+    messages that must stay (`held_indices` under the default rule
     when not given)."""
     all_turns = turns(conversation)
     if not all_turns:

@@ -2,9 +2,9 @@
 
 "I went to a support group yesterday", said on 8 May 2023, is about 7 May
 2023; a question asks "when did she go to the support group?" and its
-answer is a date no word of the message holds. :func:`resolve_dates` finds
+answer is a date no word of the message holds. `resolve_dates` finds
 the relative expressions of a text and what each means on a given day, so
-the text a message is indexed by (:func:`~memrules._core.seam_records.index_text`)
+the text a message is indexed by (`index_text`)
 can carry the date itself.
 
 What is resolved (case-insensitive, whole words), against the day ``when``:

@@ -1,7 +1,7 @@
-"""What enforcing the invariants yields: :class:`Enforced`, the messages that
-stand and their diff from the input, and :func:`diff`, which computes it from
+"""What enforcing the invariants yields: `Enforced`, the messages that
+stand and their diff from the input, and `diff`, which computes it from
 where each output message came from; with the views of a measured
-conversation that enforcement reads (:class:`TrackView`, :class:`Tracks`).
+conversation that enforcement reads (`TrackView`, `Tracks`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ __all__ = ["Enforced", "TrackView", "Tracks", "diff", "unchanged"]
 
 
 class TrackView(Protocol):
-    """What :func:`enforce` reads of one conversation a pipeline has
-    measured (:class:`memrules._counting.measure.Track` is one), instead of
+    """What `enforce` reads of one conversation a pipeline has
+    measured (`Track` is one), instead of
     deriving it again from the messages."""
 
     @property
@@ -53,8 +53,8 @@ class TrackView(Protocol):
 
 
 class Tracks(Protocol):
-    """Where :func:`enforce` finds a conversation's :class:`TrackView` and
-    tool links (:class:`memrules._counting.measure.Measure` is one)."""
+    """Where `enforce` finds a conversation's `TrackView` and
+    tool links (`Measure` is one)."""
 
     def track(self, conversation: Conversation) -> TrackView:
         """The view of ``conversation``."""
@@ -67,7 +67,7 @@ class Tracks(Protocol):
         ``source``'s positions, when that is known already; else None."""
 
     def noted(self, owner: object) -> object | None:
-        """What ``owner`` kept with :meth:`note` for this conversation, or None."""
+        """What ``owner`` kept with `note` for this conversation, or None."""
 
     def note(self, owner: object, value: object) -> None:
         """Keep ``value`` for ``owner``: what a check worked out about the
@@ -76,11 +76,11 @@ class Tracks(Protocol):
 
 @attrs.frozen(kw_only=True, slots=True)
 class Enforced:
-    """The result of :func:`enforce`: the messages that stand, and the diff
+    """The result of `enforce`: the messages that stand, and the diff
     from the input. Indices in ``removed`` and the first of each ``replaced``
     pair are input indices; ``inserted`` and the second of each pair are
     output indices. ``origin[j]`` is the input index of output message ``j``,
-    or None for a new one. ``removed`` is an :class:`~memrules._core.indices.Indices`,
+    or None for a new one. ``removed`` is an `Indices`,
     which reads as the tuple of indices it holds (a tuple given is taken
     as one)."""
 

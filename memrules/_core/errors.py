@@ -1,6 +1,6 @@
 """The exceptions memrules raises.
 
-Every error is a :class:`MemrulesError`; each specific one also subclasses the
+Every error is a `MemrulesError`; each specific one also subclasses the
 built-in an ordinary ``except`` clause would reach for (``ValueError`` for bad
 input), so callers need not import memrules to catch them.
 """
@@ -105,7 +105,7 @@ class MessageFormatError(MemrulesError, ValueError):
 class MessageTypeError(MessageFormatError, TypeError):
     """A message built from a value of the wrong type: a part that is not a
     part, metadata that cannot be frozen. Also a ``TypeError``, as Python
-    raises for a wrong type; a :class:`MessageFormatError` like every other
+    raises for a wrong type; a `MessageFormatError` like every other
     problem with a message."""
 
 
@@ -130,8 +130,8 @@ class OverBudgetError(MemrulesError, ValueError):
     message, the latest user message, the tool pairs they need) or what the
     strategies left still costs more than the budget allows. Nothing was
     sent. ``tokens`` and ``messages`` are what the survivors cost, ``budget``
-    the :class:`~memrules.Budget` they exceed, and ``report`` the whole
-    :class:`~memrules.CompressionReport`. A ``ValueError``: the input is too
+    the `Budget` they exceed, and ``report`` the whole
+    `CompressionReport`. A ``ValueError``: the input is too
     big for the budget."""
 
     def __init__(
@@ -259,4 +259,4 @@ class OverBudgetWarning(MemrulesWarning):
     """A request sent over its budget, under ``over_budget: warn`` (the
     default): compaction could not make it fit. The request's report says
     ``over_budget``; ``over_budget: raise`` makes it an
-    :class:`OverBudgetError` instead, ``over_budget: send`` silences it."""
+    `OverBudgetError` instead, ``over_budget: send`` silences it."""

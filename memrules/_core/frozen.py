@@ -6,19 +6,19 @@ came. Written back means byte for byte: provider prompt caches match the
 prompt's bytes, and replay needs byte identity. So these values must be
 immutable and hashable (a message is a value, hashed and cached) *and* keep
 their keys in input order, whatever ``PYTHONHASHSEED`` is. pyrsistent's
-``PMap`` iterates in hash order, so it cannot hold them; :class:`FrozenDict`
+``PMap`` iterates in hash order, so it cannot hold them; `FrozenDict`
 can.
 
-- :func:`freeze` turns any value into a hashable one: mappings become
-  :class:`FrozenDict`, lists and tuples tuples, sets frozensets, all the way
+- `freeze` turns any value into a hashable one: mappings become
+  `FrozenDict`, lists and tuples tuples, sets frozensets, all the way
   down. A value that cannot be made hashable, a string with a lone surrogate
-  and a value nested more than :data:`MAX_DEPTH` levels deep are refused,
+  and a value nested more than `MAX_DEPTH` levels deep are refused,
   naming where they are.
-- :func:`freeze_json` does the same for parsed JSON, and refuses what JSON
+- `freeze_json` does the same for parsed JSON, and refuses what JSON
   cannot carry or a UTF-8 writer cannot write: ``NaN`` and infinities,
   strings with lone surrogates (``"\\ud800"`` as ``json.loads`` returns it),
   keys that are not strings, values that are not JSON.
-- :func:`thaw` turns a frozen value back into fresh plain ``dict``/``list``
+- `thaw` turns a frozen value back into fresh plain ``dict``/``list``
   values, keys in the same order, ready for ``json.dumps``.
 
 >>> image = freeze({"type": "image_url", "image_url": {"url": "https://x/cat.png"}})
@@ -73,10 +73,10 @@ class FrozenDict(Mapping[K, V]):
     Equal to any mapping with equal items, whatever their order (as ``dict``
     is); its hash is the hash of the frozenset of its items, which is
     order-independent and the same as pyrsistent's ``PMap``'s, so equal
-    values hash alike. Iteration, ``repr`` and :func:`thaw` follow insertion
+    values hash alike. Iteration, ``repr`` and `thaw` follow insertion
     order, so what was read in is written out in the same order.
 
-    ``FrozenDict(mapping)`` deep-freezes the values (see :func:`freeze`).
+    ``FrozenDict(mapping)`` deep-freezes the values (see `freeze`).
     Nothing changes one; build a new one instead.
     """
 
@@ -172,9 +172,9 @@ class FrozenDict(Mapping[K, V]):
 
 
 class ValueProblem(Exception):  # noqa: N818 - internal; callers re-raise a MemrulesError
-    """A value :func:`freeze` or :func:`freeze_json` refuses, and where it is.
+    """A value `freeze` or `freeze_json` refuses, and where it is.
 
-    Internal: the callers turn it into a :class:`~memrules._core.errors.MemrulesError`
+    Internal: the callers turn it into a `MemrulesError`
     that names the field (``where(prefix)`` renders ``prefix.key[2]``).
     """
 
@@ -200,8 +200,8 @@ class ValueProblem(Exception):  # noqa: N818 - internal; callers re-raise a Memr
 
 
 MAX_DEPTH = 128
-"""How deeply :func:`freeze` and :func:`freeze_json` go into nested values
-(as serde_json does): deeper values are refused with a :class:`ValueProblem`
+"""How deeply `freeze` and `freeze_json` go into nested values
+(as serde_json does): deeper values are refused with a `ValueProblem`
 rather than exhausting Python's recursion limit (a ``RecursionError``) here
 or in whatever walks them later."""
 
@@ -230,14 +230,14 @@ def freeze_items(items: Mapping[K, V], _depth: int = 0) -> dict[K, V]:
 def freeze(value: Any, _depth: int = 0) -> Any:
     """``value`` made deeply immutable and hashable, order kept.
 
-    Mappings become :class:`FrozenDict`, lists and other sequences tuples,
+    Mappings become `FrozenDict`, lists and other sequences tuples,
     sets frozensets; strings, numbers, ``None`` and other hashable objects stay
     as they are. A value that is already frozen is returned as it is (the same
-    object), so freezing twice costs one walk. Raises :class:`ValueProblem`,
+    object), so freezing twice costs one walk. Raises `ValueProblem`,
     naming where it is, for a value that cannot be hashed (a ``bytearray``,
     an object with ``__hash__ = None``), a string with a lone surrogate (no
     UTF-8 writer can write it) and a value nested more than
-    :data:`MAX_DEPTH` levels deep.
+    `MAX_DEPTH` levels deep.
     """
     kind = type(value)
     if kind is str:
@@ -290,15 +290,15 @@ def _freeze_sequence(value: Sequence[Any], depth: int) -> tuple[Any, ...]:
 
 
 def freeze_json(value: Any, _depth: int = 0) -> Any:
-    """A parsed JSON value, deep-frozen like :func:`freeze`, and checked.
+    """A parsed JSON value, deep-frozen like `freeze`, and checked.
 
-    Raises :class:`ValueProblem` naming where it is for what JSON cannot
+    Raises `ValueProblem` naming where it is for what JSON cannot
     carry or UTF-8 cannot encode: ``NaN`` and infinities (``json.dumps``
     would write a bare ``NaN``, which no JSON parser reads), strings or keys
     with a lone surrogate (``"\\ud800"``, which ``json.loads`` returns for the
     escape but no UTF-8 writer can write), keys that are not strings, values
     that are not JSON (sets, bytes, objects), and values nested more than
-    :data:`MAX_DEPTH` levels deep.
+    `MAX_DEPTH` levels deep.
     """
     kind = type(value)
     if kind is str:
@@ -358,7 +358,7 @@ def has_surrogate(text: str) -> bool:
 
 
 def surrogate_problem(text: str) -> str:
-    """What is wrong with ``text``, for which :func:`has_surrogate` is true."""
+    """What is wrong with ``text``, for which `has_surrogate` is true."""
     match = _SURROGATE.search(text)
     position = match.start() if match else 0
     return (

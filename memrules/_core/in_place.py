@@ -1,4 +1,4 @@
-"""The in-place reading of :func:`memrules._core.invariants.enforce`: an
+"""The in-place reading of `enforce`: an
 output that replaced some messages of its input where they stood, and
 nothing else.
 
@@ -268,7 +268,7 @@ def _holed(size: int, holes: Sequence[int]) -> tuple[int | None, ...]:
 
 
 DIAGONAL = 1 << 17
-"""How many ``(j, j)`` pairs :func:`_diagonal` keeps made (the module owns
+"""How many ``(j, j)`` pairs `_diagonal` keeps made (the module owns
 them): an in-place rewrite of a long conversation replaces thousands of
 messages on every request, and making a pair for each anew costs the
 garbage collector more than the rest of the check."""

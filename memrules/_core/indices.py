@@ -2,11 +2,11 @@
 
 A window that drops 9,800 messages of a 10,000-message history removes one
 run of indices; writing every index into the report would make each request
-cost the whole history again. :class:`Indices` keeps sorted, distinct
+cost the whole history again. `Indices` keeps sorted, distinct
 indices as runs (``range`` objects) and reads as the tuple it stands for:
 it has the length, items, slices, iteration and membership of that tuple,
 and compares equal to any sequence of the same items (``Indices.of((1, 2,
-3)) == (1, 2, 3)``). :class:`IdsOf` is the ids of some messages of a
+3)) == (1, 2, 3)``). `IdsOf` is the ids of some messages of a
 conversation, worked out when first read.
 
 Both are immutable values: nothing changes one after it is made (the ids
@@ -26,8 +26,8 @@ __all__ = ["EMPTY", "IdsOf", "Indices", "indices"]
 
 class Indices(Sequence[int]):
     """Sorted, distinct, non-negative indices, held as runs (see the module
-    docs). Build one with :meth:`of` (any ascending indices), :meth:`runs`
-    or :meth:`gaps`."""
+    docs). Build one with `of` (any ascending indices), `runs`
+    or `gaps`."""
 
     __slots__ = ("_ends", "_runs")
 
@@ -51,7 +51,7 @@ class Indices(Sequence[int]):
 
     @classmethod
     def of(cls, indices: Iterable[int]) -> Indices:
-        """``indices`` (ascending, distinct) as runs; an :class:`Indices`
+        """``indices`` (ascending, distinct) as runs; an `Indices`
         is returned as it is."""
         if isinstance(indices, Indices):
             return indices
@@ -141,7 +141,7 @@ EMPTY = Indices()
 
 
 def indices(value: Iterable[int]) -> Indices:
-    """``value`` as :class:`Indices` (the converter of report fields)."""
+    """``value`` as `Indices` (the converter of report fields)."""
     return Indices.of(value)
 
 

@@ -1,9 +1,9 @@
 """Checking two conversations against the invariants after the fact, by
-value: :func:`check_invariants` lists every way an output breaks them
-relative to its input, :func:`pairing_problems` the tool-pairing ones only.
-Unlike :func:`~memrules._core.invariants.enforce`, which the interpreter runs
+value: `check_invariants` lists every way an output breaks them
+relative to its input, `pairing_problems` the tool-pairing ones only.
+Unlike `enforce`, which the interpreter runs
 on a strategy's own output, these work on any two conversations, including
-ones read back from JSON (tests, benchmarks, :mod:`memrules.testing`).
+ones read back from JSON (tests, benchmarks, `memrules.testing`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The invariants every strategy's output is held to, enforced in one place.
 
-After each strategy the interpreter calls :func:`enforce` with the strategy's
+After each strategy the interpreter calls `enforce` with the strategy's
 input and output:
 
 1. **Survivors.** The input's survivors (`memrules._core.survivors`: the
@@ -104,7 +104,7 @@ def _match(
 
 
 _READINGS = 64
-"""The most placements of the pinned survivors :func:`_match` tries for
+"""The most placements of the pinned survivors `_match` tries for
 one choice of them (each survivor's object may stand several times in an
 output that reuses it): the readings grow as a product, so a choice with
 more is left for one that pins fewer."""
@@ -388,7 +388,7 @@ def _window(
     before: Conversation, after: Conversation, track: TrackView
 ) -> tuple[tuple[int, ...], int] | None:
     """``(head, start)`` when ``after`` is a window of ``before``: the held
-    messages (:meth:`TrackView.held`) below ``start``, then every message from
+    messages (`TrackView.held`) below ``start``, then every message from
     ``start`` on, the very objects, in order. None for any other output (the
     general matching then reads it). Costs what ``after`` holds."""
     n, w = len(before), len(after)

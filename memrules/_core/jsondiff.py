@@ -1,8 +1,8 @@
 """Where two JSON values differ, said so a person can find it.
 
-:func:`differences` walks a recorded value and a replayed one (parsed JSON:
+`differences` walks a recorded value and a replayed one (parsed JSON:
 dicts, lists, strings, numbers, booleans, None) and lists each place they
-differ, by path: ``output[3].parts[0].text``. :func:`describe` says one in a
+differ, by path: ``output[3].parts[0].text``. `describe` says one in a
 line, showing a long string around its first differing character, so a
 one-byte change in a 4,000-character summary is visible.
 

@@ -2,12 +2,12 @@
 JSON is parsed, so every reader (``compact``'s input, a trace, a dataset,
 a graph snapshot) refuses the same hostile input with the same one line.
 
-:func:`parse_json` returns the value, or raises :class:`JSONTextError`
+`parse_json` returns the value, or raises `JSONTextError`
 whose message says what is wrong without saying where; each reader puts
 its file and line in front and raises its own error type. JSON nested too
 deeply for Python's parser (``[[[[...]]]]`` 100,000 deep), which would
 otherwise escape as a ``RecursionError`` traceback, is
-:data:`TOO_DEEP`.
+`TOO_DEEP`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class JSONTextError(MemrulesError, ValueError):
 
 def parse_json(text: str | bytes) -> Any:
     """The JSON value of ``text`` (bytes are read as UTF-8), or
-    :class:`JSONTextError`."""
+    `JSONTextError`."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")

@@ -64,7 +64,7 @@ def _message_json(message: Message) -> dict[str, Any]:
 
 
 message_json = _message_json
-"""``message`` as the JSON value :func:`encode_message` writes (not checked
+"""``message`` as the JSON value `encode_message` writes (not checked
 to read back: for records of runs, where a message that JSON cannot carry is
 written as well as it can be)."""
 
@@ -99,9 +99,9 @@ def _content_part(raw: Mapping[str, Any]) -> Text | Opaque:
 
 
 def encode_message(message: Message) -> str:
-    """``message`` as JSON text that :func:`decode_message` reads back to an
+    """``message`` as JSON text that `decode_message` reads back to an
     equal message (keys of provider fields in their order). Raises
-    :class:`StoreError` for a message that JSON cannot carry losslessly
+    `StoreError` for a message that JSON cannot carry losslessly
     (metadata holding a set, bytes, an object, NaN, a key that is not a
     string)."""
     try:
@@ -120,7 +120,7 @@ def encode_message(message: Message) -> str:
 
 
 def decode_message(text: str) -> Message:
-    """The message :func:`encode_message` wrote."""
+    """The message `encode_message` wrote."""
     raw = json.loads(text)
     return Message(
         role=raw["role"],

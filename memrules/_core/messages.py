@@ -11,10 +11,10 @@ Every field is checked when a value is built, so nothing later (counting, a
 strategy, a writer, a trace) meets a value it cannot handle: text fields are
 ``str`` without lone surrogates (which no UTF-8 writer can write), ``is_error``
 is a bool, and what ``metadata``, ``extra`` and ``payload`` hold is hashable
-and nested at most :data:`~memrules._core.frozen.MAX_DEPTH` levels deep. A bad
-value raises :class:`~memrules._core.errors.MessageTypeError` (also a
+and nested at most `MAX_DEPTH` levels deep. A bad
+value raises `MessageTypeError` (also a
 ``TypeError``) for a wrong type, or
-:class:`~memrules._core.errors.MessageFormatError` (a ``ValueError``) otherwise,
+`MessageFormatError` (a ``ValueError``) otherwise,
 naming the field.
 """
 
@@ -58,7 +58,7 @@ ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 def _frozen_map(value: Mapping[str, Any] | None, field: str) -> PMap[str, Any]:
     """``value`` as a persistent map of deep-frozen values, so that the message
-    holding it is hashable. Nested mappings become :class:`FrozenDict`, which
+    holding it is hashable. Nested mappings become `FrozenDict`, which
     keeps their key order (provider fields are written back in it); the keys
     of the top-level map are memrules' own and need no order. A map that is
     already frozen is returned as it is."""
@@ -184,9 +184,9 @@ class ToolCall:
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
 class ToolResult:
-    """The answer to the :class:`ToolCall` whose id is ``call_id``.
+    """The answer to the `ToolCall` whose id is ``call_id``.
 
-    ``content`` is text, or a tuple of :class:`Text` / :class:`Opaque` parts when
+    ``content`` is text, or a tuple of `Text` / `Opaque` parts when
     the provider sent structured content (Anthropic's block lists)."""
 
     call_id: str = attrs.field(validator=_text)
@@ -199,7 +199,7 @@ class ToolResult:
 class Opaque:
     """Anything memrules carries through untouched: images, thinking blocks,
     audio, provider blocks it does not know. ``payload`` is deep-frozen:
-    objects as :class:`~memrules._core.frozen.FrozenDict` (keys in the order given,
+    objects as `FrozenDict` (keys in the order given,
     which is the order adapters write back), arrays as tuples."""
 
     kind: str = attrs.field(validator=_text)
@@ -261,10 +261,10 @@ class Message:
     ``id`` and ``name`` are optional; ``metadata`` is a persistent map for
     anything the caller wants to carry along (adapters keep provider fields
     there). Its values are frozen deeply (mappings as
-    :class:`~memrules._core.frozen.FrozenDict`, keeping their key order; lists and
+    `FrozenDict`, keeping their key order; lists and
     tuples as tuples; sets as frozensets), so every message is hashable; a
     value that cannot be frozen raises
-    :class:`~memrules._core.errors.MessageTypeError` naming where it is. Frozen and
+    `MessageTypeError` naming where it is. Frozen and
     hashable; its hash is computed once.
 
     >>> Message(role="user", parts=(Text(text="hi"),)).text
@@ -316,9 +316,9 @@ Conversation: TypeAlias = tuple[Message, ...]
 
 def as_messages(messages: Iterable[Message], field: str = "messages") -> Conversation:
     """``messages`` as a tuple (the same tuple when it is one), or a
-    :class:`~memrules._core.errors.MessageTypeError` naming ``field`` when it is
+    `MessageTypeError` naming ``field`` when it is
     not a sequence of messages at all (None, a string, one message, a
-    mapping). Its items are :func:`check_messages`' to check."""
+    mapping). Its items are `check_messages`' to check."""
     if isinstance(messages, tuple):
         return messages
     if isinstance(messages, (str, bytes, bytearray, Mapping, Message)) or not isinstance(
@@ -333,9 +333,9 @@ def as_messages(messages: Iterable[Message], field: str = "messages") -> Convers
 
 
 def check_messages(conversation: Conversation, start: int = 0) -> None:
-    """Raise :class:`~memrules._core.errors.MessageTypeError`, naming its index,
+    """Raise `MessageTypeError`, naming its index,
     for the first item of ``conversation[start:]`` that is not a
-    :class:`Message` (one C-level pass when all are)."""
+    `Message` (one C-level pass when all are)."""
     tail = conversation[start:] if start else conversation
     if set(map(type, tail)) <= {Message}:
         return

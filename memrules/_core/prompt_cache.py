@@ -2,9 +2,9 @@
 the cache served of it, and the conversation's previous request.
 
 Pure values only; the rules that compute them are in
-:mod:`memrules._counting.cache`. They sit in the core so that a
-:class:`~memrules.CompressionReport` can hold a measure and a
-:class:`~memrules.CompressionResult` the request it sent.
+`memrules._counting.cache`. They sit in the core so that a
+`CompressionReport` can hold a measure and a
+`CompressionResult` the request it sent.
 """
 
 from __future__ import annotations

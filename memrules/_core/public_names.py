@@ -1,10 +1,10 @@
 """Public names report the module users import them from.
 
 A class or function is defined in a private module (``memrules._core.messages``)
-and exported by a public one (``memrules``); :func:`report_public_module`,
+and exported by a public one (``memrules``); `report_public_module`,
 called once at the bottom of each public package, sets its ``__module__`` to
 that package, as httpx does, so reprs, tracebacks, pickles and documentation
-name ``memrules.Message`` rather than where it happens to live today::
+name ``memrules.Message`` rather than where it happens to live today:
 
     >>> import memrules
     >>> memrules.Message

@@ -4,11 +4,11 @@ made safe to print.
 A URL may carry a secret in two places: its userinfo
 (``http://user:secret@host/v1``, or a token alone, ``https://TOKEN@host``)
 and its query (``?api_key=...``, ``?token=...``, ``?sig=...``).
-:func:`redact_url` replaces both with ``***`` and keeps the rest, so a
-message still says where a request went; :func:`redact_text` does the same
+`redact_url` replaces both with ``***`` and keeps the rest, so a
+message still says where a request went; `redact_text` does the same
 for every URL inside a longer text (an error message, a ``repr``). Every
 error, ``repr``, report, trace, log line and command-line message that
-names a URL goes through one of them::
+names a URL goes through one of them:
 
     >>> redact_url("http://user:secret@127.0.0.1:8080/v1?api_key=k&model=m")
     'http://user:***@127.0.0.1:8080/v1?api_key=***&model=m'
@@ -68,7 +68,7 @@ def redact_url(url: object) -> str:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with every URL in it passed through :func:`redact_url`."""
+    """``text`` with every URL in it passed through `redact_url`."""
     if "://" not in text:
         return text
     return _URL.sub(lambda match: redact_url(match.group(0)), text)

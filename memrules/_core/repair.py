@@ -1,7 +1,7 @@
 """Input that is already broken: found, reported and, on request, removed.
 
 Providers reject a conversation whose tool traffic does not pair up, and no
-compaction can make such input valid by itself. :func:`input_problems` names
+compaction can make such input valid by itself. `input_problems` names
 what is wrong, with the message index:
 
 - a tool result whose call is nowhere in the conversation (an orphan);
@@ -13,8 +13,8 @@ what is wrong, with the message index:
   may still be waiting for its result and is not a problem;
 - a call id used twice.
 
-The pipeline lists them in :attr:`CompressionReport.input_problems`. With
-``repair: true`` it first removes them (:func:`repair`): orphan, repeated and
+The pipeline lists them in `CompressionReport.input_problems`. With
+``repair: true`` it first removes them (`repair`): orphan, repeated and
 early results go; an unanswered call goes with its whole parallel unit (every
 call of its message, and their results); a message left with no parts goes.
 A call id used twice is reported only, since nothing tells which use is
@@ -34,7 +34,7 @@ __all__ = ["InputProblem", "input_problems", "repair"]
 @attrs.frozen(kw_only=True, slots=True)
 class InputProblem:
     """One thing wrong with the input: where (``index``), which tool id, and
-    what; ``removable`` when :func:`repair` takes it out."""
+    what; ``removable`` when `repair` takes it out."""
 
     index: int
     tool_id: str

@@ -26,8 +26,8 @@ OverBudgetMode = Literal["send", "warn", "raise"]
 OVER_BUDGET_MODES: tuple[OverBudgetMode, ...] = ("send", "warn", "raise")
 """What is done with a request compaction could not bring within its
 budget (the ``over_budget`` setting): ``send`` it as it is, ``warn`` (an
-:class:`~memrules.OverBudgetWarning`, a log record, a metric) and send it,
-or ``raise`` :class:`~memrules.OverBudgetError` and send nothing."""
+`OverBudgetWarning`, a log record, a metric) and send it,
+or ``raise`` `OverBudgetError` and send nothing."""
 
 
 def _ids(value: Iterable[str]) -> Sequence[str]:
@@ -56,7 +56,7 @@ class CompressionAction:
     ``removed`` and the first of each ``replaced`` pair index the strategy's
     input; ``inserted`` and the second of each pair index its output.
     ``removed_ids`` and ``replaced_ids`` give the message ids where the messages
-    had one. ``removed`` is an :class:`~memrules._core.indices.Indices` and
+    had one. ``removed`` is an `Indices` and
     ``removed_ids`` is read on first use: both read as the tuples they stand
     for, and cost what a window's runs cost rather than one entry per
     message a window dropped. ``closed_calls`` are the tool call ids that pairing closure
@@ -119,7 +119,7 @@ class CompressionReport:
     Set only when the caller asked for them (and serialized only then, so
     that reports without them read as they always did): ``cache``, what
     the provider's prompt cache serves of the messages sent and their cost
-    (a :class:`~memrules._core.prompt_cache.CacheMeasure`: ``cached``,
+    (a `CacheMeasure`: ``cached``,
     ``uncached``, ``cost``, ``share``); ``carried``, how many leading
     messages were sent as the conversation's previous request sent them
     (a ``cache:`` section's append path); ``compact_to``, the token target
@@ -163,7 +163,7 @@ class CompressionReport:
 
     @property
     def over_budget(self) -> bool:
-        """Whether the output is still over :attr:`budget` (more messages
+        """Whether the output is still over `budget` (more messages
         than a message budget, or at least a token budget's tokens): what
         the strategies could not remove costs more than the budget allows.
         The ``over_budget`` setting says what is done about it (send, warn,

@@ -1,9 +1,9 @@
-"""What a vector store keeps: one :class:`StoredMessage` per message.
+"""What a vector store keeps: one `StoredMessage` per message.
 
 A record holds the message itself, losslessly (as JSON that reads back to an
-equal :class:`~memrules._core.messages.Message`; see
+equal `Message`; see
 `memrules._core.message_json`), the text it is found by, who it
-belongs to (:class:`Scope`), the turn and tool exchange it belonged to, and a
+belongs to (`Scope`), the turn and tool exchange it belonged to, and a
 content hash. Its id is a hash of the scope, the turn and the content, so the
 same message offloaded twice is one record, whatever the store.
 
@@ -13,7 +13,7 @@ by a third without it). Tool calls read ``name(arguments)``, and a tool
 result also names the call it answers, so a question about ``src/app.py``
 finds the result of ``read_file({"path": "src/app.py"})``.
 
-With an :class:`IndexContext` the indexed text also carries what a reader
+With an `IndexContext` the indexed text also carries what a reader
 would need to find the message: the day it was said, what its relative dates
 ("yesterday", "last Friday") meant on that day, and the message before it
 (a reply such as "Yes, last Tuesday!" is found by the question it answers).
@@ -73,7 +73,7 @@ MAX_SCOPE_CHARS = 256
 def scope_id_problem(name: str, value: object) -> str | None:
     """What is wrong with ``value`` as the scope id ``name`` (a conversation,
     user or tenant id), if anything: it must be a non-empty string of at
-    most :data:`MAX_SCOPE_CHARS` characters that UTF-8 can carry (no lone
+    most `MAX_SCOPE_CHARS` characters that UTF-8 can carry (no lone
     surrogate: no store could keep it, so no forget could find it)."""
     if not isinstance(value, str) or not value or len(value) > MAX_SCOPE_CHARS:
         return (
@@ -99,8 +99,8 @@ def _scope_id(instance: object, attribute: attrs.Attribute[Any], value: object) 
 
 
 def check_storable(scope: Scope) -> None:
-    """Raise :class:`ConfigError`, naming the field, when an id of
-    ``scope`` is one no store can keep (see :func:`scope_id_problem`):
+    """Raise `ConfigError`, naming the field, when an id of
+    ``scope`` is one no store can keep (see `scope_id_problem`):
     refused before anything is written, so nothing is stored that no
     forget could find."""
     for name, value in scope.to_dict().items():
@@ -227,10 +227,10 @@ class IndexContext:
     first, so a model that reads only the
     start of a text still reads it. ``time``: when the conversation was
     held (a session's date), for messages without a time of their own in
-    ``metadata["time"]`` (:data:`TIME_KEY`); a message with a time is
+    ``metadata["time"]`` (`TIME_KEY`); a message with a time is
     indexed with its day (``(8 May 2023)``) and, when ``dates`` is true,
     with what its relative dates meant on that day (``yesterday: 7 May
-    2023``; see :func:`~memrules._core.dates.resolve_dates`).
+    2023``; see `resolve_dates`).
 
     On a public multi-session chat benchmark, the message before and the
     session's date lifted BM25 from 55.6% to 64.6% of the questions
@@ -251,7 +251,7 @@ before, the day, relative dates resolved."""
 
 def message_time(message: Message) -> date | datetime | None:
     """The time ``message`` carries in ``metadata["time"]``
-    (:data:`TIME_KEY`), or None when it has none or it does not read as a
+    (`TIME_KEY`), or None when it has none or it does not read as a
     date: an ISO 8601 string, or seconds since the epoch (read as UTC)."""
     raw = message.metadata.get(TIME_KEY) if message.metadata else None
     if isinstance(raw, bool):
@@ -284,7 +284,7 @@ def contextual_text(
     calls: Mapping[str, ToolCall] | None = None,
 ) -> str:
     """The text ``conversation[i]`` is indexed by under ``context``: its
-    :func:`index_text`, then its day and resolved dates (when it has a
+    `index_text`, then its day and resolved dates (when it has a
     time, its own or ``context.time``), then its neighbours."""
     message = conversation[i]
     lines = [index_text(message, calls)]
@@ -340,13 +340,13 @@ class StoredMessage:
     """One message as a store keeps it.
 
     ``id`` is a hash of the scope, the turn and the content hash (see
-    :func:`build_records`): the same message of the same turn is one record
+    `build_records`): the same message of the same turn is one record
     however often it is written.
     ``turn`` and ``exchange`` are keys of the turn and the tool exchange the
     message belonged to (the content hashes of the user message that opened
     the turn and of the assistant message that opened the exchange; ``""``
     for none), stable however much of the conversation was compacted since.
-    ``text`` is what it is found by (:func:`index_text`); ``payload`` the
+    ``text`` is what it is found by (`index_text`); ``payload`` the
     lossless JSON of ``message``.
     """
 
@@ -389,7 +389,7 @@ class StoreWrite:
 class RecallHit:
     """One message found again, best first in a recall's answer.
 
-    ``message`` is the original :class:`~memrules._core.messages.Message` (its
+    ``message`` is the original `Message` (its
     id, name and metadata kept); ``score`` how well it matched in the search
     mode used (cosine for dense, BM25 for lexical, the fused reciprocal-rank
     score for hybrid: comparable within one answer only); ``text`` what it
@@ -450,14 +450,14 @@ def build_records(
     default), in order. The conversation is read for the turn and exchange
     of each message, for the calls its tool results answer and, with a
     ``context``, for the neighbours and dates its indexed text carries
-    (:func:`contextual_text`; without one, the text is :func:`index_text`).
+    (`contextual_text`; without one, the text is `index_text`).
     The indexed text is no part of a record's id.
 
     A record's id hashes the scope, the turn, the content and how many equal
     messages came before it in its turn, so two equal messages of one turn
     ("ok", "ok") are two records, and offloading the same history again
     (a client that resends it whole) writes nothing new. Raises
-    :class:`StoreError` for a message that cannot be stored losslessly."""
+    `StoreError` for a message that cannot be stored losslessly."""
     chosen: Sequence[int] = range(len(conversation)) if indices is None else tuple(indices)
     turn_of, exchange_of = _starts(conversation)
     digests: dict[int, str] = {}

@@ -22,13 +22,13 @@ reminder such as "Please always provide EXACTLY ONE action"), which a
 harnesses add such messages all the time, so the newest user message is
 often not the question, and the task is rarely the newest.
 
-A :class:`MessageRule` matches a message by role, by its position among the
+A `MessageRule` matches a message by role, by its position among the
 messages of that role (or of all roles), by a metadata flag and by a
 pattern searched in its text (RE2, linear in the text); every field given
-must match. :class:`SurvivorRule` is the whole setting, a value; what it
-picks in a conversation is :func:`survivors`.
+must match. `SurvivorRule` is the whole setting, a value; what it
+picks in a conversation is `survivors`.
 
->>> from memrules._core.messages import message
+>>> from memrules import message
 >>> chat = (
 ...     message("system", "You fix bugs."),
 ...     message("user", "Fix issue 12: the parser drops the last line."),
@@ -129,8 +129,8 @@ class SurvivorRule:
         return any(r.index is not None for r in (*self.pin, *self.harness))
 
     def kind(self, message: Message, ordinals: Mapping[str, int] | None = None) -> int:
-        """What ``message`` is, as bits: :data:`PERSON` when it is from the
-        person, :data:`PIN` when it is pinned. ``ordinals`` gives, per role
+        """What ``message`` is, as bits: `PERSON` when it is from the
+        person, `PIN` when it is pinned. ``ordinals`` gives, per role
         and for ``""`` (all roles), how many such messages came before it
         (only rules with an ``index`` read it)."""
         kind = 0
@@ -215,7 +215,7 @@ class Picked:
 
 
 def kinds(conversation: Sequence[Message], rule: SurvivorRule) -> list[int]:
-    """:meth:`SurvivorRule.kind` of each message, with its ordinals."""
+    """`SurvivorRule.kind` of each message, with its ordinals."""
     if not rule.positional:
         return [rule.kind(m) for m in conversation]
     ordinals: dict[str, int] = {}

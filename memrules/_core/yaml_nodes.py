@@ -1,18 +1,18 @@
 """YAML read into frozen nodes that remember their line, within stated limits.
 
 PyYAML's composer gives nodes with positions; they are turned into
-:class:`Node` values (pmaps, tuples and scalars, all frozen) before anything
+`Node` values (pmaps, tuples and scalars, all frozen) before anything
 interprets them, so validation can name the line of every key and value.
 
 A config may come from someone who should not be able to stall or exhaust
-the process that reads it, so reading stops, with one :class:`ConfigError`
+the process that reads it, so reading stops, with one `ConfigError`
 naming the line, at the first of:
 
-- more than :data:`MAX_CONFIG_BYTES` of text (checked before parsing);
-- nesting deeper than :data:`MAX_DEPTH`;
-- more than :data:`MAX_NODES` values, counting each alias as the copy of
+- more than `MAX_CONFIG_BYTES` of text (checked before parsing);
+- nesting deeper than `MAX_DEPTH`;
+- more than `MAX_NODES` values, counting each alias as the copy of
   what it names (a "billion laughs" alias bomb stops here, after
-  :data:`MAX_NODES` steps), and an alias inside what it names (a cycle);
+  `MAX_NODES` steps), and an alias inside what it names (a cycle);
 - a tag outside YAML's core schema (``!!python/object/apply:…``, ``!foo``),
   or a merge key (``<<``), which no config needs;
 - a number too large to read, or a character YAML does not allow (NUL).
@@ -104,7 +104,7 @@ class _RefusedError(Exception):
 
 class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader that refuses explicit tags outside the core schema
-    and nesting deeper than :data:`MAX_DEPTH`, and counts composed nodes."""
+    and nesting deeper than `MAX_DEPTH`, and counts composed nodes."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -137,8 +137,8 @@ class _Loader(yaml.SafeLoader):
 
 @attrs.define
 class _Converter:
-    """Turns composed nodes into :class:`Node` values, expanding aliases
-    (shared nodes) and counting every value it makes against :data:`MAX_NODES`."""
+    """Turns composed nodes into `Node` values, expanding aliases
+    (shared nodes) and counting every value it makes against `MAX_NODES`."""
 
     constructor: yaml.constructor.SafeConstructor
     made: int = 0
@@ -227,7 +227,7 @@ def _reader_error(exc: yaml.reader.ReaderError, text: str) -> ConfigProblem:
 def parse_yaml(text: str, *, path: str | None = None) -> Node | None:
     """Parse one YAML document into frozen nodes; None for an empty document.
 
-    Raises :class:`ConfigError` with one line naming the line of a syntax
+    Raises `ConfigError` with one line naming the line of a syntax
     error, a duplicate key (PyYAML would silently let the last one win), or
     any of the limits in this module's docstring.
     """

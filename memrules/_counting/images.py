@@ -3,15 +3,15 @@
 Providers bill an image by its size, not by the text of its base64, and a
 PDF by its pages. This module holds those rules as plain functions over
 ``(width, height, detail, rule)`` and one entry point for counting,
-:func:`opaque_cost`, which prices an :class:`~memrules._core.messages.Opaque`
+`opaque_cost`, which prices an `Opaque`
 image or document part under a rule and says how the figure was derived
 (dimensions read from the image's bytes, or a stated estimate). It does no
 I/O: a URL is never fetched, and base64 is decoded only as far as the header
-(:mod:`memrules._counting.imagesize`).
+(`memrules._counting.imagesize`).
 
 The rules, as the providers document them (read 2026-12-01):
 
-OpenAI, tiles (:class:`TileRule`)
+OpenAI, tiles (`TileRule`)
     "Images and vision" guide, *Calculating costs*, section "GPT 4o,
     GPT-4.1, GPT-4o-mini, CUA, and o-series (except o4-mini)", in the
     version whose tables list gpt-5 and gpt-5-mini (published after
@@ -26,7 +26,7 @@ OpenAI, tiles (:class:`TileRule`)
     765 tokens, 2048 x 4096 high is 1105, any low-detail image 85 (gpt-4o).
     Scaled sides are rounded down (what the API was observed to bill at
     tile boundaries).
-OpenAI, patches (:class:`PatchRule`)
+OpenAI, patches (`PatchRule`)
     Same guide, section "GPT-4.1-mini, GPT-4.1-nano, o4-mini" (its
     multiplier table also lists gpt-5-mini and gpt-5-nano): count the
     32-pixel patches covering the image; over 1536, scale by
@@ -38,7 +38,7 @@ OpenAI, patches (:class:`PatchRule`)
     guide's examples: 1024 x 1024 is 1024 patches, 1800 x 2400 is 1452. The
     guide gives no low-detail figure for these models; ``detail`` is
     ignored.
-Anthropic (:class:`AreaRule`)
+Anthropic (`AreaRule`)
     "Vision" guide, *Calculate image costs*: ``tokens = (width px x height
     px) / 750`` for an image that is not resized, rounded up (its table:
     200 x 200 is ~54, 1000 x 1000 ~1334, 1092 x 1092 ~1590). Larger images
@@ -49,12 +49,12 @@ Anthropic (:class:`AreaRule`)
     pixels: the figure for every size in that table is the guide's own, and
     a resized image is never counted under what it is billed.
 
-What is estimated, and stated as such in each :class:`PartCost` note
-(:class:`ImageEstimates` holds the figures, all configurable):
+What is estimated, and stated as such in each `PartCost` note
+(`ImageEstimates` holds the figures, all configurable):
 
 - An image whose size is unknown (a URL, a file id, bytes whose header
   cannot be read) costs what the largest image the rule bills costs
-  (:func:`largest_image_tokens`: 1445 under gpt-4o's tiles at high detail,
+  (`largest_image_tokens`: 1445 under gpt-4o's tiles at high detail,
   1640 under Anthropic's rule), unless ``unknown_size`` names a size to
   assume: a budget checked with it is never overrun by such an image.
 - A PDF costs ``pdf_page_tokens`` per page (3000: the top of the "1,500 to
@@ -344,7 +344,7 @@ class PartCost:
     """What one image or document part costs, and how that was worked out.
 
     ``what`` is ``"image"`` or ``"document"`` (``"thinking"`` or
-    ``"reasoning"`` for what :mod:`memrules._counting.content` prices,
+    ``"reasoning"`` for what `memrules._counting.content` prices,
     ``"other"`` for a part it does not know);
     ``measured`` is True when the figure comes from the part's own bytes
     (an image's header, a PDF's page objects, a document's text) and False

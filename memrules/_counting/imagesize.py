@@ -2,15 +2,15 @@
 
 Token counting needs an image's width and height (providers bill images by
 size), and an image in a request is a base64 string that may be megabytes
-long. :func:`image_size` reads PNG, JPEG (baseline, progressive, lossless
+long. `image_size` reads PNG, JPEG (baseline, progressive, lossless
 and arithmetic-coded frames, behind any number of EXIF, ICC or other
 application segments), GIF and WebP (``VP8``, ``VP8L`` and ``VP8X``) headers;
-:func:`base64_image_size` does the same on base64 text, decoding only the
+`base64_image_size` does the same on base64 text, decoding only the
 4-character groups that hold the bytes it reads (a JPEG's segments are
 skipped by their lengths, so a 60 KB EXIF block before the frame header costs
 nothing). A 10 MB data URL costs a few microseconds, not a full decode.
 
-Every answer is an :class:`ImageSize` or None: None means "unknown size"
+Every answer is an `ImageSize` or None: None means "unknown size"
 (an unknown format, a truncated or malformed header, a zero dimension), never
 an exception, so counting can fall back to its stated estimate.
 
@@ -113,12 +113,12 @@ def image_size(data: bytes) -> ImageSize | None:
 
 
 def base64_image_size(text: str) -> ImageSize | None:
-    """:func:`image_size` of base64 ``text``, decoding only the header bytes."""
+    """`image_size` of base64 ``text``, decoding only the header bytes."""
     return _size(_Base64(text))
 
 
 def data_url_image_size(url: str) -> ImageSize | None:
-    """:func:`image_size` of a base64 ``data:`` URL, or None for any other URL."""
+    """`image_size` of a base64 ``data:`` URL, or None for any other URL."""
     if not url.startswith("data:"):
         return None
     marker = url.find(";base64,", 5, 512)

@@ -1,9 +1,9 @@
-"""What a :class:`~memrules._counting.measure.Measure` knows about one
+"""What a `Measure` knows about one
 sequence of message values: a **line** (the messages, their counts and the
 counts' prefix sums, in append-only lists) and its **shape** (where the
 system, user and assistant messages are, the tool calls and the pairs they
 form, the input problems), each extended by the new messages only. See
-:mod:`memrules._counting.measure` for how lines are found and shared.
+`memrules._counting.measure` for how lines are found and shared.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _CARRIES = operator.attrgetter("is_tool_carrier")
 class Line:
     """What is known about one sequence of message values (see the module
     docs): the messages, their counts and the counts' prefix sums, and,
-    once a question needs it, their :class:`Shape`. The lists only grow,
+    once a question needs it, their `Shape`. The lists only grow,
     and only under the owning measure's lock; entries below a track's size
     never change."""
 
@@ -163,8 +163,8 @@ class Shape:
 
     def _tool_message(self, i: int, m: Message) -> None:
         """Take in message ``i``'s tool calls and results: its links (as
-        :func:`memrules._core.conversation.link_state` finds them) and its input
-        problems (as :func:`memrules._core.repair.input_problems` does)."""
+        `link_state` finds them) and its input
+        problems (as `input_problems` does)."""
         holders = self.holders
         for r in m.result_ids:  # problems see the calls of earlier messages only
             held = holders.get(r)

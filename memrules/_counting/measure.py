@@ -4,7 +4,7 @@ The interpreter, the strategies and the invariant check all ask the same
 questions of the same conversation: each message's count and their running
 total, which messages tool ids tie together, where the survivors are, what
 is already broken. An agent loop asks them on every turn of a history that
-only grew since the last one. A :class:`Measure` answers them and keeps the
+only grew since the last one. A `Measure` answers them and keeps the
 answers, so that a turn costs what it added, not what came before:
 
 - a **line** is what is known about a sequence of message values, in
@@ -33,12 +33,12 @@ The cost of a turn: C-level passes over the prefix (identity or equality of
 the remembered part; a tuple made of a list), plus Python-level work for
 the new messages only, plus what the window keeps. The arrays grow with the
 conversation they describe and nothing else; a measure keeps the last
-:data:`TRACKS` conversations asked about and the last :data:`TRACKS` that a
+`TRACKS` conversations asked about and the last `TRACKS` that a
 pipeline made of them (strategies' outputs, which take their counts and,
 for a rewrite in place that keeps every role and tool id, their structure
 from their input), so one
 per conversation (the plugin keeps one per conversation, a
-:class:`~memrules.Pipeline` one for its direct callers) is bounded by that
+`Pipeline` one for its direct callers) is bounded by that
 conversation.
 
 Thread safety: a measure may be shared between threads. Lines only grow,
@@ -70,13 +70,13 @@ from memrules._counting.track import Track
 __all__ = ["NOTES", "TRACKS", "Measure", "Track"]
 
 TRACKS = 4
-"""How many conversations a :class:`Measure` remembers of each kind, the
+"""How many conversations a `Measure` remembers of each kind, the
 most recently asked about first: those asked about (a request's input, the
 previous request's), and the outputs a pipeline made of them."""
 
 NOTES = 64
-"""How many strategies a :class:`Measure` keeps notes for (see
-:meth:`Measure.note`): a pipeline's, several times over."""
+"""How many strategies a `Measure` keeps notes for (see
+`Measure.note`): a pipeline's, several times over."""
 
 
 class Measure:
@@ -111,8 +111,8 @@ class Measure:
 
     def conversation(self, messages: Iterable[Message]) -> Conversation:
         """``messages`` as a tuple whose every item is a
-        :class:`~memrules._core.messages.Message` (raising
-        :class:`~memrules._core.errors.MessageFormatError` naming the first that
+        `Message` (raising
+        `MessageFormatError` naming the first that
         is not), remembered: the messages that continue a remembered
         conversation are the only ones looked at one by one."""
         conversation = as_messages(messages)
@@ -120,7 +120,7 @@ class Measure:
         return conversation
 
     def track(self, conversation: Conversation) -> Track:
-        """The :class:`Track` of ``conversation``: found, extended from a
+        """The `Track` of ``conversation``: found, extended from a
         remembered one, or new. Its counts are taken when first asked for
         (so recognising a conversation never counts; a counter that fails
         fails where the count is needed)."""
@@ -167,7 +167,7 @@ class Measure:
         its first messages are known already, and the line that knows them:
         the remembered track it continues, or a line it is a prefix of; else
         the line that shares the longest prefix with it (a new line copies
-        that prefix's counts). Last, the kin of :meth:`moved` when it
+        that prefix's counts). Last, the kin of `moved` when it
         continues a remembered track's very objects."""
         n = len(conversation)
         # The usual case first: the very objects of a remembered track, grown.
@@ -230,7 +230,7 @@ class Measure:
         return self.track(conversation).links()
 
     def problems(self, conversation: Conversation) -> tuple[InputProblem, ...]:
-        """What is already broken in ``conversation`` (see :mod:`memrules._core.repair`)."""
+        """What is already broken in ``conversation`` (see `memrules._core.repair`)."""
         return self.track(conversation).problems()
 
     def remember(self, conversation: Conversation, sizes: Sequence[int]) -> None:
@@ -283,7 +283,7 @@ class Measure:
     def _extend_rewrite(
         self, output: Conversation, source: Conversation, found: Track, changed: Sequence[int]
     ) -> bool:
-        """Remember ``output`` (see :meth:`rewrite`) from an earlier rewrite
+        """Remember ``output`` (see `rewrite`) from an earlier rewrite
         whose structure came from the same line as ``source``'s (the last
         request's rewrite by the same strategy): its counts are taken for
         the messages that are the very objects it had at the same position,
@@ -419,14 +419,14 @@ class Measure:
     # --- what strategies keep about the conversation
 
     def noted(self, owner: object) -> object | None:
-        """What ``owner`` (a strategy's own key) kept with :meth:`note`, or
+        """What ``owner`` (a strategy's own key) kept with `note`, or
         None."""
         return self._notes.get(owner)
 
     def note(self, owner: object, value: object) -> None:
         """Keep ``value`` for ``owner``: what a strategy worked out for this
         conversation's last input, so that its next request works out only
-        what changed. At most :data:`NOTES` owners, the oldest out first; a
+        what changed. At most `NOTES` owners, the oldest out first; a
         value is only ever read back by its owner, which checks it against
         the input it is handed."""
         with self._lock:

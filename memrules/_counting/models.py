@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 TABLE_DATE = date(2026, 12, 3)
-"""When :data:`MODEL_TABLE` was last checked against the providers' models."""
+"""When `MODEL_TABLE` was last checked against the providers' models."""
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -126,10 +126,10 @@ MODEL_TABLE: tuple[tuple[re.Pattern[str], ModelCounting], ...] = (
 )
 """Each family's pattern (matched at the start of the normalised name) and
 its counting, first match wins; Claude's version decides between its rows
-(see :func:`model_counting`)."""
+(see `model_counting`)."""
 
 FAMILIES = "gpt-4o, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4, gpt-4, gpt-3.5, gemini, claude"
-"""The families of :data:`MODEL_TABLE`, as errors list them."""
+"""The families of `MODEL_TABLE`, as errors list them."""
 
 _PREFIX = re.compile(
     r"^(?:ft:)?(?:(?:openai|google|anthropic|models|vertex_ai|azure|bedrock)/)*"
@@ -170,7 +170,7 @@ def model_counting(model: str | None) -> ModelCounting | None:
 
 
 class ScaledCounter:
-    """A :class:`~memrules.TokenCounter` that counts ``margin`` times what
+    """A `TokenCounter` that counts ``margin`` times what
     ``base`` counts, rounded up, text and messages alike: the stated
     estimate of a model whose tokenizer is not public. Its caches are safe
     to share between threads."""
@@ -207,7 +207,7 @@ class ScaledCounter:
 
 
 class LargerCounter:
-    """A :class:`~memrules.TokenCounter` that counts the larger of two
+    """A `TokenCounter` that counts the larger of two
     counters' counts, text and messages alike: the default when neither the
     config nor the request names the model (``cl100k_base`` and
     ``o200k_base``: neither encoding counts more than the other on every
@@ -256,7 +256,7 @@ def base_counter(encoder_name: str | None, model: str | None) -> TokenCounter:
     """The counter a config's ``encoder_name`` and ``model`` (or a request's
     model) choose: the encoder named, else the table's row for the model
     (scaled by its margin when it is an estimate), else the larger of the
-    :data:`DEFAULT_ENCODERS`' counts."""
+    `DEFAULT_ENCODERS`' counts."""
     from memrules._counting.named import counter_for, counter_named
 
     if encoder_name is not None:

@@ -1,8 +1,8 @@
 """Which counter an ``encoder_name`` means: ``"estimate"`` (the script-aware
 estimator), a scheme name (``hf:...``, ``anthropic:...``; see
-:mod:`memrules._counting.schemes`), or a tiktoken encoder or model name.
+`memrules._counting.schemes`), or a tiktoken encoder or model name.
 
-Kept apart from :mod:`memrules._counting.tokens` so that the counters below
+Kept apart from `memrules._counting.tokens` so that the counters below
 it (tiktoken's and the estimate in ``tokens``, Hugging Face's in ``hf``, the
 provider's in ``provider``) do not know each other: only this module knows
 them all, and it imports the scheme counters only when a name asks for one.

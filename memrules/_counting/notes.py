@@ -1,7 +1,7 @@
-"""Notes a strategy keeps in a conversation's :class:`Measure` about its
+"""Notes a strategy keeps in a conversation's `Measure` about its
 last inputs, so that the next request (the conversation grown by a turn,
 or rewritten in a few places by the strategies before it) works out only
-what is new or changed: :class:`Scan` for one fact per message, and the
+what is new or changed: `Scan` for one fact per message, and the
 helpers the strategies' rewrite cache shares with it."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["KEPT", "Noted", "Scan", "closest", "keep", "notes_of"]
 T = TypeVar("T")
 
 KEPT = 3
-"""How many inputs a :class:`Scan` or a rewrite cache keeps a note of per
+"""How many inputs a `Scan` or a rewrite cache keeps a note of per
 conversation: a request's input, and the shorter conversations later
 passes of the same run hand it, so that those never displace the input the
 next request continues."""
@@ -37,7 +37,7 @@ _N = TypeVar("_N", bound=_Sourced)
 
 @attrs.frozen(slots=True, eq=False)
 class Noted(Generic[T]):
-    """A :class:`Scan`'s note: the input it last saw and its facts."""
+    """A `Scan`'s note: the input it last saw and its facts."""
 
     source: Conversation
     fact: Callable[[Message], Any]
@@ -70,7 +70,7 @@ def closest(notes: tuple[_N, ...], conversation: Conversation) -> _N | None:
 
 
 def keep(measure: Measure, owner: object, notes: tuple[object, ...], note: object) -> None:
-    """Keep ``note`` first, then the newest others, :data:`KEPT` in all."""
+    """Keep ``note`` first, then the newest others, `KEPT` in all."""
     measure.note(owner, (note, *notes[: KEPT - 1]))
 
 
@@ -80,11 +80,11 @@ class Scan(Generic[T]):
     messages that are new or changed.
 
     Owner: one strategy instance (or one check of the engine's); it is the
-    key into each conversation's :class:`~memrules._counting.measure.Measure`
+    key into each conversation's `Measure`
     (the plugin's per conversation, a pipeline's own for its direct
     callers), which holds the notes: the last inputs and one fact per
-    message. Bound: :data:`KEPT` notes per measure (see
-    :meth:`~memrules._counting.measure.Measure.note`). A message counts as
+    message. Bound: `KEPT` notes per measure (see
+    `Measure.note`). A message counts as
     unchanged when it is the very object at the same position; anything
     else is worked out again, so the facts are those a cold scan gives. A
     copied or unpickled scan starts with nothing kept.

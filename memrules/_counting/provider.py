@@ -3,10 +3,10 @@
 Claude's tokenizer is not published, and tiktoken undercounts it (a
 conversation that tiktoken calls 150k tokens overflows a 200k Claude
 window). Anthropic answers the question itself at
-``POST /v1/messages/count_tokens``. :class:`ProviderCounter` puts such an
-endpoint (any :class:`CountEndpoint`) behind the same per-message cache as
+``POST /v1/messages/count_tokens``. `ProviderCounter` puts such an
+endpoint (any `CountEndpoint`) behind the same per-message cache as
 every other counter, so an agent loop pays one request per *new* message,
-never one per message per turn::
+never one per message per turn:
 
     encoder_name: "anthropic:claude-sonnet-4-5"
 
@@ -17,8 +17,8 @@ unset), as Anthropic's own SDK does.
 An endpoint counts a whole request, which carries framing around the
 message; a message's count is the request's count less that framing,
 measured once per counter with a one-token text (``"a"``). Counting fails
-with the endpoint's :class:`~memrules._io.http.EndpointError` (a
-:class:`~memrules.MemrulesError`): a budget cannot be kept with a count
+with the endpoint's `EndpointError` (a
+`MemrulesError`): a budget cannot be kept with a count
 that is unknown, so nothing is guessed.
 """
 
@@ -83,7 +83,7 @@ class AnthropicCountEndpoint:
 
 
 class ProviderCounter:
-    """A :class:`~memrules.TokenCounter` that asks a :class:`CountEndpoint`,
+    """A `TokenCounter` that asks a `CountEndpoint`,
     cached per message value and per text; safe to share between threads.
 
     ``framing`` is what the endpoint adds to every request; None measures it

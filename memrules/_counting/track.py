@@ -1,5 +1,5 @@
 """One conversation tuple on a line of a
-:class:`~memrules._counting.measure.Measure`: its first ``size`` messages,
+`Measure`: its first ``size`` messages,
 and what they derive (counts, survivors, held messages, tool links, input
 problems), each worked out once, when first asked.
 """
@@ -72,7 +72,7 @@ class Track:
         self._sizes: tuple[int, ...] | None = None
         # The remembered conversation this one was found to continue, and
         # the positions below its length where the two hold different
-        # objects (see :meth:`Measure.moved`).
+        # objects (see `Measure.moved`).
         self.kin: tuple[Conversation, list[int] | None] | None = None
 
     @property
@@ -96,7 +96,7 @@ class Track:
 
     def counted(self) -> Line:
         """The line, its counts covering this track (counting what they do
-        not cover yet, outside the lock: see :meth:`Line.count_to`)."""
+        not cover yet, outside the lock: see `Line.count_to`)."""
         line = self.line
         if len(line.sizes) < self.size:
             assert self._counter is not None  # only a line of the measure's own misses counts
@@ -153,7 +153,7 @@ class Track:
         return users[k - 1] if k else None
 
     def picked(self) -> Picked:
-        """The survivors (see :mod:`memrules._core.survivors`), by index."""
+        """The survivors (see `memrules._core.survivors`), by index."""
         found = self._picked
         if found is None:
             shape = self._structure()
@@ -187,7 +187,7 @@ class Track:
         return dup is None or dup >= self.size
 
     def links(self) -> ToolLinks:
-        """The conversation's :class:`~memrules._core.conversation.ToolLinks`."""
+        """The conversation's `ToolLinks`."""
         found = self._links
         if found is None:
             shape = self._structure()
@@ -228,7 +228,7 @@ class Track:
         return (j for j in tuple(found) if j < self.size)
 
     def held(self) -> tuple[int, ...]:
-        """:func:`memrules._core.conversation.held_indices`, ascending: the
+        """`held_indices`, ascending: the
         survivors, the calls their results answer, and the tool exchanges
         of those, transitively."""
         found = self._held
@@ -274,7 +274,7 @@ class Track:
     # --- input problems
 
     def problems(self) -> tuple[InputProblem, ...]:
-        """:func:`memrules._core.repair.input_problems` of the conversation."""
+        """`input_problems` of the conversation."""
         found = self._problems
         if found is None:
             shape = self._structure()

@@ -27,7 +27,7 @@ class ContextUsage:
 
 @runtime_checkable
 class ContextUsageObserver(Protocol):
-    """Receives a :class:`ContextUsage` for every request. An observer that
+    """Receives a `ContextUsage` for every request. An observer that
     raises fails the request before anything is changed."""
 
     def __call__(self, usage: ContextUsage, /) -> None: ...

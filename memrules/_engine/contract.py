@@ -2,11 +2,11 @@
 
 A strategy is a plain callable ``(conversation, context) -> conversation``: it
 takes a tuple of messages and returns a tuple of messages, the same tuple when
-it changes nothing. It may instead return an :class:`Outcome`, which also
+it changes nothing. It may instead return an `Outcome`, which also
 carries a note for the report and the seam calls it made.
 
 Strategies never enforce the survivor or tool-pairing invariants themselves:
-the interpreter does that after every strategy (see :mod:`memrules._core.invariants`).
+the interpreter does that after every strategy (see `memrules._core.invariants`).
 They may rely on reusing the input's message objects for what they keep: the
 interpreter tells kept from new messages by identity.
 """

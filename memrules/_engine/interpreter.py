@@ -6,7 +6,7 @@ strategy that acted and stops once under budget; it runs at most
 ``max_passes`` passes and stops early when a whole pass changes nothing. A
 strategy that raises, returns something that is not a conversation, or
 breaks an invariant has its output discarded and the error recorded; the
-pipeline goes on. Observers (:mod:`memrules._engine.observe`) are called around
+pipeline goes on. Observers (`memrules._engine.observe`) are called around
 the run and each strategy run; without any, the interpreter pays nothing.
 """
 
@@ -418,7 +418,7 @@ def run_pipeline(
     Nothing happens when the budget is unlimited (``no_trigger``) or already
     met (``under_budget`` with no passes). Otherwise passes run the
     strategies in order, re-measuring after each one that acted. With
-    ``repair``, broken input is removed first (see :mod:`memrules._core.repair`).
+    ``repair``, broken input is removed first (see `memrules._core.repair`).
     ``aim`` (a ``cache:`` section's) starts from what the previous request
     sent, may fire the trigger early, compacts down to a lower target and
     finishes the result (the cache measure) before observers see it.

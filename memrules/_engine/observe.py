@@ -1,10 +1,10 @@
 """Watching pipeline runs: the one instrumentation point of the interpreter.
 
-A :class:`PipelineObserver` is called *around* each pipeline run and each
-strategy run, with what is known before it starts (:class:`RunInfo`,
-:class:`StepInfo`) and a ``proceed`` callable that does the work and
-returns its result (the :class:`~memrules.CompressionResult`, or the
-strategy's :class:`~memrules.CompressionAction`). Wrapping, rather than
+A `PipelineObserver` is called *around* each pipeline run and each
+strategy run, with what is known before it starts (`RunInfo`,
+`StepInfo`) and a ``proceed`` callable that does the work and
+returns its result (the `CompressionResult`, or the
+strategy's `CompressionAction`). Wrapping, rather than
 "started"/"finished" events, lets an observer keep per-run state on its own
 stack: a tracer opens a span with ``with``, a timer reads the clock before
 and after, and runs on many threads at once never share anything.
@@ -13,13 +13,13 @@ Observers watch; they cannot change the outcome. Whatever an observer
 returns is ignored: the interpreter keeps what ``proceed`` returned. Calling
 ``proceed`` again returns the same value without running anything twice (a
 strategy may call a seam). An observer that never calls it fails the run
-with :class:`~memrules.ObserverError`, since the run would otherwise be
+with `ObserverError`, since the run would otherwise be
 silently skipped. The report holds no wall-clock values, so a run replays
 byte for byte whatever observes it; timings live in the observers.
 
 The core imports no tracing library: OpenTelemetry, Prometheus and logging
-observers are in :mod:`memrules.observability` and
-:mod:`memrules.integrations`.
+observers are in `memrules.observability` and
+`memrules.integrations`.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class StepInfo:
 @runtime_checkable
 class PipelineObserver(Protocol):
     """Watches pipeline runs. Both methods must call ``proceed()`` once and
-    may do anything around it but change its result::
+    may do anything around it but change its result:
 
         class Timer:
             def observe_run(self, run, proceed):

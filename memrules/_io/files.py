@@ -2,21 +2,21 @@
 over what it reads, never into a device.
 
 Every file a command or the library writes (a report, a trace, figures, a
-graph snapshot) goes through :func:`check_output` first and then through
-:class:`AtomicFile` (or :func:`write_atomic` for a value already whole):
+graph snapshot) goes through `check_output` first and then through
+`AtomicFile` (or `write_atomic` for a value already whole):
 
-- :func:`check_output` refuses a path that is one of the run's inputs (the
+- `check_output` refuses a path that is one of the run's inputs (the
   same file by ``samefile`` or by resolved path: ``--trace t.json t.json``
   would destroy the input), or that exists and is not a regular file (a
   device such as ``/dev/full``, a directory, a pipe): a rename over it
   would replace the device node, and writing into it is not a file.
-- :class:`AtomicFile` writes into a temporary file beside the target,
+- `AtomicFile` writes into a temporary file beside the target,
   named ``.NAME.memrules-PID-RANDOM.tmp``, flushes it to disk (``fsync``),
   and renames it over the target (``os.replace``); every failure (a full
-  disk) is an :class:`~memrules._core.errors.OutputError` naming the path, and
+  disk) is an `OutputError` naming the path, and
   the target is as it was. A writer killed outright (SIGKILL) leaves its
   temporary file behind; the next writer of the same target removes every
-  such file whose process is gone (:func:`sweep`).
+  such file whose process is gone (`sweep`).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ def _describe(exc: OSError) -> str:
 def check_output(
     path: str | os.PathLike[str], what: str, *, inputs: Iterable[str | os.PathLike[str]] = ()
 ) -> Path:
-    """``path`` as a :class:`~pathlib.Path` if ``what`` (``"the trace"``)
-    may be written there, else :class:`OutputError` saying why: it is one of
+    """``path`` as a `Path` if ``what`` (``"the trace"``)
+    may be written there, else `OutputError` saying why: it is one of
     ``inputs``, it exists and is not a regular file, its directory is
     missing or not writable."""
     target = Path(path)
@@ -142,10 +142,10 @@ def _mode(target: Path) -> int:
 
 class AtomicFile:
     """A file written whole or not at all: bytes go to a temporary file
-    beside ``target``; :meth:`commit` syncs it and renames it over
-    ``target``, :meth:`abort` removes it. As a context manager it commits
+    beside ``target``; `commit` syncs it and renames it over
+    ``target``, `abort` removes it. As a context manager it commits
     when the block ends normally and aborts when it raises. Every
-    ``OSError`` is an :class:`OutputError` naming ``target``."""
+    ``OSError`` is an `OutputError` naming ``target``."""
 
     def __init__(self, target: str | os.PathLike[str], what: str) -> None:
         self.target = Path(target)
@@ -222,7 +222,7 @@ def write_atomic(
     inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> None:
     """Write ``data`` to ``target`` whole or not at all, after
-    :func:`check_output`; :class:`OutputError` naming ``target`` otherwise."""
+    `check_output`; `OutputError` naming ``target`` otherwise."""
     check_output(target, what, inputs=inputs)
     with AtomicFile(target, what) as file:
         file.write(data)

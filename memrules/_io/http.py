@@ -3,12 +3,12 @@ for the seams that talk to a server: OpenAI-compatible chat and embeddings
 endpoints. ``httpx`` is imported by the first request, never by
 ``import memrules``.
 
-:class:`JSONClient` sends JSON to a path under a base URL and returns the
+`JSONClient` sends JSON to a path under a base URL and returns the
 JSON it gets back. It retries, with exponential backoff, the answers that
 say "try again" (HTTP 429 and 5xx, honouring ``Retry-After``), and turns
-every failure into one :class:`EndpointError` subclass with a one-line
-message: :class:`EndpointUnreachableError`, :class:`EndpointTimeoutError`,
-:class:`EndpointStatusError` and :class:`MalformedReplyError`.
+every failure into one `EndpointError` subclass with a one-line
+message: `EndpointUnreachableError`, `EndpointTimeoutError`,
+`EndpointStatusError` and `MalformedReplyError`.
 
 The API key is read from an environment variable that the client names
 (``api_key_env="OPENAI_API_KEY"``) when a request is made, sent as a bearer
@@ -16,7 +16,7 @@ token, and never put in a ``repr``, a log or an error message. A password
 in the URL (``http://user:secret@host/v1``) is sent as an
 ``Authorization: Basic`` header (when no key takes that header), and the URL
 is shown everywhere with it, and any key-like query value, as ``***``
-(:func:`memrules._core.redaction.redact_url`)::
+(`redact_url`):
 
     client = JSONClient(base_url="http://127.0.0.1:8080/v1", api_key_env="OPENAI_API_KEY")
     reply = client.post("chat/completions", {"model": "m", "messages": [...]})
@@ -77,7 +77,7 @@ MAX_TOTAL_TIMEOUT = 3600.0
 """The longest ``total_timeout`` a client takes."""
 
 MAX_REPLY_BYTES = 64 * 1024 * 1024
-"""The largest reply read; a bigger one is a :class:`MalformedReplyError`."""
+"""The largest reply read; a bigger one is a `MalformedReplyError`."""
 
 
 class EndpointError(MemrulesError, ConnectionError):
@@ -119,7 +119,7 @@ def one_line(raw: bytes | str, limit: int = 200) -> str:
 
 def check_base_url(url: object) -> str:
     """``url`` if it is an ``http``/``https`` URL with a host, else
-    :class:`ConfigError` naming it (its credentials masked)."""
+    `ConfigError` naming it (its credentials masked)."""
     shown = repr(redact_url(url)) if isinstance(url, str) else repr(url)
     try:
         parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
@@ -173,13 +173,13 @@ def _retry_after(value: str | None) -> float | None:
 class JSONClient:
     """POST (or GET) JSON under ``base_url`` and get JSON back.
 
-    ``timeout`` is per attempt, in seconds (at most :data:`MAX_TIMEOUT`).
-    ``retries`` is how many more attempts an answer in :data:`RETRY_STATUSES`
-    gets (at most :data:`MAX_RETRIES`), waiting ``backoff`` seconds, doubled
+    ``timeout`` is per attempt, in seconds (at most `MAX_TIMEOUT`).
+    ``retries`` is how many more attempts an answer in `RETRY_STATUSES`
+    gets (at most `MAX_RETRIES`), waiting ``backoff`` seconds, doubled
     each time, at most ``max_backoff`` (or what ``Retry-After`` asks, within
     the same cap). ``total_timeout`` bounds the whole call, attempts and
-    waits included (default :data:`TOTAL_TIMEOUT`, at most
-    :data:`MAX_TOTAL_TIMEOUT`): no attempt or wait runs past it, so a server
+    waits included (default `TOTAL_TIMEOUT`, at most
+    `MAX_TOTAL_TIMEOUT`): no attempt or wait runs past it, so a server
     that answers 500 forever costs at most that long. Connection failures
     and timeouts are not retried: the caller decides. ``api_key_env`` names
     the environment variable that holds the API key, read per request; an
@@ -189,7 +189,7 @@ class JSONClient:
     request.
 
     ``base_url`` reads back with its credentials masked
-    (:func:`~memrules._core.redaction.redact_url`), as every message shows it; the
+    (`redact_url`), as every message shows it; the
     URL as given is used only to send.
     """
 
@@ -349,10 +349,10 @@ class JSONClient:
     # --- without blocking the event loop ------------------------------------------------
 
     async def post_async(self, path: str, body: Mapping[str, Any]) -> Any:
-        """:meth:`post`, awaited: the same request, timeouts, retries (waiting
+        """`post`, awaited: the same request, timeouts, retries (waiting
         with ``asyncio.sleep``) and errors, over ``httpx.AsyncClient``
         without blocking the event loop. Each call opens its own connection,
-        as :meth:`post` does."""
+        as `post` does."""
         import httpx
 
         _mask_httpx_log()
@@ -464,7 +464,7 @@ class _MaskedLog:
 
 @functools.cache
 def _mask_httpx_log() -> None:
-    """Install :class:`_MaskedLog` on the ``httpx`` logger, once."""
+    """Install `_MaskedLog` on the ``httpx`` logger, once."""
     import logging
 
     logging.getLogger("httpx").addFilter(_MaskedLog())
@@ -483,7 +483,7 @@ def _tls() -> ssl.SSLContext:
 def _status_error(
     url: str, code: int, reason: str, raw: bytes, secrets: tuple[str, ...], retry_after: str | None
 ) -> EndpointStatusError | _RetryableError:
-    """What an HTTP error status is: an :class:`EndpointStatusError` naming
+    """What an HTTP error status is: an `EndpointStatusError` naming
     it and the start of the body (the key and URL credentials masked: some
     servers echo what they refused), wrapped to be retried when the status
     says so."""

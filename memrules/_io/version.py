@@ -1,6 +1,6 @@
 """The installed memrules' version, as its package metadata states it.
 
-Read on first use, not at import: :mod:`importlib.metadata` (with the email
+Read on first use, not at import: `importlib.metadata` (with the email
 parser and zip support it imports) costs more than the rest of ``import
 memrules`` needs, and only a trace header, a tracer or ``memrules.__version__``
 asks for the version.
@@ -19,7 +19,7 @@ UNKNOWN_VERSION = "0+unknown"
 @functools.cache
 def memrules_version() -> str:
     """The version of the installed memrules distribution, or
-    :data:`UNKNOWN_VERSION` when there is none."""
+    `UNKNOWN_VERSION` when there is none."""
     import importlib.metadata
 
     try:

@@ -1,6 +1,6 @@
 """Which hook a request body fits: an Anthropic Messages body handed to the
 OpenAI chat hook, or an OpenAI chat body handed to the Anthropic hook, is
-refused with a :class:`~memrules._core.errors.MessageFormatError` that says
+refused with a `MessageFormatError` that says
 which hook fits, instead of being counted as unknown blocks (or reshaped)
 and sent on to a provider that rejects it.
 
@@ -56,7 +56,7 @@ def _refuse(what: str, hook: str, converter: str, *, index: int | None = None, f
 
 
 def check_openai_body(body: Mapping[str, Any]) -> None:
-    """Raise :class:`MessageFormatError` when ``body`` is an Anthropic
+    """Raise `MessageFormatError` when ``body`` is an Anthropic
     Messages body (see the module docs), naming the mark and the hook that
     fits."""
     hook, converter = "on_anthropic_request", "from_anthropic"
@@ -71,7 +71,7 @@ def check_openai_body(body: Mapping[str, Any]) -> None:
 
 
 def check_anthropic_body(body: Mapping[str, Any]) -> None:
-    """Raise :class:`MessageFormatError` when ``body`` is an OpenAI chat
+    """Raise `MessageFormatError` when ``body`` is an OpenAI chat
     completions body (see the module docs), naming the mark and the hook
     that fits."""
     hook, converter = "on_openai_request", "from_openai"

@@ -2,8 +2,8 @@
 
 The request hook serves many conversations through one pipeline. What makes
 a request of a long conversation cheap (the counts, tool links and held
-messages a :class:`~memrules._counting.measure.Measure` remembers, and the provider
-messages a :class:`~memrules._adapters.conversion_cache.ConversionCache` has converted)
+messages a `Measure` remembers, and the provider
+messages a `ConversionCache` has converted)
 is about one conversation, so each conversation gets its own: requests of
 one conversation never evict another's.
 
@@ -11,7 +11,7 @@ Memos are this process's, not conversation state: they hold message
 objects, so they are never written to a state store (Valkey) and are not
 shared between replicas; a replica that has not seen a conversation, or
 has forgotten it, builds its memo again on the next request, which then
-costs what a first request costs. :class:`ConversationCaches` keeps at most
+costs what a first request costs. `ConversationCaches` keeps at most
 ``cap`` of them, least recently used out first.
 """
 
@@ -31,9 +31,9 @@ __all__ = ["ConversationCache", "ConversationCaches"]
 
 
 class ConversationCache:
-    """The :class:`~memrules._counting.measure.Measure` (``measure``) and the
-    :class:`~memrules._adapters.conversion_cache.ConversionCache` of each body
-    format (``conversion`` for OpenAI chat bodies, :meth:`conversion_for`) of one
+    """The `Measure` (``measure``) and the
+    `ConversionCache` of each body
+    format (``conversion`` for OpenAI chat bodies, `conversion_for`) of one
     conversation served by ``pipeline`` (``edits_in_place`` as the
     conversion caches take it). Both are bounded by that
     conversation and safe to share between threads.
@@ -56,7 +56,7 @@ class ConversationCache:
 
     def conversion_for(self, provider: str) -> ConversionCache:
         """The conversation's conversion cache for bodies of ``provider``
-        (``"openai"``: :attr:`conversion`; ``"anthropic"``, ``"responses"``:
+        (``"openai"``: `conversion`; ``"anthropic"``, ``"responses"``:
         their own, made on first use), so that a conversation whose bodies
         come in two formats keeps both."""
         if provider == "openai":

@@ -5,7 +5,7 @@ format (`hook`, `body_formats`); each conversation's state and graph
 (`graph_ops`); retrieval memory (`memory_endpoints`); what it opened and
 closes (`opening`). Requests without a conversation id share one, ``None``.
 
->>> from memrules._core.messages import message
+>>> from memrules import message
 >>> config = MemoryConfig(context_window_tokens=10, max_fraction=None, warn_fraction=0.5)
 >>> plugin = MemoryPlugin(config)
 >>> ask = Request(messages=(message("user", "one two three four five"),))
@@ -50,22 +50,22 @@ __all__ = ["ConversationState", "MemoryPlugin", "Request", "StepResult", "step"]
 
 class MemoryPlugin:
     """The stateful shell: holds the pipeline and the
-    :class:`~memrules.graph.StateStore` of each conversation's
-    :class:`ConversationState`, and runs :func:`step` for each request.
+    `StateStore` of each conversation's
+    `ConversationState`, and runs `step` for each request.
 
     Requests of one conversation run one at a time (in this process), which
     makes the warning exactly one-shot; different conversations run in
     parallel. A request writes back what it changed as a function of the
-    state then current, so a :meth:`merge_graph` in between is never lost;
+    state then current, so a `merge_graph` in between is never lost;
     a state store that is down fails the request with `StateStoreError`
-    before anything is written. :meth:`count_tokens` and :meth:`compress`
+    before anything is written. `count_tokens` and `compress`
     touch no state; the graph methods are atomic.
 
     ``state_store`` replaces the store the config names (this process's
     memory by default, with at most ``max_conversations`` conversations).
     Raises `EncodingError` when the config's encoder cannot be loaded.
 
-    ``trace`` (a file path) records every request (and :meth:`on_response`)
+    ``trace`` (a file path) records every request (and `on_response`)
     to a trace that ``memrules replay`` reproduces without any seam.
 
     On a route with retrieval memory (``memory`` enabled), ``memory_store``
@@ -133,7 +133,7 @@ class MemoryPlugin:
         plugins of one config share its ``stores.memory`` store). Make one
         per route at start-up and close it when done (``with
         MemoryPlugin.from_config(config, route="support") as plugin:``).
-        ``options`` go to :class:`MemoryPlugin`. Raises `ConfigError` for an
+        ``options`` go to `MemoryPlugin`. Raises `ConfigError` for an
         unknown route, or a memory collection its embedder cannot use."""
         return cls(config.route_config(route), **options)
 
@@ -158,7 +158,7 @@ class MemoryPlugin:
     @property
     def last_result(self) -> StepResult | None:
         """What the most recent successful request (of any conversation)
-        went through, if any; :meth:`handle` gives the result of one request."""
+        went through, if any; `handle` gives the result of one request."""
         return self._hook.last
 
     @property
@@ -179,11 +179,11 @@ class MemoryPlugin:
     def on_request(self, request: Request) -> Request:
         """Run ``request`` through the steps and return the request to send
         (``request`` itself when nothing changed). On an error the state
-        and :attr:`last_result` are as they were."""
+        and `last_result` are as they were."""
         return self.handle(request).request
 
     def handle(self, request: Request, *, now: float | None = None) -> StepResult:
-        """:meth:`on_request`, returning everything the request went through:
+        """`on_request`, returning everything the request went through:
         the request to send, the usage, the report, whether it warned, the
         graph step, what memory found (for this very request when others run
         concurrently). ``now`` (seconds since the epoch) is the time
@@ -191,7 +191,7 @@ class MemoryPlugin:
         return self._hook.handle(request, now)
 
     def _handle(self, request: Request, now: float | None) -> StepResult:
-        """:meth:`handle` without the trace line (a replay runs it under its own log)."""
+        """`handle` without the trace line (a replay runs it under its own log)."""
         return self._hook.run(request, now)
 
     def on_openai_request(
@@ -202,7 +202,7 @@ class MemoryPlugin:
         user: str | None = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`on_request` for an OpenAI chat-completions body: returns a
+        """`on_request` for an OpenAI chat-completions body: returns a
         new body with the new ``messages`` and every other key as it was.
         The conversation is ``conversation_id``, else the one the plugin's
         ``conversation_id_of`` finds in the body; the user and tenant are
@@ -224,12 +224,12 @@ class MemoryPlugin:
         user: str | None = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`on_request` for an OpenAI Responses API body (``input``,
+        """`on_request` for an OpenAI Responses API body (``input``,
         ``instructions``, ``model``): returns a new body with the compacted
         ``input`` and every other key as it was; the instructions are the
         leading system message, never compacted away. The conversation,
         user and tenant are found, and converting costs, as in
-        :meth:`on_openai_request`."""
+        `on_openai_request`."""
         return self._hook.on_body(RESPONSES, body, (conversation_id, user, tenant))
 
     def on_anthropic_request(
@@ -240,26 +240,26 @@ class MemoryPlugin:
         user: str | None = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`on_request` for an Anthropic Messages API body. The new body
+        """`on_request` for an Anthropic Messages API body. The new body
         has the compacted ``system`` and ``messages``, every other key as it
         was, and the config's ``provider_editing`` as ``context_management``
         (send the ``anthropic-beta: context-management-2025-06-27`` header
         with it). The conversation, user and tenant are found, and
-        converting costs, as in :meth:`on_openai_request`."""
+        converting costs, as in `on_openai_request`."""
         return self._hook.on_body(ANTHROPIC, body, (conversation_id, user, tenant))
 
     async def on_request_async(self, request: Request) -> Request:
-        """:meth:`on_request` without blocking the event loop (see :meth:`handle_async`)."""
+        """`on_request` without blocking the event loop (see `handle_async`)."""
         return (await self.handle_async(request)).request
 
     async def handle_async(self, request: Request, *, now: float | None = None) -> StepResult:
-        """:meth:`handle`, awaiting the seams instead of blocking on them:
+        """`handle`, awaiting the seams instead of blocking on them:
         the same steps, the same result, the same state written. The
         summarizer and store, the graph extractor and the context window
         resolver are awaited (a seam's coroutine method when it has one,
         else its blocking call in a worker thread); retrieval memory asks
         its store in a worker thread. With ``trace=``, the request runs as
-        :meth:`handle` does, in a worker thread."""
+        `handle` does, in a worker thread."""
         return await self._hook.handle_async(request, now)
 
     async def on_openai_request_async(
@@ -270,7 +270,7 @@ class MemoryPlugin:
         user: str | None = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`on_openai_request`, awaiting the seams (see :meth:`handle_async`)."""
+        """`on_openai_request`, awaiting the seams (see `handle_async`)."""
         return await self._hook.on_body_async(OPENAI_CHAT, body, (conversation_id, user, tenant))
 
     async def on_responses_request_async(
@@ -281,7 +281,7 @@ class MemoryPlugin:
         user: str | None = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`on_responses_request`, awaiting the seams (see :meth:`handle_async`)."""
+        """`on_responses_request`, awaiting the seams (see `handle_async`)."""
         return await self._hook.on_body_async(RESPONSES, body, (conversation_id, user, tenant))
 
     async def on_anthropic_request_async(
@@ -292,7 +292,7 @@ class MemoryPlugin:
         user: str | None = None,
         tenant: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`on_anthropic_request`, awaiting the seams (see :meth:`handle_async`)."""
+        """`on_anthropic_request`, awaiting the seams (see `handle_async`)."""
         return await self._hook.on_body_async(ANTHROPIC, body, (conversation_id, user, tenant))
 
     @property
@@ -321,7 +321,7 @@ class MemoryPlugin:
         tenant: str | None = None,
         now: float | None = None,
     ) -> StoreOutcome:
-        """:meth:`on_response` for an OpenAI chat-completions request
+        """`on_response` for an OpenAI chat-completions request
         ``body`` and the ``response`` it got (its first choice's message).
         Raises `MessageFormatError` for a response without one."""
         return self._hook.memory.on_openai_response(
@@ -360,7 +360,7 @@ class MemoryPlugin:
         return self._hook.graphs.state(conversation_id).graph
 
     def snapshot(self, conversation_id: str | None = None) -> GraphSnapshot:
-        """The conversation's graph as a :class:`~memrules.graph.GraphSnapshot`."""
+        """The conversation's graph as a `GraphSnapshot`."""
         return self.graph(conversation_id).snapshot()
 
     def merge_graph(

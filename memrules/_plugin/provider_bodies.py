@@ -1,6 +1,6 @@
 """The request hook's provider-specific sides: an Anthropic Messages body in
 and out, and the provider-side context edits of the config's
-``provider_editing`` (see :mod:`memrules._adapters.context_editing`) around
+``provider_editing`` (see `memrules._adapters.context_editing`) around
 any body's step.
 
 With ``provider_editing`` set, the edits memrules makes itself (all of them

@@ -1,6 +1,6 @@
-"""The plugin's request and its outcome, as values: :class:`Request` (the
+"""The plugin's request and its outcome, as values: `Request` (the
 messages of one call and whose they are: conversation, user, tenant, model)
-and :class:`StepResult` (what the request went through), with the readers of
+and `StepResult` (what the request went through), with the readers of
 an OpenAI body's ``metadata``."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def conversation_id_from_metadata(body: Mapping[str, Any]) -> str | None:
     """The default way to find the conversation of an OpenAI body: the
     string ``metadata.conversation_id``, else None (no ``metadata``, or no
     ``conversation_id`` in it). Any other value (``5``, ``{"a": 1}``) is a
-    :class:`~memrules._core.errors.MessageFormatError`, as an empty string
+    `MessageFormatError`, as an empty string
     is: the client named a conversation, and the request is not merged into
     the default one in silence."""
     metadata = body.get("metadata")
@@ -106,11 +106,11 @@ def conversation_id_from_metadata(body: Mapping[str, Any]) -> str | None:
 @attrs.frozen(kw_only=True, slots=True)
 class Request:
     """A chat request as the hook sees it: the messages, the model they go
-    to (which the :class:`~memrules._core.budget.ContextWindowResolver` is asked
+    to (which the `ContextWindowResolver` is asked
     about), the conversation they belong to (None: the plugin's default
     conversation), and whose it is: the ``user`` and ``tenant`` retrieval
     memory is scoped by (both needed for memory). Building one checks that
-    every message is a :class:`~memrules._core.messages.Message`."""
+    every message is a `Message`."""
 
     messages: Conversation = attrs.field(converter=as_conversation)
     model: str | None = None
@@ -136,12 +136,11 @@ class Request:
         names, else the one ``conversation_id_of(body)`` finds (by default
         ``metadata.conversation_id``); the ``user`` and ``tenant`` given,
         else ``metadata.user_id`` and ``metadata.tenant_id`` (see
-        :func:`scope_from_metadata`). ``memo`` is the conversation's
-        :class:`~memrules._adapters.conversion_cache.ConversionCache` (see
-        :func:`~memrules.from_openai`). Raises
-        :class:`~memrules._core.errors.MessageFormatError` for malformed input,
-        and for an Anthropic Messages body (naming the hook that fits; see
-        :mod:`memrules._plugin.body_shape`)."""
+        `scope_from_metadata`). ``memo`` is the conversation's
+        `ConversionCache` (see
+        `from_openai`). Raises
+        `MessageFormatError` for malformed input,
+        and for an Anthropic Messages body (naming the hook that fits)."""
         return read_request(
             body,
             check_openai_body,

@@ -2,7 +2,7 @@
 compacted body out.
 
 A body's ``input`` (an item list, or one string: a user message) is read
-with :func:`~memrules._adapters.responses.from_responses`; its
+with `from_responses`; its
 ``instructions`` string becomes the leading system message, so that it is
 counted and, as the first system message, never compacted away. Counting
 follows the config's ``count_rule`` (``openai`` by default: OpenAI's chat

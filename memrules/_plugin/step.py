@@ -5,10 +5,10 @@ back what `commit` says changed.
 
 Every request goes through five stages, in order:
 
-1. **Measure.** Count the request's tokens and hand one :class:`ContextUsage`
+1. **Measure.** Count the request's tokens and hand one `ContextUsage`
    to every observer. The window is the resolver's answer for the request's
    model when it gives one, else ``config.context_window_tokens``. An observer
-   that raises fails the request with :class:`~memrules._core.errors.ObserverError`
+   that raises fails the request with `ObserverError`
    before anything has changed.
 2. **Warn, once.** When ``warn_fraction`` is set and the usage reaches it,
    append one system message that starts with ``config.warning_marker``.
@@ -18,28 +18,28 @@ Every request goes through five stages, in order:
    the graph it reads from the request as it arrived into the
    conversation's graph. With ``graph_context`` set, render the graph into
    one system message right after the first system message (see
-   :mod:`memrules.graph.render`): after compaction, so compaction never
+   `memrules.graph.render`): after compaction, so compaction never
    deletes it and its tokens do not count against the request that
    triggered compaction. A graph message the request already holds (the
    plugin's own, from an earlier request the client kept) is stale: it is
    taken out before step 1, so it counts for nothing, and the new one takes
-   its place; an empty graph leaves none. :attr:`StepResult.graph_tokens`
+   its place; an empty graph leaves none. `StepResult.graph_tokens`
    is the message's token cost. An extractor that raises fails nothing:
-   the error is in :attr:`StepResult.graph_error` and the graph is left as
+   the error is in `StepResult.graph_error` and the graph is left as
    it was, as a failing strategy is recorded and skipped.
 
 5. **Retrieval memory.** On a route whose config has ``memory`` enabled
-   (see :mod:`memrules.memory`), the shell asks the shared store with the
+   (see `memrules.memory`), the shell asks the shared store with the
    latest user message, within the request's ``user`` and ``tenant`` (a
-   request without both gets no memory; :attr:`StepResult.memory` says
-   why), before the steps run; :func:`step` passes what it found through
+   request without both gets no memory; `StepResult.memory` says
+   why), before the steps run; `step` passes what it found through
    the reflection gate, as of ``now``, and puts one system message right
    after the first system message, after compaction (like the graph's,
-   its tokens, :attr:`StepResult.memory_tokens`, are not in the budget of
+   its tokens, `StepResult.memory_tokens`, are not in the budget of
    the request). A memory message the request already holds is stale and
    is taken out before step 1. A store that fails costs the request its
    memory, never the request. After the model answers,
-   :meth:`MemoryPlugin.on_response` keeps the completed turn
+   `MemoryPlugin.on_response` keeps the completed turn
    (``auto_store``).
 
 The warning is appended before compaction, so the pipeline sees it and its
@@ -52,7 +52,7 @@ marker: a request that already holds a message starting with the marker gets
 no other. A client that drops the warning from its history (or never keeps
 the prompt it sent, as most don't) would then be warned again on every
 request, so the plugin also remembers, per conversation, that the warning was
-given (:attr:`ConversationState.warned`). A warning is appended only when
+given (`ConversationState.warned`). A warning is appended only when
 neither says it has been given; either one seen sets ``warned``.
 """
 
@@ -111,10 +111,10 @@ def measure(
     against the resolver's window for ``request.model`` when it gives one,
     else ``context_window_tokens``.
 
-    Raises :class:`~memrules._core.errors.ConfigError` when the resolver answers
+    Raises `ConfigError` when the resolver answers
     something other than None or a whole number of at least 1: a zero window
     would make every request over budget. ``memo`` is the conversation's
-    (:meth:`Pipeline.memo`), the pipeline's own by default.
+    (`Pipeline.memo`), the pipeline's own by default.
     """
     tokens = pipeline.count(request.messages, memo=memo)
     resolved = None if resolver is None else resolver(request.model)
@@ -134,7 +134,7 @@ def measure(
 
 def _model_memo(memo: Measure | None, pipeline: Pipeline) -> Measure | None:
     """The conversation's measure for ``pipeline``'s counter (a model's,
-    see :meth:`Pipeline.for_model`): kept as a note of the conversation's
+    see `Pipeline.for_model`): kept as a note of the conversation's
     own measure ``memo``, made on first use; None without ``memo`` (the
     pipeline's own is used)."""
     if memo is None:
@@ -246,8 +246,8 @@ def step(
     the module docs); pure but for what the observers, the pipeline's seams
     and the graph extractor do. The request is counted for
     ``request.model`` when the config leaves the counter to the model
-    (:meth:`Pipeline.for_model`). ``memo`` is the conversation's
-    (:meth:`Pipeline.memo`): it changes what the request costs, never what
+    (`Pipeline.for_model`). ``memo`` is the conversation's
+    (`Pipeline.memo`): it changes what the request costs, never what
     it does.
 
     ``retrieval`` is what retrieval memory found for the request (the
@@ -259,12 +259,12 @@ def step(
     conversation's previous request (the last result's ``sent``) and
     ``now`` this one's time: the pipeline measures the prompt cache by the
     section's rule for ``request.model`` and may send what it sent before
-    plus the new messages (see :class:`~memrules._core.budget.CachePolicy`).
+    plus the new messages (see `CachePolicy`).
     The measure is of what the pipeline sends, before the graph and memory
     messages go in.
 
     Changes nothing: the new state and request are in the result. An
-    observer error raises :class:`~memrules._core.errors.ObserverError`, chained to
+    observer error raises `ObserverError`, chained to
     the cause, before anything else has run.
     """
     chosen = pipeline.for_model(request.model)
@@ -424,9 +424,9 @@ def _inject_memory(
     route without memory or when nothing was asked.
 
     On a route with ``memory.retrieval_tokens`` the context was compacted
-    to :func:`~memrules.memory.retrieve.reserved` and the message holds the
+    to `reserved` and the message holds the
     longest run of the gate's memories with which the whole request fits
-    ``budget`` (:func:`~memrules.memory.retrieve.fill`; those left out are
+    ``budget`` (`fill`; those left out are
     reported over budget); otherwise the message goes on top of the
     budget."""
     if settings is None or retrieval is None:

@@ -4,9 +4,9 @@ seam log, so a trace of the run replays without either model.
 
 The answer model gets the compacted request as it is (the conversation as
 compaction left it, the question last, as OpenAI messages), with
-``temperature: 0``. The judge gets :data:`JUDGE_PROMPT` as its system message
+``temperature: 0``. The judge gets `JUDGE_PROMPT` as its system message
 and the question, the reference answer and the candidate answer as the user
-message (:func:`judge_messages`), also at ``temperature: 0``; its reply's
+message (`judge_messages`), also at ``temperature: 0``; its reply's
 first word decides: ``CORRECT`` scores 1, ``WRONG`` (or ``INCORRECT``)
 scores 0, anything else is *unjudged* (score None, counted apart). A question
 without a reference answer is answered but not judged.
@@ -14,7 +14,7 @@ without a reference answer is answered but not judged.
 A trace line of kind ``answer`` holds what went in (the conversation, the
 question, the reference, the context, the two model names), the two calls,
 and what came out (the answer, the judge's verdict, the score);
-:func:`replay_answer` runs it again with each call answered from the line.
+`replay_answer` runs it again with each call answered from the line.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class ChatModel:
     client: JSONClient | None = None
 
     def request_json(self, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """The chat-completions body :meth:`chat` posts."""
+        """The chat-completions body `chat` posts."""
         return {
             "model": self.model,
             "messages": [dict(m) for m in messages],
@@ -139,7 +139,7 @@ def chat_model(
     max_tokens: int = ANSWER_MAX_TOKENS,
     timeout_s: float = 120.0,
 ) -> ChatModel:
-    """A :class:`ChatModel` at ``base_url`` (``http://host:8080/v1``); without
+    """A `ChatModel` at ``base_url`` (``http://host:8080/v1``); without
     ``model``, the first one the endpoint lists at ``GET /models``."""
     from memrules._io.http import EndpointError, JSONClient
 

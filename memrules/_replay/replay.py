@@ -1,18 +1,18 @@
 """Replay: run a trace again with its recorded answers, and say what differs.
 
-:func:`replay_trace` reads a trace (:mod:`memrules._trace.record`) one line at a
+`replay_trace` reads a trace (`memrules._trace.record`) one line at a
 time. It rebuilds each pipeline from the canonical config in the header,
 checks that the config still hashes as recorded and that this machine's
 encoder has the recorded vocabulary, and puts stand-ins where the seams
 were: no summarizer model, embedder, vector store, graph extractor or state
 store is called, and no network is touched. Every seam call of a request is
-answered from the line (:class:`~memrules.seams._log.ReplayingLog`), which
+answered from the line (`ReplayingLog`), which
 fails loudly on a call it has no answer for or whose request differs. Then
 the request's line is written again from what the replay produced and
 compared with the recorded one: identical means byte for byte.
 
 What differs is reported per request, with where: the message index and
-field of an output, the seam call and field of an answer::
+field of an output, the seam call and field of an answer:
 
     request 2 (apply, conversation c1): output message 5: parts[0].text:
     recorded "…is in Lisbon…", replayed "…is in Lisbom…" (first difference
@@ -141,7 +141,7 @@ def _summarizer(seams: Mapping[str, Any], config: MemoryConfig) -> Summarizer | 
 
 def _recorded_seams(entry: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     """A header entry's ``seams``: an object (null: none) whose
-    ``summarizer`` is an object or null; else :class:`TraceError`."""
+    ``summarizer`` is an object or null; else `TraceError`."""
     seams = entry.get("seams")
     if seams is None:
         return {}
@@ -325,7 +325,7 @@ class _Replayer:
         self, kind: str, data: Mapping[str, Any], given: Mapping[str, Any], where: str
     ) -> dict[str, Any]:
         """The keyword arguments of a recorded ``apply`` or ``remember``
-        beyond its scope and budget (see :mod:`memrules._trace.run_inputs`)."""
+        beyond its scope and budget (see `memrules._trace.run_inputs`)."""
         options: dict[str, Any] = {}
         if kind == "apply":
             if "previous" in given:
@@ -391,7 +391,7 @@ class _Replayer:
 
 class _Rewrite:
     """The updated trace, written beside the original, synced and renamed
-    over it (:class:`memrules._io.files.AtomicFile`): the trace is the old one
+    over it (`AtomicFile`): the trace is the old one
     or the new one, whatever happens."""
 
     def __init__(self, path: Path) -> None:
@@ -443,13 +443,13 @@ def replay_trace(
 ) -> ReplaySummary:
     """Replay the trace at ``path`` (see the module docs) and return what it found.
 
-    Raises :class:`~memrules.ReplayMismatch` when anything differs (its
+    Raises `ReplayMismatch` when anything differs (its
     ``differences`` list them, at most ``limit``), unless ``update`` is set:
     then the trace is rewritten from the replay, and the summary lists what
-    changed. Raises :class:`~memrules.TraceError` for a file that is not a
+    changed. Raises `TraceError` for a file that is not a
     trace, or a pipeline that cannot be rebuilt from it: a strategy from a
     module the caller does not allow (``allow_imports``, as for
-    :func:`~memrules.load_config`; ``registry`` likewise), or a closure,
+    `load_config`; ``registry`` likewise), or a closure,
     whose parameters a trace cannot hold: pass such pipelines yourself, by
     their index in the header (``pipelines=[pipeline]``); their seams are
     still answered from the trace.

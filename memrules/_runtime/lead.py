@@ -4,7 +4,7 @@ Anthropic's and Gemini's APIs reject a request whose first message after
 the system messages is not a user message (an assistant reply, a tool
 call or its result), which a client that trims its own history sends, and
 which compaction may leave when it drops the first turns. With ``repair``
-on (the default), the pipeline's output is finished by :func:`lead_with_user`:
+on (the default), the pipeline's output is finished by `lead_with_user`:
 the messages between the system messages and the first user message are
 dropped (system messages among them stay), and with them the results of
 the tool calls they held, wherever those results are. The report gets a

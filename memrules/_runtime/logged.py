@@ -1,9 +1,9 @@
 """Seams seen through the seam log, and the stand-ins a replay puts in their place.
 
 A traced run wraps each seam in a proxy whose calls go through
-:func:`memrules.seams._log.seam_call`: with no log active a proxy is the seam
-itself plus one context-variable read; under a :class:`RecordingLog` each
-call is kept with its request and answer; under a :class:`ReplayingLog` it is
+`seam_call`: with no log active a proxy is the seam
+itself plus one context-variable read; under a `RecordingLog` each
+call is kept with its request and answer; under a `ReplayingLog` it is
 answered from the trace and the seam is never called. What each call records
 (request; answer):
 
@@ -23,7 +23,7 @@ answered from the trace and the seam is never called. What each call records
   state the change was applied to when it is not the one this request loaded.
 - ``context_window_resolver.resolve``: the model; the window.
 - ``memory.retrieve`` (a route with retrieval memory): the user, tenant and
-  question; the :class:`~memrules.memory.Retrieval`, with its memories whole
+  question; the `Retrieval`, with its memories whole
   (the store's search and the embedder inside it are nested in it).
 - ``clock.now`` (the time a route with memory decays and stamps memories
   by, when the caller gives none): nothing; the time read.
@@ -189,7 +189,7 @@ def _awaitable(
 
 
 class LoggedSummarizer:
-    """A :class:`~memrules.seams.Summarizer` whose calls go through the seam
+    """A `Summarizer` whose calls go through the seam
     log. Its ``repr`` is the summarizer's."""
 
     def __init__(self, inner: Summarizer) -> None:
@@ -265,7 +265,7 @@ def _write_from(data: Any) -> StoreWrite:
 
 
 class LoggedStore:
-    """A :class:`~memrules.seams.VectorStore` whose ``add`` and ``search``
+    """A `VectorStore` whose ``add`` and ``search``
     go through the seam log. Anything else (``holds``, ``close``, ``engine``)
     is the store's own, unlogged."""
 
@@ -318,7 +318,7 @@ def logged_seams(seams: Seams) -> Seams:
 
 
 class LoggedExtractor:
-    """A :data:`~memrules.graph.GraphExtractor` whose calls go through the
+    """A `GraphExtractor` whose calls go through the
     seam log; its ``repr`` is the extractor's (errors name it). A replayed
     graph has a delta's limits (none to speak of), as the extractor's own."""
 
@@ -349,7 +349,7 @@ def _window(value: object) -> Any:
 
 
 class LoggedResolver:
-    """A :class:`~memrules._core.budget.ContextWindowResolver` whose answers go
+    """A `ContextWindowResolver` whose answers go
     through the seam log."""
 
     def __init__(self, inner: Callable[[str | None], int | None]) -> None:
@@ -412,7 +412,7 @@ def _state_record_json(record: StateRecord) -> dict[str, Any]:
 
 
 class LoggedStateStore:
-    """A :class:`~memrules.graph.StateStore` whose ``load`` and ``update``
+    """A `StateStore` whose ``load`` and ``update``
     go through the seam log (``lock``, ``forget`` and ``len`` are the
     store's own). ``limits`` are the graph limits states are read back with."""
 
@@ -553,7 +553,7 @@ class RecordedRequests(StandIn):
 
 class ReplayStateStore:
     """The state store of a replay: holds nothing (every ``load`` and
-    ``update`` is answered from the trace through :class:`LoggedStateStore`)
+    ``update`` is answered from the trace through `LoggedStateStore`)
     and locks nothing (a replay runs one request at a time)."""
 
     def load(self, conversation_id: str | None) -> StateRecord:

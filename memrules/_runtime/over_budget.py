@@ -1,12 +1,12 @@
 """What is done with a request compaction could not bring within its budget
 (the ``over_budget`` setting): ``send`` it in silence, ``warn`` (the
-default: an :class:`~memrules.OverBudgetWarning`, a ``WARNING`` record on
+default: an `OverBudgetWarning`, a ``WARNING`` record on
 the ``memrules`` logger, and the report's ``over_budget``, which the
 observers' metrics count) and send it, or ``raise``
-:class:`~memrules.OverBudgetError` and send nothing.
+`OverBudgetError` and send nothing.
 
-The pipeline and the request hook call :func:`settle` once per request,
-after compaction: the report's :attr:`~memrules.CompressionReport.over_budget`
+The pipeline and the request hook call `settle` once per request,
+after compaction: the report's `CompressionReport.over_budget`
 is the fact, this is the noise.
 """
 
@@ -29,7 +29,7 @@ _PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 def check_mode(value: object, name: str = "over_budget") -> OverBudgetMode:
     """``value`` when it is one of ``send``, ``warn``, ``raise``; else a
-    :class:`~memrules.ConfigError` naming ``name``."""
+    `ConfigError` naming ``name``."""
     if value not in OVER_BUDGET_MODES:
         msg = f"{name}={value!r} must be one of {', '.join(map(repr, OVER_BUDGET_MODES))}"
         raise ConfigError.single(msg, yaml_path=name)
@@ -37,7 +37,7 @@ def check_mode(value: object, name: str = "over_budget") -> OverBudgetMode:
 
 
 def over_budget_text(report: CompressionReport) -> str:
-    """What :func:`settle` says about an over-budget ``report``: what the
+    """What `settle` says about an over-budget ``report``: what the
     survivors cost against what budget, and what to do."""
     budget = report.budget
     if budget.kind == "messages":
@@ -53,7 +53,7 @@ def over_budget_text(report: CompressionReport) -> str:
 
 def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside memrules, for a warning
-    emitted from :func:`settle`: the user's call, not the library's."""
+    emitted from `settle`: the user's call, not the library's."""
     frame = sys._getframe(1)  # settle's frame: stacklevel 1 there
     level = 1
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
@@ -65,8 +65,8 @@ def _caller_level() -> int:
 def settle(report: CompressionReport, mode: OverBudgetMode) -> None:
     """Act on ``report`` under ``mode``: nothing when it fits or under
     ``send``; under ``warn``, a log record and an
-    :class:`~memrules.OverBudgetWarning` (pointing at the first caller
-    outside memrules); under ``raise``, :class:`~memrules.OverBudgetError`
+    `OverBudgetWarning` (pointing at the first caller
+    outside memrules); under ``raise``, `OverBudgetError`
     with what the survivors cost and the budget."""
     if mode == "send" or not report.over_budget:
         return

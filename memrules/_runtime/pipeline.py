@@ -61,7 +61,7 @@ _CONFIG = _Unset.CONFIG
 
 
 def as_conversation(messages: Iterable[Message]) -> Conversation:
-    """``messages`` as a tuple, checking that each one is a :class:`Message`."""
+    """``messages`` as a tuple, checking that each one is a `Message`."""
     conversation = as_messages(messages)
     check_messages(conversation)
     return conversation
@@ -76,7 +76,7 @@ def model_counter(
 ) -> TokenCounter:
     """The counter of a pipeline of ``config`` for requests to ``model``:
     ``given``, else the config's ``encoder_name``, else the table's row for
-    ``model`` (see :mod:`memrules._counting.models`), framed by the config's
+    ``model`` (see the counting guide), framed by the config's
     ``count_rule`` (else the row's)."""
     rule = count_rule_for(config.count_rule, config.encoder_name, model)
     base = given or base_counter(config.encoder_name, model)
@@ -95,22 +95,22 @@ class Pipeline:
     """CompressionResult as a value: ``apply`` and ``compress`` return new messages
     and a report and change nothing else.
 
-    ``counter`` counts messages; :meth:`from_config` makes it from the
+    ``counter`` counts messages; `from_config` makes it from the
     config's ``encoder_name`` (or the counter given) and ``count_rule``.
 
     What a request measured (counts, tool links, held messages, input
-    problems) is remembered in a :class:`~memrules._counting.measure.Measure`, so
+    problems) is remembered in a `Measure`, so
     that the next request of a growing conversation pays for its new
     messages only. The pipeline owns one, used by default; a caller that
-    serves many conversations passes each its own (:meth:`measure`), so that
+    serves many conversations passes each its own (`measure`), so that
     one conversation's turns never evict another's.
 
     ``observers`` watch every run and strategy run (tracing, metrics,
-    logging, a progress bar; see :mod:`memrules.observability`); they change
+    logging, a progress bar; see `memrules.observability`); they change
     nothing in the result. ``prices`` is the price table the prompt-cache
-    measure costs requests by (see :mod:`memrules._counting.cache`).
+    measure costs requests by (see `PriceTable`).
     ``default_repair`` is what the config's ``repair: null`` means here (see
-    :attr:`repairs`).
+    `repairs`).
     """
 
     config: PipelineConfig
@@ -155,7 +155,7 @@ class Pipeline:
     @property
     def repairs(self) -> bool:
         """Whether this pipeline removes what a provider would reject (see
-        :mod:`memrules._runtime.lead`): the config's ``repair``, or, when
+        the request hook guide): the config's ``repair``, or, when
         that is None, ``default_repair`` (off for a pipeline of its own, on
         for the request hook's)."""
         repair = self.config.repair
@@ -164,7 +164,7 @@ class Pipeline:
     def for_model(self, model: str | None) -> Pipeline:
         """This pipeline counting for ``model`` (a request's ``model``), when
         the config leaves the choice to the model (no ``encoder_name``) and
-        the table of :mod:`memrules._counting.models` knows it; else this
+        the dated model table knows it; else this
         pipeline itself. One pipeline per model, made once and kept."""
         if self.config.encoder_name is not None or model_counting(model) is None:
             return self
@@ -184,11 +184,11 @@ class Pipeline:
         return resolve_budget(self.config.trigger, window=window)
 
     def measure(self) -> Measure:
-        """A new, empty :class:`~memrules._counting.measure.Measure` for one
+        """A new, empty `Measure` for one
         conversation: what its requests measured (counts and their running
         sums, tool links, held messages), kept so that each request pays for
-        its new messages only. Pass it as ``memo=`` to :meth:`apply`,
-        :meth:`apply_async` and :meth:`count` with each of the conversation's
+        its new messages only. Pass it as ``memo=`` to `apply`,
+        `apply_async` and `count` with each of the conversation's
         requests (see the class docs)."""
         return Measure(self.counter, self.config.survivors)
 
@@ -212,7 +212,7 @@ class Pipeline:
 
     def count(self, messages: Iterable[Message], *, memo: Measure | None = None) -> int:
         """Tokens of ``messages`` as one request under this pipeline's
-        counter. Measured as :meth:`apply` measures, in the same ``memo``,
+        counter. Measured as `apply` measures, in the same ``memo``,
         so applying the same tuple next (as the request hook does) looks
         nothing up again."""
         measure = self._measure if memo is None else memo
@@ -236,9 +236,9 @@ class Pipeline:
         default). Returns the new messages and the report.
         When they cannot fit (``report.over_budget``), ``over_budget`` (the
         config's by default) says what happens: ``"send"`` returns them,
-        ``"warn"`` also emits an :class:`~memrules.OverBudgetWarning` and a
-        log record, ``"raise"`` raises :class:`~memrules.OverBudgetError`. ``memo`` is the
-        conversation's own measure (:meth:`measure`), the pipeline's by default.
+        ``"warn"`` also emits an `OverBudgetWarning` and a
+        log record, ``"raise"`` raises `OverBudgetError`. ``memo`` is the
+        conversation's own measure (`measure`), the pipeline's by default.
         ``conversation_id`` names the conversation to the observers (a trace's
         ``gen_ai.conversation.id``); what ``offload`` stores is filed under
         ``conversation_id``, ``user`` and ``tenant``.
@@ -247,17 +247,17 @@ class Pipeline:
         request (the last result's ``sent``), ``now`` the time of this one
         (seconds; with ``previous.at``, how long the cache has waited) and
         ``cache`` the provider's rule
-        (:class:`~memrules._counting.cache.OpenAIRule`,
-        :class:`~memrules._counting.cache.AnthropicRule`; the config's
+        (`OpenAIRule`,
+        `AnthropicRule`; the config's
         ``cache.provider`` when it has a ``cache:`` section). With a rule,
         ``report.cache`` says how many tokens of what is sent the cache
         serves and what the request costs; with a rule or ``previous``,
         ``result.sent`` is this request, to pass as ``previous`` next time.
         A ``cache:`` section also acts on them (see
-        :class:`~memrules._core.budget.CachePolicy`).
+        `CachePolicy`).
 
-        >>> from memrules._core.messages import message
-        >>> from memrules._counting.cache import OpenAIRule
+        >>> from memrules import message
+        >>> from memrules import OpenAIRule
         >>> pipeline = load_pipeline("{max_tokens: 100000, strategies: []}")
         >>> history = [message("system", "rules " * 1200), message("user", "hi")]
         >>> first = pipeline.apply(history, cache=OpenAIRule())
@@ -311,7 +311,7 @@ class Pipeline:
         now: float | None = None,
         over_budget: OverBudgetMode | None = None,
     ) -> CompressionResult:
-        """:meth:`apply`, awaiting the seams instead of blocking on them: the
+        """`apply`, awaiting the seams instead of blocking on them: the
         same arguments and the same result, report included (and the same
         ``over_budget`` warning or error, once).
 
@@ -321,10 +321,10 @@ class Pipeline:
         ``add_async`` when it has one; a seam without one blocks that thread,
         never the loop, as Milvus Lite and Qdrant's local mode do, which are
         local CPU and disk work). Every seam call is made once, and the
-        observers watch the one run. See `memrules._runtime.awaiting`.
+        observers watch the one run. See the async guide.
 
         >>> import asyncio
-        >>> from memrules._core.messages import message
+        >>> from memrules import message
         >>> from memrules.seams import extractive_summarizer
         >>> pipeline = load_pipeline(
         ...     "{max_messages: 3, strategies: [{type: summarize, turns: 2}]}",
@@ -416,10 +416,10 @@ class Pipeline:
         with the turn and exchange it belongs to. Idempotent: messages stored
         already are neither embedded nor written again (the answer lists
         them as ``existing``). All or nothing; raises
-        :class:`~memrules._core.errors.StoreError` (or ``EmbedderError``).
+        `StoreError` (or ``EmbedderError``).
 
         Each message is found by its text and by ``context``
-        (:class:`~memrules.IndexContext`; by default the config's
+        (`IndexContext`; by default the config's
         ``index_context``, which is the message before it and the day it was
         said with its relative dates resolved unless set; None: its own text
         only). ``session_time`` is when these messages were said,
@@ -440,14 +440,14 @@ class Pipeline:
         session_time: date | datetime | None = None,
         context: IndexContext | _Unset | None = _CONFIG,
     ) -> tuple[StoreWrite, ...]:
-        """Store several conversations at once, as :meth:`remember` stores
+        """Store several conversations at once, as `remember` stores
         one: ``conversations`` maps each ``conversation_id`` to its messages
         (a mapping, or ``(conversation_id, messages)`` pairs, each id once).
         One write for all of them, so the embedding model gets every new
         text in one batch (texts of similar length together) instead of a
         few per call: for importing many histories, several times faster
-        than one :meth:`remember` per conversation. All or nothing for the
-        whole call; the answer is one :class:`StoreWrite` per conversation,
+        than one `remember` per conversation. All or nothing for the
+        whole call; the answer is one `StoreWrite` per conversation,
         in order (its records ``added`` or ``existing``)."""
         if context is _CONFIG:
             context = self.config.index_context
@@ -520,7 +520,7 @@ class Pipeline:
 
 def _leading_user(aim: Aim | None, context: StrategyContext) -> Aim:
     """``aim`` whose finish first makes the output start with a user message
-    (:func:`~memrules._runtime.lead.lead_with_user`), then does its own."""
+    (`lead_with_user`), then does its own."""
     then = None if aim is None else aim.finish
 
     def finish(result: CompressionResult) -> CompressionResult:
@@ -542,7 +542,7 @@ def _records(
     session_time: object,
     context: object,
 ) -> tuple[StoredMessage, ...]:
-    """The records :meth:`Pipeline.remember` stores for these arguments,
+    """The records `Pipeline.remember` stores for these arguments,
     which it checks first."""
     if not isinstance(conversation_id, str):
         msg = f"conversation_id={conversation_id!r} must be a non-empty string"
@@ -572,12 +572,12 @@ def load_pipeline(
     """A pipeline from a YAML file path, YAML text, or a config (a
     `MemoryConfig`, or the pipeline's alone, a `PipelineConfig`).
 
-    ``registry`` and ``allow_imports`` are :func:`load_config`'s; ``observers``
+    ``registry`` and ``allow_imports`` are `load_config`'s; ``observers``
     watch its runs. A file that sets only the pipeline's keys makes a
     `PipelineConfig` (and imports nothing of memory, the graph or the
     seams); one with a service key (``store:``, ``memory:``,
     ``graph_context:``, ``routes:``...) a `MemoryConfig`. Raises
-    :class:`~memrules._core.errors.ConfigError` naming the file, YAML path and
+    `ConfigError` naming the file, YAML path and
     line of every problem.
     """
     config = (

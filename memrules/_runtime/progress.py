@@ -1,15 +1,15 @@
 """A progress line for long command-line runs, on a terminal only.
 
 ``memrules compact`` of a large file and ``memrules eval`` can take from
-seconds to minutes. :class:`Progress` draws one line on stderr (a bar when
+seconds to minutes. `Progress` draws one line on stderr (a bar when
 the share done is known, the elapsed time always) and redraws it from a
 background thread, so a single long step still shows the clock moving. It
 draws nothing when stderr is not a terminal (a pipe, a file, CI), and
 nothing for runs shorter than ``delay`` seconds, so quick runs and scripts
-see exactly the output they always did. :meth:`Progress.clear` wipes the
+see exactly the output they always did. `Progress.clear` wipes the
 line before anything else is written to the terminal.
 
-:class:`ProgressObserver` feeds it from a pipeline run: counting, then each
+`ProgressObserver` feeds it from a pipeline run: counting, then each
 strategy run, with its pass and the tokens so far.
 """
 
@@ -146,7 +146,7 @@ class Progress:
 
 
 class ProgressObserver:
-    """Shows a pipeline run on a :class:`Progress`: counting first, then each
+    """Shows a pipeline run on a `Progress`: counting first, then each
     strategy run as ``pass 1/4 clear_tool_results (2/8) 183,204 tokens``."""
 
     __slots__ = ("progress",)

@@ -1,9 +1,9 @@
 """What the provider's prompt cache changes in one pipeline run.
 
 Given the conversation's previous request (a
-:class:`~memrules._core.prompt_cache.SentRequest`), a rule and the time,
-:func:`cache_aim` says what the interpreter does differently (an
-:class:`~memrules._engine.interpreter.Aim`):
+`SentRequest`), a rule and the time,
+`cache_aim` says what the interpreter does differently (an
+`Aim`):
 
 - with a ``cache:`` section, when the input is the previous input plus new
   messages, the run starts from what the previous request sent plus the

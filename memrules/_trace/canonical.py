@@ -1,13 +1,13 @@
 """A config written down so a trace can carry it, hash it and rebuild it.
 
-:func:`canonical_config` turns a :class:`~memrules.MemoryConfig` into plain
+`canonical_config` turns a `MemoryConfig` into plain
 JSON, in the shape of its YAML: every scalar setting (absent ones as null),
 ``strategies`` as ``{type, parameters...}``, every section that is set, and,
 on a route with a ``memory`` entry, the retrieval-memory store it uses as
 ``stores.memory`` (backend, collection, search, embedding, threshold and
 the reflection gate's settings: what a replay gates by).
 Two configs that compact alike have equal canonical forms, whatever the key
-order of the YAML they came from, so :func:`config_sha256` (the sha256 of
+order of the YAML they came from, so `config_sha256` (the sha256 of
 the form with sorted keys) names a config across machines. Nothing secret
 goes in: seam sections hold only environment-variable *names* for keys, and
 a password in a URL is written as ``***``.
@@ -15,16 +15,16 @@ a password in a URL is written as ``***``.
 What a trace cannot carry is said, not guessed: a built-in strategy (or any
 attrs class, like the built-ins) is written as its fields; a plain function
 as its type and code; a closure that a factory marked with
-:func:`~memrules.strategy_factory` built as its type, its factory's import
+`strategy_factory` built as its type, its factory's import
 path (``"factory"``) and the parameters it was built with, which
-:func:`rebuild_config` calls again; any other *closure* (whose parameters
+`rebuild_config` calls again; any other *closure* (whose parameters
 live in its cells) as its type, code and ``"parameters": "unknown"``, and
-:func:`rebuild_config` refuses to rebuild it. A graph
+`rebuild_config` refuses to rebuild it. A graph
 extractor other than the offline one, the context window resolver and the
 observers are code: a replay answers the first two from the trace and does
 not run observers.
 
-:func:`encoder_fingerprint` names the token counter and hashes its
+`encoder_fingerprint` names the token counter and hashes its
 vocabulary (for a tiktoken encoding, the sha256 of its ``.tiktoken`` file,
 which is what tiktoken itself checks), so a replay on a machine that counts
 differently says so before it compares anything.
@@ -312,7 +312,7 @@ def rebuild_config(
     where: str = "the trace",
 ) -> MemoryConfig:
     """The config ``canonical`` describes, built and validated as a YAML
-    config is. Raises :class:`~memrules._core.errors.TraceError` when it cannot be
+    config is. Raises `TraceError` when it cannot be
     (a closure strategy, whose parameters a trace cannot hold; a module the
     caller does not allow; a strategy that is no longer what was recorded)."""
     strategies = canonical.get("strategies", [])

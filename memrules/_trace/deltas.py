@@ -1,7 +1,7 @@
 """Inputs as deltas: a line whose input continues its conversation's previous
 line holds only the messages after it (``prefix``, see
-:mod:`memrules._trace.record`). The writer's side (:class:`InputDeltas`) and the
-reader's (:class:`InputRebuilder`) keep the same conversations and forget the
+`memrules._trace.record`). The writer's side (`InputDeltas`) and the
+reader's (`InputRebuilder`) keep the same conversations and forget the
 same ones."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class InputRebuilder:
 
     def rebuild(self, number: int, data: dict[str, Any], where: str) -> dict[str, Any]:
         """``data`` (line ``number``) with its whole input and no ``prefix``;
-        :class:`TraceError` naming ``where`` for a prefix that cannot be followed."""
+        `TraceError` naming ``where`` for a prefix that cannot be followed."""
         if "prefix" not in data:
             whole = data
         else:

@@ -1,5 +1,5 @@
 """A trace's first line: the format, its version, the memrules that wrote it,
-and what each pipeline was (see :mod:`memrules._trace.record`)."""
+and what each pipeline was (see `memrules._trace.record`)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ __all__ = [
 TRACE_FORMAT = "memrules.trace"
 TRACE_VERSION = 2
 READS_VERSIONS = (1, 2)
-"""The format versions :func:`read_trace` reads (1: every input in full)."""
+"""The format versions `read_trace` reads (1: every input in full)."""
 
 
 def _version() -> str:
@@ -81,7 +81,7 @@ def pipeline_header(name: str, pipeline: Pipeline, *, plugin: bool = False) -> d
 
     A strategy the replay cannot rebuild is listed under
     ``"not_rebuildable"`` (the key is there only then) and warned about
-    with :class:`UnreplayableStrategyWarning`: such a trace replays only
+    with `UnreplayableStrategyWarning`: such a trace replays only
     with the pipeline passed in (``replay_trace(path, pipelines=...)``)."""
     canonical = canonical_config(pipeline.config)
     config = service_config(pipeline.config)
@@ -111,7 +111,7 @@ def pipeline_header(name: str, pipeline: Pipeline, *, plugin: bool = False) -> d
 @attrs.frozen(kw_only=True, slots=True)
 class TraceHeader:
     """A trace's first line, read: the format version, the memrules that
-    wrote it, and each pipeline's entry (as :func:`pipeline_header` wrote it)."""
+    wrote it, and each pipeline's entry (as `pipeline_header` wrote it)."""
 
     version: int
     memrules: str

@@ -1,5 +1,5 @@
 """How a trace writes messages, budgets and lines: messages in memrules' lossless
-JSON form, and each line as compact UTF-8 JSON (see :mod:`memrules._trace.record`
+JSON form, and each line as compact UTF-8 JSON (see `memrules._trace.record`
 for the format)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def messages_json(messages: Conversation) -> list[Any]:
 
 
 def messages_from(data: Any, where: str) -> Conversation:
-    """The messages :func:`messages_json` wrote; :class:`TraceError` naming
+    """The messages `messages_json` wrote; `TraceError` naming
     ``where`` for anything else."""
     if not isinstance(data, list):
         msg = f"{where}: expected a list of messages, got {type(data).__name__}"
@@ -38,7 +38,7 @@ def messages_from(data: Any, where: str) -> Conversation:
 
 def budget_from(data: Any, where: str = "budget") -> Budget | None:
     """The budget ``Budget.to_dict`` wrote (None for null);
-    :class:`TraceError` naming ``where`` for anything else."""
+    `TraceError` naming ``where`` for anything else."""
     if data is None:
         return None
     kind = data.get("kind") if isinstance(data, dict) else None

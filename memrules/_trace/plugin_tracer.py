@@ -1,4 +1,4 @@
-"""Recording a plugin's requests: what :class:`~memrules.MemoryPlugin` does with
+"""Recording a plugin's requests: what `MemoryPlugin` does with
 ``trace=``, one ``request`` or ``response`` line per request it handles."""
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def _whose(request: Any) -> dict[str, Any]:
 def request_line(
     index: int, request: Any, result: Any, calls: list[Any], *, now: float | None = None
 ) -> dict[str, Any]:
-    """The line of one plugin request (a :class:`~memrules._plugin.plugin.Request`)
-    and what it went through (its :class:`~memrules._plugin.plugin.StepResult`).
+    """The line of one plugin request (a `Request`)
+    and what it went through (its `StepResult`).
     On a route with memory it also holds the ``now`` the caller gave, if
     any, and ``memory``: the time the gate decayed by, the memory message's
     tokens and the gate's decisions."""
@@ -83,7 +83,7 @@ def response_line(
     """The line of one ``on_response`` of a plugin: the request and the
     ``reply`` (a string, or a message in its JSON form), the ``now`` the
     caller gave, the seam calls (``clock.now``, ``store.add`` with the
-    record) and the ``outcome`` (a :class:`~memrules.memory.StoreOutcome`)."""
+    record) and the ``outcome`` (a `StoreOutcome`)."""
     line: dict[str, Any] = {"kind": "response", "pipeline": index, **_whose(request)}
     if now is not None:
         line["now"] = now
@@ -97,7 +97,7 @@ def response_line(
 
 
 class PluginTracer:
-    """What :class:`~memrules.MemoryPlugin` does with ``trace=``: its seams,
+    """What `MemoryPlugin` does with ``trace=``: its seams,
     graph extractor, context window resolver and state store go through the
     seam log, and each request it handles writes one line (``kind:
     request``) when it completes."""

@@ -22,8 +22,8 @@ __all__ = ["MAX_HEADER_DEPTH", "TraceLine", "read_trace"]
 
 MAX_HEADER_DEPTH = 64
 """How deep a header's pipeline entry may nest: a config file nests at most
-:data:`~memrules._core.yaml_nodes.MAX_DEPTH` levels, and its entry a few
-more. A deeper one is a :class:`TraceError`, not a ``RecursionError`` from
+`MAX_DEPTH` levels, and its entry a few
+more. A deeper one is a `TraceError`, not a ``RecursionError`` from
 whatever reads it next (hashing the config, rebuilding it)."""
 
 
@@ -53,7 +53,7 @@ def _parse(raw: bytes, where: str) -> Any:
 
 
 def _json_problem(exc: JSONTextError) -> str:
-    """What a line's :class:`JSONTextError` says, as a trace reader words it."""
+    """What a line's `JSONTextError` says, as a trace reader words it."""
     if exc.reason == TOO_DEEP or exc.reason.startswith("not UTF-8"):
         return exc.reason
     where = f": line {exc.line} column {exc.column}" if exc.line is not None else ""
@@ -104,7 +104,7 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[TraceHeader, Iterator[Trac
     """The trace at ``path``: its header, and its request lines one at a
     time, each input whole (the file stays open until the iterator is
     exhausted or closed).
-    Raises :class:`~memrules._core.errors.TraceError` naming the file and line of
+    Raises `TraceError` naming the file and line of
     anything that is not a trace."""
     name = str(path)
     try:

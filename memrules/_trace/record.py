@@ -1,7 +1,7 @@
 """Traces: what a run asked, what its seams answered, and what came out, as
 JSON Lines that a replay reproduces byte for byte.
 
-The first line is the header::
+The first line is the header:
 
     {"format": "memrules.trace", "version": 2, "memrules": "0.1.0",
      "pipelines": [{"name": "default", "config": {...}, "config_sha256": "...",
@@ -10,11 +10,11 @@ The first line is the header::
                               "graph_extractor": "..." | null,
                               "context_window_resolver": "..." | null}}]}
 
-``config`` is the pipeline's canonical config (:mod:`memrules._trace.canonical`),
+``config`` is the pipeline's canonical config (`memrules._trace.canonical`),
 ``max_passes`` the interpreter's pass limit, ``vocabulary_sha256`` the hash
 of its encoder's vocabulary, ``seams`` what each seam was (its ``repr``,
 which names no key). Then one line per request, written as each one
-completes::
+completes:
 
     {"request": 0, "kind": "apply", "pipeline": 0, "conversation_id": "c1",
      "user": null, "tenant": null, "budget": null, "messages": [...],
@@ -23,23 +23,23 @@ completes::
 An ``apply`` line given the prompt-cache inputs also says them
 (``previous``, ``cache``, ``now``; the time a traced pipeline's clock read
 is its ``clock.now`` call), and a ``remember`` line its ``session_time``
-and ``context`` (see :mod:`~memrules._trace.run_inputs`).
+and ``context`` (see `memrules._trace.run_inputs`).
 
 ``kind`` is ``apply`` or ``compress`` (a pipeline run), ``remember`` or
 ``recall`` (the pipeline's store), ``request`` (one request through
-:class:`~memrules.MemoryPlugin`) or ``response`` (a plugin's
+`MemoryPlugin`) or ``response`` (a plugin's
 ``on_response``: the turn auto-store kept, or why not). On a route with
 retrieval memory a ``request`` line also says whose request it was
 (``user``, ``tenant``), the ``now`` the caller gave (else the ``clock.now``
 call says the time read), the ``memory.retrieve`` call with the memories
 the store answered, and what the gate made of them (``memory``). Each line
 holds the request's input in full, every seam call it made with the answer
-(see :mod:`memrules._runtime.logged`), and what came out.
+(see `memrules._runtime.logged`), and what came out.
 
 An agent loop sends its whole growing history with every request, so a line
 whose input starts with the whole input of the conversation's previous line
 (same ``pipeline``, same ``conversation_id``; lines without one form one
-conversation per pipeline) holds only the messages after it::
+conversation per pipeline) holds only the messages after it:
 
     {"request": 7, "kind": "apply", ..., "prefix": {"request": 3, "messages": 40},
      "messages": [<the messages after the first 40>], ...}
@@ -65,14 +65,14 @@ passwords).
 
 A request that raises writes no line: it returned nothing to reproduce.
 
-This module records a pipeline's runs (:func:`record_trace`,
-:class:`TracedPipeline`) and is where the layers above find the trace's
-names; each job has its module: :mod:`~memrules._trace.lines` (messages and
-lines as JSON), :mod:`~memrules._trace.deltas` (inputs as ``prefix`` deltas),
-:mod:`~memrules._trace.header` (the first line), :mod:`~memrules._trace.writer`
-(the file), :mod:`~memrules._trace.run_inputs` (a run's optional inputs),
-:mod:`~memrules._trace.plugin_tracer` (a plugin's requests) and
-:mod:`~memrules._trace.reader` (reading a trace back).
+This module records a pipeline's runs (`record_trace`,
+`TracedPipeline`) and is where the layers above find the trace's
+names; each job has its module: `memrules._trace.lines` (messages and
+lines as JSON), `memrules._trace.deltas` (inputs as ``prefix`` deltas),
+`memrules._trace.header` (the first line), `memrules._trace.writer`
+(the file), `memrules._trace.run_inputs` (a run's optional inputs),
+`memrules._trace.plugin_tracer` (a plugin's requests) and
+`memrules._trace.reader` (reading a trace back).
 """
 
 from __future__ import annotations
@@ -182,8 +182,8 @@ OPTIONAL_INPUTS: dict[str, tuple[str, ...]] = {
     "apply": ("previous", "cache", "now"),
     "remember": ("session_time", "context"),
 }
-"""What a line says went in besides, after :data:`INPUTS` and in this order,
-when the run was given it (see :mod:`memrules._trace.run_inputs`)."""
+"""What a line says went in besides, after `INPUTS` and in this order,
+when the run was given it (see `memrules._trace.run_inputs`)."""
 
 
 def run_line(
@@ -222,7 +222,7 @@ def outputs(kind: str, result: Any) -> dict[str, Any]:
 
 class SentRequests:
     """The ``sent`` of each conversation's last ``apply`` line and that
-    line's number, for the :data:`KEPT_CONVERSATIONS` conversations that
+    line's number, for the `KEPT_CONVERSATIONS` conversations that
     ran last, so that a ``previous`` that is one of them is written as a
     reference to its line (and a replay finds it again) rather than in full.
     Writer and reader each keep one. Thread-safe."""
@@ -250,7 +250,7 @@ class SentRequests:
         return sent_request_json(previous)
 
     def find(self, conversation_id: str | None, data: Any, where: str) -> SentRequest:
-        """The ``previous`` a line says (see :meth:`reference`)."""
+        """The ``previous`` a line says (see `reference`)."""
         if isinstance(data, dict) and set(data) == {"request"}:
             with self._lock:
                 found = self._table.get(conversation_id)
@@ -275,7 +275,7 @@ class TracedPipeline:
     the prompt cache (given ``previous`` or ``cache``, or its config has a
     ``cache:`` section): a replay answers it with the time read, so the
     cache figures replay byte for byte. Without a clock such a run has no
-    time, as :meth:`Pipeline.apply <memrules.Pipeline.apply>` has none."""
+    time, as `Pipeline.apply` has none."""
 
     def __init__(
         self,
@@ -382,17 +382,17 @@ def record_trace(
     name: str = "pipeline",
     clock: Callable[[], float] | None = None,
 ) -> TracedPipeline:
-    """Record ``pipeline``'s runs to a trace at ``path``::
+    """Record ``pipeline``'s runs to a trace at ``path``:
 
         with memrules.record_trace("run.jsonl", pipeline) as traced:
             result = traced.apply(messages, conversation_id="c1")
 
     ``traced`` has the pipeline's ``apply``, ``compress``, ``remember`` and
     ``recall``; each call writes one line as it returns. ``memrules replay
-    run.jsonl`` (or :func:`~memrules.replay_trace`) runs them again with the
-    recorded answers and no seam. Raises :class:`~memrules.TraceError` when
+    run.jsonl`` (or `replay_trace`) runs them again with the
+    recorded answers and no seam. Raises `TraceError` when
     the file cannot be written. ``clock`` is the time an ``apply`` that
     measures the prompt cache reads when not given ``now`` (see
-    :class:`TracedPipeline`)."""
+    `TracedPipeline`)."""
     writer = TraceWriter.for_pipelines(path, [(name, pipeline)])
     return TracedPipeline(writer, pipeline, clock=clock)

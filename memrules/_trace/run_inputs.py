@@ -9,7 +9,7 @@ An ``apply`` line may say the prompt-cache inputs it was given: ``cache``
 with its ``counts`` and ``overhead``, ``origin`` and ``at``). A
 ``remember`` line may say its ``session_time`` (``{"date": "2023-05-08"}``
 or ``{"datetime": "2023-05-08T10:00:00+00:00"}``) and its ``context``
-(the :class:`~memrules.IndexContext` fields, or null for none). A key is
+(the `IndexContext` fields, or null for none). A key is
 written only when the run was given something other than the default, so
 the lines of runs without them read as they always did.
 """

@@ -27,9 +27,9 @@ __all__ = ["TraceWriter"]
 
 class TraceWriter:
     """Writes a trace to ``path``: the header at once, then each line as
-    :meth:`write` gets it, flushed, so a long-running process's trace is on
+    `write` gets it, flushed, so a long-running process's trace is on
     disk as it goes (``atomic=False``); or into a temporary file beside
-    ``path`` that :meth:`close` renames into place, so the trace is there
+    ``path`` that `close` renames into place, so the trace is there
     whole or not at all (``atomic=True``, what the command line does).
     Thread-safe: each line is written whole, and numbered (``request``) in
     the order written; its input is written as a delta (``prefix``, see the

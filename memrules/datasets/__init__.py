@@ -1,13 +1,13 @@
 """Agent trajectories as evaluation data: read them, replay them, probe them.
 
-A :class:`Trajectory` is one agent run read into memrules messages, from a
+A `Trajectory` is one agent run read into memrules messages, from a
 mini-swe-agent or SWE-agent trajectory, an OpenAI chat ``messages`` list
 or an Anthropic one, or a Claude Code or Codex CLI session log
-(:func:`read_trajectory`, :func:`read_trajectories`).
-:func:`model_calls` gives the requests an agent loop made (the messages
-before each assistant reply); :func:`probe_facts` what each needed to hold
+(`read_trajectory`, `read_trajectories`).
+`model_calls` gives the requests an agent loop made (the messages
+before each assistant reply); `probe_facts` what each needed to hold
 (the task, the question, the edited files, the last error line, the last
-test command) and :func:`probe` whether a compacted request still does.
+test command) and `probe` whether a compacted request still does.
 ``memrules eval --trajectories`` replays them through pipelines and reports
 the probes.
 

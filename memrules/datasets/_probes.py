@@ -1,6 +1,6 @@
 """Probes: what an agent needs at each request, and whether a request kept it.
 
-:func:`probe_facts` reads, from the uncompacted messages before a request,
+`probe_facts` reads, from the uncompacted messages before a request,
 what the agent would need to go on:
 
 - the **task**: the first user message with text that its harness did not
@@ -17,10 +17,10 @@ what the agent would need to go on:
   tests (pytest, ``python -m unittest``, tox, ``runtests.py``,
   ``manage.py test``, nose, ``make test``).
 
-:func:`probe` scores a compacted request against them: a fact is present
+`probe` scores a compacted request against them: a fact is present
 when its text appears in the text of the request (message texts, tool
 results, and tool-call arguments with their string values decoded).
-:func:`o200k_tokens` is an independent count of a request as OpenAI frames
+`o200k_tokens` is an independent count of a request as OpenAI frames
 it, with tiktoken's ``o200k_base`` (the encoding of the GPT-4o and later
 models), for checking budgets against a tokenizer other than the pipeline's.
 """
@@ -77,7 +77,7 @@ class Facts:
 
 @attrs.frozen(kw_only=True, slots=True)
 class Probe:
-    """One compacted request scored against its :class:`Facts`: each probe
+    """One compacted request scored against its `Facts`: each probe
     ``True`` (kept), ``False`` (lost) or None (nothing to keep); ``paths_kept``
     of ``paths`` edited paths; ``user_first``: the first message after the
     system messages is a user message."""
@@ -97,7 +97,7 @@ def edited_paths(trajectory: Trajectory) -> tuple[str, ...]:
     (a tool whose name says edit, write, replace, create, patch or insert),
     in order, once each.
 
-    >>> from memrules._core.messages import message
+    >>> from memrules import message
     >>> run = Trajectory(id="t", messages=(message("user", "go"),),
     ...                  patch="diff --git a/src/app.py b/src/app.py\\n+x\\n")
     >>> edited_paths(run)
@@ -240,7 +240,7 @@ def _found(fact: str | None, text: str) -> bool | None:
 def probe(facts: Facts, compacted: Sequence[Message]) -> Probe:
     """``compacted`` (what the pipeline sends) scored against ``facts``.
 
-    >>> from memrules._core.messages import message
+    >>> from memrules import message
     >>> before = (message("system", "s"), message("user", "fix app.py"),
     ...           message("assistant", "ok"), message("user", "now run the tests"))
     >>> facts = probe_facts(before, ["app.py"])

@@ -14,7 +14,7 @@ from their session files):
 - ``codex``: ``~/.codex/sessions/…/rollout-*.jsonl``, one ``{"type",
   "payload"}`` a line; the ``response_item`` payloads are Responses API
   items (``message``, ``function_call``, ``function_call_output``,
-  ``reasoning``…), read with :func:`memrules.from_responses`. ``developer``
+  ``reasoning``…), read with `from_responses`. ``developer``
   messages become system messages; the user messages Codex writes itself
   (``<environment_context>``, ``<user_instructions>``, the AGENTS.md text)
   are marked ``harness: True``.

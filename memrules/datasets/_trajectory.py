@@ -1,7 +1,7 @@
-"""Agent trajectories read into conversations: one :class:`Trajectory` a run.
+"""Agent trajectories read into conversations: one `Trajectory` a run.
 
-These shapes are read (:func:`read_trajectory` tells them apart, or takes
-``format=``, one of :data:`FORMATS`):
+These shapes are read (`read_trajectory` tells them apart, or takes
+``format=``, one of `FORMATS`):
 
 - ``mini-swe-agent``: a mini-swe-agent ``.traj.json`` (``{"instance_id",
   "info": {"submission": the final patch, ...}, "messages": [...]}``), where
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 FORMATS = ("mini-swe-agent", "swe-agent", "openai", "anthropic", "claude-code", "codex")
-"""The shapes :func:`read_trajectory` reads."""
+"""The shapes `read_trajectory` reads."""
 
 HARNESS = _sessions.HARNESS
 """The metadata key that marks a user message the agent's harness wrote."""
@@ -78,7 +78,7 @@ _TIMED_OUT = re.compile(r"^The last command <command>.*?</command> timed out", r
 
 
 class TrajectoryError(MemrulesError, ValueError):
-    """A trajectory file that cannot be read or is not one of :data:`FORMATS`:
+    """A trajectory file that cannot be read or is not one of `FORMATS`:
     names the file and what is wrong."""
 
 
@@ -100,7 +100,7 @@ def model_calls(trajectory: Trajectory) -> Iterator[Conversation]:
     """Each request the agent made: the messages before each assistant
     reply, in order (an agent loop makes one model call per reply).
 
-    >>> from memrules._core.messages import message
+    >>> from memrules import message
     >>> run = Trajectory(id="t", messages=(
     ...     message("user", "fix it"), message("assistant", "done"),
     ...     message("user", "thanks"), message("assistant", "bye")))
@@ -258,7 +258,7 @@ def _detect(data: object) -> str:
 
 def parse_trajectory(data: object, *, source: str = "", format: str | None = None) -> Trajectory:
     """A trajectory from parsed JSON (see the module docs); ``format`` one
-    of :data:`FORMATS`, or None to tell from the data."""
+    of `FORMATS`, or None to tell from the data."""
     kind = format or _detect(data)
     if kind not in FORMATS:
         msg = f"format={kind!r} is not one of {', '.join(FORMATS)}"
@@ -315,7 +315,7 @@ def parse_trajectory(data: object, *, source: str = "", format: str | None = Non
 
 def read_trajectory(path: str | os.PathLike[str], *, format: str | None = None) -> Trajectory:
     """One trajectory file (JSON, or JSON Lines of messages), parsed
-    (see the module docs). :class:`TrajectoryError` names the file."""
+    (see the module docs). `TrajectoryError` names the file."""
     name = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -339,7 +339,7 @@ _SUFFIXES = (".traj.json", ".traj", ".json", ".jsonl")
 def trajectory_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """The trajectory files of ``paths``: each file as given, and each
     directory's ``.traj.json``, ``.traj``, ``.json`` and ``.jsonl`` files,
-    sorted by name; each once. :class:`TrajectoryError` for a path that is
+    sorted by name; each once. `TrajectoryError` for a path that is
     neither, or a directory with none."""
     out: dict[Path, None] = {}
     for path in paths:
@@ -361,6 +361,6 @@ def trajectory_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 def read_trajectories(
     paths: Sequence[str | os.PathLike[str]], *, format: str | None = None
 ) -> Iterator[Trajectory]:
-    """The trajectories of ``paths`` (:func:`trajectory_paths`), one at a time."""
+    """The trajectories of ``paths`` (`trajectory_paths`), one at a time."""
     for path in trajectory_paths(paths):
         yield read_trajectory(path, format=format)

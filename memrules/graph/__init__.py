@@ -1,21 +1,21 @@
 """The working graph: what a conversation established, kept as a persistent
 graph and rendered into every request.
 
-- :class:`MemoryGraph` (:mod:`~memrules.graph.memory_graph`): nodes
-  (:class:`GraphNode`) and directed, weighted relationships
-  (:class:`GraphRelationship`) in pyrsistent maps, with adjacency indexes for
-  :meth:`~MemoryGraph.neighbors` by :class:`GraphDirection`. Every update
+- `MemoryGraph` (`memrules.graph.memory_graph`): nodes
+  (`GraphNode`) and directed, weighted relationships
+  (`GraphRelationship`) in pyrsistent maps, with adjacency indexes for
+  `MemoryGraph.neighbors` by `GraphDirection`. Every update
   returns a new graph; a no-op returns the same one.
-- :class:`GraphLimits` and :class:`AtCap` (:mod:`~memrules.graph.limits`):
+- `GraphLimits` and `AtCap` (`memrules.graph.limits`):
   the size cap every graph carries, and what happens at it.
-- :class:`MergePolicy`, :class:`MergeReport` (:mod:`~memrules.graph.merge`).
-- :class:`GraphSnapshot`, :class:`GraphImportReport`, :func:`save_snapshot`,
-  :func:`load_snapshot` (:mod:`~memrules.graph.snapshot`): versioned JSON,
+- `MergePolicy`, `MergeReport` (`memrules.graph.merge`).
+- `GraphSnapshot`, `GraphImportReport`, `save_snapshot`,
+  `load_snapshot` (`memrules.graph.snapshot`): versioned JSON,
   saved atomically.
-- :class:`GraphContext`, :func:`render_graph` (:mod:`~memrules.graph.render`):
+- `GraphContext`, `render_graph` (`memrules.graph.render`):
   the graph as one system message.
-- :data:`GraphExtractor`, :func:`offline_extractor`
-  (:mod:`~memrules.graph.extract`): where graphs come from.
+- `GraphExtractor`, `offline_extractor`
+  (`memrules.graph.extract`): where graphs come from.
 
 Where each conversation's state lives (`StateStore` and its stores) is
 `memrules.state`.

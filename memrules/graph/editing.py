@@ -1,8 +1,8 @@
-"""Editing a working graph in batches: :class:`GraphEdit` buffers a batch of
-changes to a graph's :class:`GraphParts` (its maps, ages and adjacency
+"""Editing a working graph in batches: `GraphEdit` buffers a batch of
+changes to a graph's `GraphParts` (its maps, ages and adjacency
 indexes, kept in step in this one place) and yields the new parts, written
 into new persistent maps the cheaper way for the batch's size. Used by
-:class:`~memrules.graph.MemoryGraph` for every update; it never changes the
+`MemoryGraph` for every update; it never changes the
 parts it started from.
 """
 
@@ -86,7 +86,7 @@ _GONE: Any = object()
 
 class _Table:
     """Edits to one persistent map, buffered in a dict: reads see them, and
-    :meth:`finish` writes them into a new map the cheaper way, through an
+    `finish` writes them into a new map the cheaper way, through an
     evolver for a few changes or by rebuilding for many (a merge of a graph
     as big as this one). Values are never None."""
 
@@ -152,7 +152,7 @@ class _Table:
 
 class _Index:
     """An adjacency index (node id -> relationship ids) under edit: the
-    touched entries are plain sets until :meth:`finish` freezes them."""
+    touched entries are plain sets until `finish` freezes them."""
 
     __slots__ = ("open", "table")
 

@@ -1,8 +1,8 @@
-"""Where graphs come from: the :data:`GraphExtractor` seam, and
-:func:`offline_extractor`, a default that needs no model.
+"""Where graphs come from: the `GraphExtractor` seam, and
+`offline_extractor`, a default that needs no model.
 
 An extractor reads a conversation and returns the graph it implies, a
-*delta* that :class:`~memrules.MemoryPlugin` merges (``union``) into the
+*delta* that `MemoryPlugin` merges (``union``) into the
 conversation's graph after each request when ``graph_extractor`` is
 configured. It reads the request as it arrived, before compaction, so what
 the window is about to drop is remembered first. Merging is idempotent, so
@@ -28,7 +28,7 @@ The offline extractor finds three things, each with a stated weight:
   delete, move or rename. Weight 1.
 - **Tools called**: a ``Tool`` node ``tool:<name>`` for each tool. Weight 0.5.
 
->>> from memrules._core.messages import message
+>>> from memrules import message
 >>> delta = offline_extractor()((message("user", "The vault is in Lisbon. Reply with: noted"),))
 >>> delta.relationship("fact:vault:is_in").target
 'Lisbon'
@@ -211,10 +211,10 @@ def offline_extractor(
     tools: bool = True,
     path_keys: Iterable[str] = _DEFAULT_PATH_KEYS,
 ) -> GraphExtractor:
-    """The offline :data:`GraphExtractor` (see the module docs): user-stated
+    """The offline `GraphExtractor` (see the module docs): user-stated
     ``facts``, ``files`` read or written (the tool-call arguments it looks
     in are ``path_keys``), ``tools`` called. Raises one
-    :class:`~memrules._core.errors.ConfigError` for settings it cannot use, or
+    `ConfigError` for settings it cannot use, or
     that can never find anything (all three off)."""
     problems = [
         _problem(key, f"{key}={value!r} must be true or false")
@@ -247,7 +247,7 @@ EXTRACTORS: dict[str, Callable[..., GraphExtractor]] = {"offline": offline_extra
 
 def extractor_from_config(*, type: str = "offline", **parameters: Any) -> GraphExtractor:
     """The extractor YAML's ``graph_extractor`` section names: ``type`` (a
-    key of :data:`EXTRACTORS`) and that extractor's parameters."""
+    key of `EXTRACTORS`) and that extractor's parameters."""
     factory = EXTRACTORS.get(type) if isinstance(type, str) else None
     if factory is None:
         known = ", ".join(sorted(EXTRACTORS))

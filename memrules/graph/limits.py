@@ -1,6 +1,6 @@
-"""The working graph's size cap: :class:`GraphLimits` and :class:`AtCap`.
+"""The working graph's size cap: `GraphLimits` and `AtCap`.
 
-Every :class:`~memrules.graph.MemoryGraph` carries limits, so a graph that
+Every `MemoryGraph` carries limits, so a graph that
 merges whatever an extractor finds, request after request, cannot grow
 without bound. What happens at the cap is stated, not left to chance:
 
@@ -12,11 +12,11 @@ without bound. What happens at the cap is stated, not left to chance:
 - ``reject``: what is already in the graph stays, and new entries are let in,
   in the incoming graph's order (oldest first), while there is room; the rest
   are refused, with every relationship that names a refused node. A single
-  :meth:`~memrules.graph.MemoryGraph.add_node` at the cap raises
-  :class:`~memrules._core.errors.GraphError`.
+  `MemoryGraph.add_node` at the cap raises
+  `GraphError`.
 
-Either way the :class:`~memrules.graph.MergeReport` lists what went or was
-refused. In YAML::
+Either way the `MergeReport` lists what went or was
+refused. In YAML:
 
     graph_limits:
       max_nodes: 10000
@@ -53,9 +53,9 @@ class GraphLimits:
     """How big one conversation's graph may grow, and what happens at the cap.
 
     ``max_nodes`` and ``max_relationships`` are whole numbers of at least 1;
-    ``at_cap`` is ``"evict"`` or ``"reject"`` (an :class:`AtCap`). Checked
+    ``at_cap`` is ``"evict"`` or ``"reject"`` (an `AtCap`). Checked
     when built: a bad value raises one
-    :class:`~memrules._core.errors.ConfigError` naming every problem, each at its
+    `ConfigError` naming every problem, each at its
     YAML path (``graph_limits.max_nodes``).
     """
 

@@ -1,8 +1,8 @@
-"""The working graph: :class:`MemoryGraph`, a persistent value.
+"""The working graph: `MemoryGraph`, a persistent value.
 
 Nodes and relationships live in pyrsistent maps, with two adjacency indexes
 (relationship ids by source and by target node) so that
-:meth:`MemoryGraph.neighbors` reads only the node's own relationships. Every
+`MemoryGraph.neighbors` reads only the node's own relationships. Every
 update returns a new graph that shares structure with the old one, and
 leaves the old one as it was; an update that changes nothing returns the
 very same graph, so ``new is old`` means nothing happened.
@@ -17,8 +17,8 @@ very same graph, so ``new is old`` means nothing happened.
 >>> g.add_node(GraphNode(id="vault")) is g
 True
 
-Every graph carries :class:`~memrules.graph.GraphLimits` and keeps within
-them (see :mod:`memrules.graph.limits`). It also remembers the age of each
+Every graph carries `GraphLimits` and keeps within
+them (see `memrules.graph.limits`). It also remembers the age of each
 entry (when it was last added or changed), which the at-cap rule reads and
 snapshots keep; equality looks at the nodes and relationships only, not at
 ages or limits.
@@ -55,7 +55,7 @@ _DEFAULT_LIMITS = GraphLimits()
 class MemoryGraph:
     """A directed, weighted graph as a persistent value (see the module
     docs). ``MemoryGraph()`` is empty, with the default limits;
-    :meth:`of` builds one from entries, :meth:`from_snapshot` from a
+    `of` builds one from entries, `from_snapshot` from a
     snapshot.
     """
 
@@ -69,7 +69,7 @@ class MemoryGraph:
     limits: GraphLimits
     _memo: dict[object, Any] = attrs.field(factory=dict)
     """Values computed from this graph (a rendering), by key: the graph never
-    changes, so they never go stale. See :meth:`memoized`."""
+    changes, so they never go stale. See `memoized`."""
 
     def __init__(self, *, limits: GraphLimits = _DEFAULT_LIMITS) -> None:
         if not isinstance(limits, GraphLimits):
@@ -105,7 +105,7 @@ class MemoryGraph:
         return not self._nodes
 
     def node(self, node_id: str) -> GraphNode:
-        """The node ``node_id``; :class:`~memrules._core.errors.GraphError` naming
+        """The node ``node_id``; `GraphError` naming
         it when there is none."""
         found = self._nodes.get(node_id)
         if found is None:
@@ -113,7 +113,7 @@ class MemoryGraph:
         return found
 
     def relationship(self, relationship_id: str) -> GraphRelationship:
-        """The relationship ``relationship_id``; :class:`GraphError` naming
+        """The relationship ``relationship_id``; `GraphError` naming
         it when there is none."""
         found = self._relationships.get(relationship_id)
         if found is None:
@@ -139,7 +139,7 @@ class MemoryGraph:
         """The relationships of ``node_id`` that leave it (``OUT``), reach it
         (``IN``) or either (``BOTH``), by id. Reads the indexes: the cost is
         the node's own relationships, not the graph's. Raises
-        :class:`GraphError` for an unknown node."""
+        `GraphError` for an unknown node."""
         ids = self._relationship_ids(node_id, direction)
         return tuple(self._relationships[i] for i in sorted(ids))
 
@@ -148,7 +148,7 @@ class MemoryGraph:
     ) -> tuple[str, ...]:
         """The ids of the nodes across the relationships of ``node_id`` in
         ``direction``, sorted, each once (a self-loop names the node itself).
-        Raises :class:`GraphError` for an unknown node."""
+        Raises `GraphError` for an unknown node."""
         ids = self._relationship_ids(node_id, direction)
         found: set[str] = set()
         for rid in ids:
@@ -209,10 +209,10 @@ class MemoryGraph:
     ) -> MemoryGraph:
         """A graph of ``nodes`` then ``relationships``, added in order (so
         that order is their age; a repeated id replaces the earlier entry).
-        Raises :class:`GraphError` for a relationship naming a node that is
+        Raises `GraphError` for a relationship naming a node that is
         not among ``nodes``. The limits apply to the whole: with ``at_cap:
         evict`` the graph is cut as a merge would cut it; with ``reject``,
-        more entries than fit raise :class:`GraphError`."""
+        more entries than fit raise `GraphError`."""
         empty = cls(limits=limits)
         edit = GraphEdit(empty._parts())
         for node in nodes:
@@ -239,7 +239,7 @@ class MemoryGraph:
         cls, snapshot: GraphSnapshot, *, limits: GraphLimits = _DEFAULT_LIMITS
     ) -> tuple[MemoryGraph, GraphImportReport]:
         """The graph ``snapshot`` describes, within ``limits``, and what the
-        import did. Refuses (with one :class:`GraphError` naming every
+        import did. Refuses (with one `GraphError` naming every
         offending id, building nothing) duplicate ids and relationships whose
         endpoints are not among the snapshot's nodes; non-finite weights were
         refused when the snapshot was read. A snapshot over the cap is cut as
@@ -265,7 +265,7 @@ class MemoryGraph:
         )
 
     def snapshot(self) -> GraphSnapshot:
-        """This graph as a :class:`GraphSnapshot` (entries oldest first)."""
+        """This graph as a `GraphSnapshot` (entries oldest first)."""
         return GraphSnapshot(nodes=self.ordered_nodes(), relationships=self.ordered_relationships())
 
     # --- updating ----------------------------------------------------------------
@@ -275,7 +275,7 @@ class MemoryGraph:
         relationships stay). The same graph when ``node`` is already there,
         equal. At the node cap: with ``at_cap: evict`` the lowest-weight,
         oldest node goes (``node`` itself, when it weighs less than every
-        other); with ``reject`` a new id raises :class:`GraphError`."""
+        other); with ``reject`` a new id raises `GraphError`."""
         node = _checked_node(node)
         old = self._nodes.get(node.id)
         if old == node:
@@ -294,8 +294,8 @@ class MemoryGraph:
     def add_relationship(self, relationship: GraphRelationship) -> MemoryGraph:
         """A graph with ``relationship`` in it, replacing one of the same id.
         The same graph when it is already there, equal. Raises
-        :class:`GraphError` naming ``from`` or ``to`` when it is not a node of
-        the graph; at the cap, as :meth:`add_node`."""
+        `GraphError` naming ``from`` or ``to`` when it is not a node of
+        the graph; at the cap, as `add_node`."""
         relationship = _checked_relationship(relationship)
         for end in (relationship.source, relationship.target):
             if end not in self._nodes:
@@ -336,7 +336,7 @@ class MemoryGraph:
         self, other: MemoryGraph, policy: MergePolicy = MergePolicy.UNION
     ) -> tuple[MemoryGraph, MergeReport]:
         """``other`` merged into this graph under ``policy`` (see
-        :mod:`memrules.graph.merge`), within this graph's limits, and the
+        `memrules.graph.merge`), within this graph's limits, and the
         report. The graph is this very one when nothing changed
         (``report.changed`` is False)."""
         if not isinstance(other, MemoryGraph):

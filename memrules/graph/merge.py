@@ -1,7 +1,7 @@
-"""Merging one graph into another: :class:`MergePolicy`, the rules that
-combine two versions of one node or relationship, and :class:`MergeReport`.
+"""Merging one graph into another: `MergePolicy`, the rules that
+combine two versions of one node or relationship, and `MergeReport`.
 
-:meth:`MemoryGraph.merge(other, policy) <memrules.graph.MemoryGraph.merge>`
+`MemoryGraph.merge(other, policy)`
 walks ``other``'s nodes, then its relationships (each oldest first); an id
 the graph lacks is added, and an id it has is combined under ``policy``:
 
@@ -153,12 +153,12 @@ class MergeCounts:
 
 @attrs.frozen(kw_only=True, slots=True)
 class MergeReport:
-    """What :meth:`MemoryGraph.merge <memrules.graph.MemoryGraph.merge>` did:
-    the ``policy``, and :class:`MergeCounts` for ``nodes`` and
+    """What `MemoryGraph.merge` did:
+    the ``policy``, and `MergeCounts` for ``nodes`` and
     ``relationships``. ``changed`` says whether the graph changed (when
     False, the merge returned the very graph it was given). ``version`` is
     the conversation's version after the merge when it went through
-    :meth:`MemoryPlugin.merge_graph <memrules.MemoryPlugin.merge_graph>`
+    `MemoryPlugin.merge_graph`
     (None for a merge of two graph values)."""
 
     policy: MergePolicy

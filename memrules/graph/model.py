@@ -1,10 +1,10 @@
-"""The working graph's values: :class:`GraphNode`, :class:`GraphRelationship`
-and :class:`GraphDirection`.
+"""The working graph's values: `GraphNode`, `GraphRelationship`
+and `GraphDirection`.
 
 A node is an ``id``, a set of ``labels``, JSON ``properties`` and a
 ``weight``; a relationship is a directed, typed, weighted edge between two
 node ids, with its own ``id`` and properties. Both are frozen values that
-check themselves when built and raise :class:`~memrules._core.errors.GraphError`
+check themselves when built and raise `GraphError`
 naming their id:
 
 >>> GraphNode(id="vault", labels=("Entity",), properties={"name": "vault"})
@@ -19,7 +19,7 @@ Weights rank what the graph keeps at its cap and what rendering shows first
 so that the same two rules apply to both (1.0 unless said otherwise).
 
 Labels are kept sorted and without repeats, and properties as deep-frozen
-JSON values (:class:`~memrules._core.frozen.FrozenDict`, whose equality ignores
+JSON values (`FrozenDict`, whose equality ignores
 key order), so that equal nodes are equal values whatever order their labels
 or keys came in, and render and serialize the same bytes (keys sorted).
 """
@@ -40,7 +40,7 @@ __all__ = ["GraphDirection", "GraphNode", "GraphRelationship"]
 
 
 class GraphDirection(enum.StrEnum):
-    """Which relationships of a node :meth:`MemoryGraph.neighbors` follows."""
+    """Which relationships of a node `MemoryGraph.neighbors` follows."""
 
     OUT = "out"
     """Relationships that start at the node."""
@@ -126,7 +126,7 @@ class GraphNode:
     ``properties`` (JSON values, frozen; NaN and infinities refused) and a
     finite ``weight`` (1.0 by default; see the module docs).
 
-    Raises :class:`~memrules._core.errors.GraphError` naming the id when a field
+    Raises `GraphError` naming the id when a field
     cannot be used.
     """
 
@@ -168,7 +168,7 @@ class GraphRelationship:
     ``properties``.
 
     Building one checks only its own fields; a graph checks that both
-    endpoints are its nodes (:meth:`MemoryGraph.add_relationship`).
+    endpoints are its nodes (`MemoryGraph.add_relationship`).
     """
 
     id: str

@@ -1,10 +1,10 @@
-"""The graph as one system message: :class:`GraphContext` and
-:func:`render_graph`, and where the message goes in a request.
+"""The graph as one system message: `GraphContext` and
+`render_graph`, and where the message goes in a request.
 
-With ``graph_context`` set, :class:`~memrules.MemoryPlugin` puts one system
+With ``graph_context`` set, `MemoryPlugin` puts one system
 message right after the first system message of every request (first, when
 there is none), after compaction, so compaction never deletes it and its
-tokens do not count against the request that triggered compaction::
+tokens do not count against the request that triggered compaction:
 
     memrules graph memory: what this conversation established, highest weight first.
     nodes:
@@ -65,7 +65,7 @@ class GraphContext:
     at most ``max_nodes`` nodes (64; at least 1) and ``max_relationships``
     relationships (128; at least 0), in one system message that starts with
     ``marker``. Checked when built: a bad value raises one
-    :class:`~memrules._core.errors.ConfigError` naming every problem at its YAML
+    `ConfigError` naming every problem at its YAML
     path."""
 
     max_nodes: int = 64

@@ -1,22 +1,22 @@
-"""Graphs as JSON: :class:`GraphSnapshot`, :class:`GraphImportReport`, and
+"""Graphs as JSON: `GraphSnapshot`, `GraphImportReport`, and
 saving a snapshot to a file atomically.
 
 A snapshot is a versioned, JSON-ready picture of a graph: its nodes, then
 its relationships, each oldest first (the order is the entries' age, which
 the at-cap rule reads, so a graph restored from a snapshot evicts as the
-original would have)::
+original would have):
 
     {"format": "memrules.graph", "version": 1,
      "nodes": [{"id": "vault", "labels": ["Entity"], "properties": {}, "weight": 1.0}, ...],
      "relationships": [{"id": "fact:vault:is_in", "from": "vault", "to": "Lisbon",
                         "type": "is_in", "weight": 2.0, "properties": {}}, ...]}
 
-:meth:`GraphSnapshot.to_json` writes sorted keys and no NaN, so equal
-snapshots are equal bytes. Reading one (:meth:`GraphSnapshot.from_dict`,
-:meth:`~GraphSnapshot.from_json`, :func:`load_snapshot`) checks every field
-and raises one :class:`~memrules._core.errors.GraphError` that lists every
+`GraphSnapshot.to_json` writes sorted keys and no NaN, so equal
+snapshots are equal bytes. Reading one (`GraphSnapshot.from_dict`,
+`GraphSnapshot.from_json`, `load_snapshot`) checks every field
+and raises one `GraphError` that lists every
 problem, naming the entry's place and id; importing it into a graph
-(:meth:`MemoryGraph.from_snapshot <memrules.graph.MemoryGraph.from_snapshot>`)
+(`MemoryGraph.from_snapshot`)
 also refuses duplicate ids and relationships whose endpoints are not among
 the nodes, and builds nothing when it refuses.
 """
@@ -58,9 +58,9 @@ _RELATIONSHIP_KEYS = frozenset({"id", "from", "to", "type", "weight", "propertie
 class GraphImportReport:
     """What importing a snapshot did: how many ``nodes`` and
     ``relationships`` the graph holds now, and which ids its cap evicted or
-    rejected (see :mod:`memrules.graph.limits`). ``version`` is the
+    rejected (see `memrules.graph.limits`). ``version`` is the
     conversation's version after the import when it went through
-    :class:`~memrules.MemoryPlugin` (None otherwise)."""
+    `MemoryPlugin` (None otherwise)."""
 
     nodes: int
     relationships: int
@@ -104,7 +104,7 @@ class GraphSnapshot:
     """A graph as values: ``nodes`` and ``relationships``, oldest first, and
     the layout ``version``. Building one checks each entry's own fields (the
     entries do that themselves); whether ids repeat or endpoints are missing
-    is checked when the snapshot is imported, see :meth:`problems`."""
+    is checked when the snapshot is imported, see `problems`."""
 
     nodes: tuple[GraphNode, ...] = attrs.field(default=(), converter=_nodes)
     relationships: tuple[GraphRelationship, ...] = attrs.field(default=(), converter=_relationships)
@@ -145,8 +145,8 @@ class GraphSnapshot:
         return tuple(found)
 
     def check(self) -> None:
-        """Raise one :class:`~memrules._core.errors.GraphError` listing every
-        :meth:`problems` (its ``ids`` the offending ids), if there are any."""
+        """Raise one `GraphError` listing every
+        `problems` (its ``ids`` the offending ids), if there are any."""
         problems = self.problems()
         if problems:
             ids = tuple(dict.fromkeys(i for i, _ in problems))
@@ -179,7 +179,7 @@ class GraphSnapshot:
     @classmethod
     def from_dict(cls, data: object) -> GraphSnapshot:
         """Read a snapshot from parsed JSON. Raises one
-        :class:`~memrules._core.errors.GraphError` listing every problem found,
+        `GraphError` listing every problem found,
         each at its place (``nodes[3].weight``) and naming the id."""
         problems: list[str] = []
         ids: list[str] = []
@@ -209,8 +209,8 @@ class GraphSnapshot:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> GraphSnapshot:
-        """Read a snapshot from JSON text (see :meth:`from_dict`). Text that
-        is not JSON raises :class:`~memrules._core.errors.GraphError` naming the
+        """Read a snapshot from JSON text (see `from_dict`). Text that
+        is not JSON raises `GraphError` naming the
         line. ``NaN`` and ``Infinity`` (which Python's JSON writer emits)
         are read, and then refused where they stand, naming the entry."""
         try:
@@ -286,10 +286,10 @@ def _relationship(entry: Mapping[str, Any]) -> GraphRelationship:
 def save_snapshot(snapshot: GraphSnapshot, path: str | os.PathLike[str]) -> None:
     """Write ``snapshot`` as JSON to ``path``, atomically: into a temporary
     file beside it, flushed to disk, then renamed over ``path``
-    (:func:`memrules._io.files.write_atomic`). A reader sees the old file or the
+    (`write_atomic`). A reader sees the old file or the
     new one, never a part. A path that exists and is not a regular file (a
     device, a directory) is refused, never replaced; a failure (a full disk)
-    is an :class:`~memrules._core.errors.OutputError` (an ``OSError``) naming
+    is an `OutputError` (an ``OSError``) naming
     ``path``, and leaves the old file as it was, with no temporary file
     behind. The snapshot itself is a value: nothing about it changes."""
     text = snapshot.to_json(indent=1) + "\n"
@@ -297,8 +297,8 @@ def save_snapshot(snapshot: GraphSnapshot, path: str | os.PathLike[str]) -> None
 
 
 def load_snapshot(path: str | os.PathLike[str]) -> GraphSnapshot:
-    """Read a snapshot that :func:`save_snapshot` wrote. Raises
-    :class:`~memrules._core.errors.GraphError` naming the file for content that
+    """Read a snapshot that `save_snapshot` wrote. Raises
+    `GraphError` naming the file for content that
     is no valid snapshot, and the ``OSError`` the file system gives."""
     data = Path(path).read_bytes()
     try:

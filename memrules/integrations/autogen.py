@@ -1,10 +1,10 @@
 """AutoGen (the ``autogen`` extra): a model context its agents accept.
 
-:class:`CompactingChatContext` is an AutoGen ``ChatCompletionContext`` that
+`CompactingChatContext` is an AutoGen ``ChatCompletionContext`` that
 keeps the whole history (``add_message``, ``clear``, ``save_state`` and
 ``load_state`` work on every message added) and whose ``get_messages``,
 which an agent calls before each model call, returns that history
-compacted by a memrules pipeline::
+compacted by a memrules pipeline:
 
     from autogen_agentchat.agents import AssistantAgent
     from memrules.integrations.autogen import CompactingChatContext
@@ -22,12 +22,12 @@ pipeline's budget is for the rest.
 
 Messages the pipeline kept are handed back as the very objects stored; a
 changed or new one (a cleared tool result, a summary) is converted back
-(:func:`~memrules._adapters.autogen.to_autogen`), once: what each call
+(`to_autogen`), once: what each call
 converted, both ways, is remembered for the next (by object identity going
 in, by value coming back), so a call converts only what the agent added
 since. An object is known by its identity, so edit a stored message by
 replacing it, not in place. The compaction is awaited
-(:meth:`~memrules.Pipeline.apply_async`): a summarizer seam does not block
+(`Pipeline.apply_async`): a summarizer seam does not block
 the event loop. The report of the last compaction is ``last_result``.
 """
 

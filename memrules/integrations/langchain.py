@@ -1,6 +1,6 @@
 """LangChain and LangGraph (the ``langchain`` extra).
 
-:func:`from_langchain` and :func:`to_langchain` convert ``BaseMessage``
+`from_langchain` and `to_langchain` convert ``BaseMessage``
 lists both ways, losslessly: ``to_langchain(from_langchain(ms)) == ms`` for
 LangChain messages (content strings and block lists, tool calls valid and
 invalid, ``ToolMessage`` with status and artifact, ids, names, metadata,
@@ -10,9 +10,9 @@ conversations (Anthropic-style tool results inside a user message become
 
 Then a pipeline runs before each model call, two ways:
 
-- :class:`PreModelHook`: LangGraph's ``create_react_agent(...,
+- `PreModelHook`: LangGraph's ``create_react_agent(...,
   pre_model_hook=PreModelHook(pipeline))``;
-- :func:`memrules_middleware`: a LangChain v1 agent middleware,
+- `memrules_middleware`: a LangChain v1 agent middleware,
   ``create_agent(..., middleware=[memrules_middleware(pipeline)])``.
 
 Each either leaves the history alone and sends the model the compacted
@@ -70,7 +70,7 @@ def compact_langchain(
     """``pipeline.apply`` over LangChain messages: the compacted messages and
     the result. Messages the pipeline kept as they were are the very objects
     given; only changed or new ones are converted back. ``over_budget`` is
-    :meth:`~memrules.Pipeline.apply`'s."""
+    `Pipeline.apply`'s."""
     messages = list(messages)
     conversation = from_langchain(messages) if memo is None else memo.convert(messages)
     result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
@@ -136,8 +136,8 @@ next call one whole conversion, never a wrong answer)."""
 
 
 class _ThreadConversions:
-    """One :class:`LangChainConversions` per LangGraph thread (``None``: calls
-    outside a LangGraph run), bounded to :data:`MAX_THREADS`. Owned by one
+    """One `LangChainConversions` per LangGraph thread (``None``: calls
+    outside a LangGraph run), bounded to `MAX_THREADS`. Owned by one
     hook or middleware; the lock guards the table only."""
 
     __slots__ = ("_lock", "_table")
@@ -159,7 +159,7 @@ class _ThreadConversions:
 
 class PreModelHook:
     """A LangGraph ``pre_model_hook`` that runs ``pipeline`` before each model
-    call::
+    call:
 
         agent = create_react_agent(model, tools, pre_model_hook=PreModelHook(pipeline))
 
@@ -208,7 +208,7 @@ def _middleware_class() -> type:
     base: Any = middleware.AgentMiddleware
 
     class MemrulesMiddleware(base):  # type: ignore[misc]
-        """Runs a memrules pipeline before each model call (see :func:`memrules_middleware`)."""
+        """Runs a memrules pipeline before each model call (see `memrules_middleware`)."""
 
         def __init__(
             self, pipeline: Pipeline, mode: Mode, over_budget: OverBudgetMode | None
@@ -271,14 +271,14 @@ def memrules_middleware(
     over_budget: OverBudgetMode | None = None,
 ) -> Any:
     """A LangChain v1 agent middleware that runs ``pipeline`` before each
-    model call (``langchain`` >= 1.0)::
+    model call (``langchain`` >= 1.0):
 
         agent = create_agent(model, tools, middleware=[memrules_middleware(pipeline)])
 
-    ``mode`` as for :class:`PreModelHook`: ``"llm_input_messages"`` compacts
+    ``mode`` as for `PreModelHook`: ``"llm_input_messages"`` compacts
     what the model is sent (``wrap_model_call``), ``"remove_messages"``
     rewrites the history before the model node (``before_model``);
-    ``over_budget`` as for :class:`PreModelHook`.
+    ``over_budget`` as for `PreModelHook`.
     """
     _check_mode(mode)
     return _middleware_class()(pipeline, mode, over_budget)

@@ -1,9 +1,9 @@
 """LlamaIndex (the ``llama-index`` extra): a memory its agents accept.
 
-:func:`compacting_memory` wraps any LlamaIndex memory (by default a
+`compacting_memory` wraps any LlamaIndex memory (by default a
 ``ChatMemoryBuffer`` with no token limit of its own) so that what an agent
 reads from it (``get``, ``aget``) is compacted by a memrules pipeline, while
-what is stored stays whole::
+what is stored stays whole:
 
     from llama_index.core.agent.workflow import FunctionAgent
     from memrules.integrations.llama_index import compacting_memory
@@ -14,7 +14,7 @@ what is stored stays whole::
 
 Messages the pipeline kept are handed back as the very objects stored; a
 changed or new one (a cleared tool output, a summary) is converted back
-(:func:`~memrules._adapters.llama_index.to_llama_index`). Conversions are
+(`to_llama_index`). Conversions are
 remembered by message identity, so a call converts what the turn added.
 The report of the last compaction is the memory's ``last_result``.
 
@@ -80,7 +80,7 @@ def _memory_class() -> type:
 
     class CompactingMemory(memory_module.BaseMemory):  # type: ignore[misc, name-defined]
         """A LlamaIndex memory whose reads are compacted by a memrules
-        pipeline (see :func:`compacting_memory`)."""
+        pipeline (see `compacting_memory`)."""
 
         model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
         inner: Any

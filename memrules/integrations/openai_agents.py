@@ -1,29 +1,29 @@
 """The OpenAI Agents SDK (the ``agents`` extra).
 
-:func:`from_openai_agents` and :func:`to_openai_agents` convert the SDK's items (the
+`from_openai_agents` and `to_openai_agents` convert the SDK's items (the
 Responses API input items a ``Session`` stores) both ways, losslessly:
 ``to_openai_agents(from_openai_agents(items)) == items``. A message item is a message of its
 role (``developer`` is ``system``); a ``function_call`` is an assistant
-message with one :class:`~memrules.ToolCall`; a ``function_call_output`` a
-tool message with its :class:`~memrules.ToolResult`, so the pipeline keeps
+message with one `ToolCall`; a ``function_call_output`` a
+tool message with its `ToolResult`, so the pipeline keeps
 every call with its output. Any other item (reasoning, web search, computer
 calls...) is an assistant message holding it as an
-:class:`~memrules.Opaque` part, carried through untouched.
+`Opaque` part, carried through untouched.
 
 Then, three places to compact:
 
-- :func:`call_model_input_filter` compacts what **every model call** of a
+- `call_model_input_filter` compacts what **every model call** of a
   run is sent (the agent's instructions counted with it), for
   ``RunConfig(call_model_input_filter=...)``: a run that calls tools thirty
   times stays within the budget at each of its thirty model calls. Use it
-  whenever a run may make more than one model call::
+  whenever a run may make more than one model call:
 
       config = RunConfig(call_model_input_filter=call_model_input_filter(pipeline))
       await Runner.run(agent, "next question", session=session, run_config=config)
 
-- :class:`CompactingSession` wraps any session (``SQLiteSession``, Redis,
+- `CompactingSession` wraps any session (``SQLiteSession``, Redis,
   SQLAlchemy...): what ``get_items`` returns is compacted by the pipeline;
-  what is stored is never changed::
+  what is stored is never changed:
 
       session = CompactingSession(SQLiteSession("user-42", "chats.db"), pipeline)
       await Runner.run(agent, "next question", session=session)
@@ -31,12 +31,12 @@ Then, three places to compact:
   The SDK reads a session once, when a run starts: the tool calls the run
   makes are not compacted by it (add the filter above).
 
-- :func:`session_input_callback` compacts the history and the new input
+- `session_input_callback` compacts the history and the new input
   together, for ``RunConfig(session_input_callback=...)``; also once per run.
 
 Each takes ``over_budget`` (``"send"``, ``"warn"``, ``"raise"``; the
 config's by default): what a model call that cannot fit the budget gets
-(see :class:`~memrules.OverBudgetError`).
+(see `OverBudgetError`).
 
 Compaction runs in a worker thread (``asyncio.to_thread``), so a pipeline
 with a summarizer seam does not block the event loop. The session id names
@@ -170,7 +170,7 @@ def session_input_callback(
 class CompactingInputFilter:
     """A ``RunConfig(call_model_input_filter=...)`` that compacts the input
     of every model call of a run with ``pipeline`` (see
-    :func:`call_model_input_filter`). The last call's result is
+    `call_model_input_filter`). The last call's result is
     ``last_result``; its report counts the agent's instructions as the
     first system message, which the pipeline always keeps and the filter
     hands back as ``instructions``, unchanged."""

@@ -2,13 +2,13 @@
 
 One span per pipeline run (``memrules.apply`` or ``memrules.compress``) and,
 inside it, one per strategy run (``memrules.strategy <name>``), carrying the
-attributes of :func:`memrules.observability.run_attributes` and
-:func:`~memrules.observability.step_attributes`: strategy, pass, tokens and
+attributes of `run_attributes` and
+`step_attributes`: strategy, pass, tokens and
 messages before and after, stop reason, error type; and, following the
 GenAI semantic conventions where they apply, ``gen_ai.conversation.id``
 (when the caller names the conversation) and ``gen_ai.usage.input_tokens``
 (the compacted conversation's tokens). Spans nest under whatever span is
-current, so compaction shows inside the agent's own trace::
+current, so compaction shows inside the agent's own trace:
 
     from memrules import load_pipeline
     from memrules.integrations.otel import OpenTelemetryObserver
@@ -51,7 +51,7 @@ def _content(conversation: Conversation) -> str:
 
 
 class OpenTelemetryObserver:
-    """A :class:`~memrules.observability.PipelineObserver` that makes spans.
+    """A `PipelineObserver` that makes spans.
 
     ``tracer_provider`` is the global one by default. ``include_content``
     records message text (off: traces often leave the trust boundary that

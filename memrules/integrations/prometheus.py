@@ -15,8 +15,8 @@
 ``memrules_cache_cost_units_total``        what those requests cost, in input-token units
 =========================================  =================================================
 
-Retrieval memory (:class:`PrometheusRetrievalObserver`, a
-:class:`~memrules.memory.RetrievalObserver`), named as the reference router
+Retrieval memory (`PrometheusRetrievalObserver`, a
+`RetrievalObserver`), named as the reference router
 names them:
 
 ===========================================  ===============================================
@@ -38,7 +38,7 @@ names them:
 
 No user, tenant or conversation label, ever: such labels make a series per
 conversation, which no Prometheus survives. ``namespace`` replaces the
-``memrules`` prefix of the compaction metrics::
+``memrules`` prefix of the compaction metrics:
 
     from prometheus_client import start_http_server
     from memrules import MemoryPlugin, load_config, load_pipeline
@@ -87,11 +87,11 @@ def outcome(action: CompressionAction) -> str:
 
 
 class PrometheusObserver:
-    """A :class:`~memrules.observability.PipelineObserver` that counts.
+    """A `PipelineObserver` that counts.
 
     ``registry`` is prometheus_client's default one unless given. Make one
     observer per registry and share it between pipelines: registering the
-    same metric twice is a :class:`~memrules.ConfigError`.
+    same metric twice is a `ConfigError`.
     """
 
     __slots__ = (
@@ -210,11 +210,11 @@ RESULT_BUCKETS = (0, 1, 2, 3, 5, 10, 20, 50, 100)
 
 
 class PrometheusRetrievalObserver:
-    """A :class:`~memrules.memory.RetrievalObserver` that counts retrieval
+    """A `RetrievalObserver` that counts retrieval
     memory's events as the module docs list (no user label). ``registry``
     is prometheus_client's default one unless given. Make one per registry
     and share it between routes: registering the same metric twice is a
-    :class:`~memrules.ConfigError`."""
+    `ConfigError`."""
 
     __slots__ = ("latency", "results", "retrievals", "skipped", "store_operations")
 

@@ -1,7 +1,7 @@
 """pydantic-ai (the ``pydantic-ai`` extra): a ``history_processors`` entry.
 
 With pydantic-ai 2.x, which the extra installs, the processor goes in as a
-capability (2.x has no ``history_processors=`` argument)::
+capability (2.x has no ``history_processors=`` argument):
 
     from pydantic_ai import Agent
     from memrules.integrations.pydantic_ai import history_capability
@@ -11,7 +11,7 @@ capability (2.x has no ``history_processors=`` argument)::
 and with pydantic-ai 1.x, ``Agent(...,
 history_processors=[history_processor(pipeline)])``. pydantic-ai calls it with
 the message history before every model request and sends the model what it
-returns. :func:`async_history_processor` does
+returns. `async_history_processor` does
 the same from a worker thread, so a pipeline with a summarizer seam does not
 block the event loop.
 
@@ -19,7 +19,7 @@ How the history is seen: a ``ModelRequest``'s system prompt parts are a
 system message, each tool return (and each retry prompt aimed at a tool
 call) a tool message answering its call, and its user prompt parts a user
 message; a ``ModelResponse`` is one assistant message (text, tool calls;
-thinking and other parts carried as :class:`~memrules.Opaque`). So the
+thinking and other parts carried as `Opaque`). So the
 pipeline keeps every tool call with its return, and the user's latest prompt
 is the most recent user message, which no strategy removes. Parts the
 pipeline kept are handed back as the very part objects, and a request or
@@ -62,7 +62,7 @@ def compact_pydantic_ai(
     over_budget: OverBudgetMode | None = None,
 ) -> tuple[list[Any], CompressionResult]:
     """``pipeline.apply`` over a pydantic-ai message history: the messages to
-    send and the result. ``over_budget`` is :meth:`~memrules.Pipeline.apply`'s."""
+    send and the result. ``over_budget`` is `Pipeline.apply`'s."""
     conversation, source = from_pydantic_ai(messages)
     result = pipeline.apply(conversation, conversation_id=conversation_id, over_budget=over_budget)
     if result.messages is conversation:

@@ -4,32 +4,32 @@ found again and put in front of the model when it is relevant.
 A config file shares one store, ``stores.memory``, between its routes, and
 each route says whether it uses it (``memory: {enabled, retrieval_limit,
 auto_store, threshold}``); ``MemoryPlugin.from_config(load_config(path), route=name)`` gives
-the route's ready :class:`~memrules.MemoryPlugin`. On each request of a
+the route's ready `MemoryPlugin`. On each request of a
 route with memory, the plugin:
 
 1. asks the store with the latest user message, within the request's user
    *and* tenant only (a request without both gets no memory, and its report
    says so), keeping hits at or above the threshold, at most
-   ``retrieval_limit`` (:mod:`~memrules.memory.retrieve`);
+   ``retrieval_limit`` (`memrules.memory.retrieve`);
 2. passes them through the reflection gate: block patterns, recency decay,
    near-duplicates, score order, and the ``max_inject_tokens`` budget by
-   the script-aware estimator (:mod:`~memrules.memory.gate`);
+   the script-aware estimator (`memrules.memory.gate`);
 3. injects them as one system message right after the first system
    message, after compaction;
 
 and, after the model answers, ``on_response(request, reply)`` keeps the
-completed turn as one memory (``auto_store``; :mod:`~memrules.memory.autostore`).
+completed turn as one memory (``auto_store``; `memrules.memory.autostore`).
 ``forget(user, tenant)`` and ``list_memories(user, tenant)`` serve the
 right to be forgotten. Collections are bound to the embedding model's
-identity (:mod:`~memrules.memory.binding`). A store that is down costs a
-request its memory, never the request (:mod:`~memrules.memory.service`);
-the metrics are in :mod:`~memrules.memory.metrics`.
+identity (`memrules.memory.binding`). A store that is down costs a
+request its memory, never the request (`memrules.memory.service`);
+the metrics are in `memrules.memory.metrics`.
 
-The modules: :mod:`~memrules.memory.config` (the settings),
-:mod:`~memrules.memory.retrieve`, :mod:`~memrules.memory.gate`,
-:mod:`~memrules.memory.autostore` and :mod:`~memrules.memory.classify`
-(pure values and functions), :mod:`~memrules.memory.binding`,
-:mod:`~memrules.memory.service` and :mod:`~memrules.memory.metrics` (the
+The modules: `memrules.memory.config` (the settings),
+`memrules.memory.retrieve`, `memrules.memory.gate`,
+`memrules.memory.autostore` and `memrules.memory.classify`
+(pure values and functions), `memrules.memory.binding`,
+`memrules.memory.service` and `memrules.memory.metrics` (the
 shell).
 """
 

@@ -1,14 +1,14 @@
 """Auto-store, as values: what one completed turn leaves in memory.
 
 After the model answers, a route with ``auto_store: true`` keeps the turn
-as one memory, for the request's user and tenant::
+as one memory, for the request's user and tenant:
 
     Q: Where does my sister live now?
     A: In Porto; she moved there last spring.
 
 - **Q** is the turn's question (the latest user message that says
   something), **A** the reply's text with reasoning stripped
-  (:func:`~memrules.memory.classify.strip_reasoning`). A reply that calls
+  (`strip_reasoning`). A reply that calls
   tools has not finished the turn, and is not stored.
 - Both are made valid UTF-8 (a lone surrogate becomes U+FFFD) without
   control characters, and **capped**: the memory is at most
@@ -27,7 +27,7 @@ The record's message carries the time it was stored
 (``metadata.memrules_memory.stored_at``, seconds since the epoch, from the
 ``now`` the caller gives), which the gate's recency decay reads.
 
-All pure: the shell (:mod:`memrules.memory.service`) writes the record.
+All pure: the shell (`memrules.memory.service`) writes the record.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ StoreStatus = Literal["stored", "duplicate", "skipped", "blocked", "error", "dis
 already; ``skipped``: the turn is not worth keeping (or has no user and
 tenant); ``blocked``: the memory reads as an order to the model (memory
 poisoning: the reflection gate's patterns or detector, see
-:mod:`memrules.memory.screen`) and was refused, ``reason`` says why;
+`memrules.memory.screen`) and was refused, ``reason`` says why;
 ``error``: the store or embedder failed; ``disabled``: the route does not
 auto-store."""
 
@@ -102,7 +102,7 @@ def memory_id(text: str, *, user: str, tenant: str) -> str:
     """The record id of memory ``text`` for ``user`` and ``tenant``: equal
     texts (spaces collapsed) of one user and tenant are one record, and
     any other tenant, user or text another record (see
-    :func:`~memrules._core.seam_records.record_key`)."""
+    `record_key`)."""
     content = hashlib.sha256(_normalized(text).encode("utf-8")).hexdigest()
     return record_key(("memrules-memory", tenant, user, content))
 

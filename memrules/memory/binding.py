@@ -4,7 +4,7 @@ Vectors of two models cannot be compared, and equal dimensions do not prove
 two models compatible. So, with a model that runs here (the local embedder,
 or any embedder whose identity names no endpoint), the physical collection
 is the configured (logical) name plus a digest of the embedder's identity:
-its model, tokenizer, settings and dimension::
+its model, tokenizer, settings and dimension:
 
     memrules_memories__3f9a1c0e5b7d2a64
 
@@ -17,7 +17,7 @@ model produced its vectors, so the configured collection is kept as it is
 and a warning is logged once, when the store is opened: after changing the
 endpoint's model, point ``collection`` at a new one. The store still
 records the identity it was made for and refuses another
-(:class:`~memrules._core.errors.CollectionError`), and a collection whose
+(`CollectionError`), and a collection whose
 vectors are of another dimension than the embedder's is refused at
 start-up, never compared.
 """
@@ -94,7 +94,7 @@ def open_store(settings: RetrievalStoreConfig, *, embedder: Embedder | None = No
     embedder (``embedder``, when given, instead of the one ``settings``
     describe: a model already loaded). No I/O: it connects on first use.
     With a remote embedder, logs the warning of the module docs. Each call
-    makes a new store; :data:`memrules.memory.shared.SHARED_STORES` keeps
+    makes a new store; `SHARED_STORES` keeps
     one per config value for the plugins that share it."""
     embedder = settings.embedder() if embedder is None else embedder
     physical = bound_collection(settings.collection, embedder)

@@ -122,7 +122,7 @@ def is_small_talk(text: str) -> bool:
 
 def is_refusal(reply: str) -> bool:
     """Whether ``reply`` opens by refusing and is short (at most
-    :data:`MAX_REFUSAL_CHARS`)."""
+    `MAX_REFUSAL_CHARS`)."""
     return len(reply) <= MAX_REFUSAL_CHARS and bool(_REFUSALS.match(reply))
 
 

@@ -3,7 +3,7 @@ the reflection gate, and each route's ``memory`` entry.
 
 A file's ``stores.memory`` is shared by every route; each route (the file's
 top level is the route named ``default``; ``routes:`` names others) says
-whether it uses it::
+whether it uses it:
 
     stores:
       memory:
@@ -33,13 +33,13 @@ in dense mode (-1 to 1; the default is 0.3, measured for the local
 all-MiniLM-L6-v2: memories that answer a question score 0.45 to 0.7 against
 it, unrelated ones under 0.25), a BM25 score in lexical mode (0 or more;
 default 0), the fused reciprocal-rank score in hybrid mode (0 to
-:data:`MAX_HYBRID_SCORE`; default 0, which keeps every hit: a fused rank
+`MAX_HYBRID_SCORE`; default 0, which keeps every hit: a fused rank
 says how a hit ranks, not how well it matches, so hybrid mode takes the
 best ``retrieval_limit`` whatever they are). Calibrate it for your
 embedding model before overriding it per route.
 
 Everything is checked when the config is built; a problem is a
-:class:`~memrules._core.errors.ConfigError` at its YAML path.
+`ConfigError` at its YAML path.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _ordered(value: Mapping[str, Any], lines: Mapping[str, int]) -> dict[str, An
 
 def _store_defaults(value: Mapping[str, Any]) -> dict[str, Any]:
     """``stores.memory``'s backend settings with the memory defaults: dense
-    search, the collection :data:`DEFAULT_COLLECTION`, and a file or
+    search, the collection `DEFAULT_COLLECTION`, and a file or
     directory of its own (never the offload store's default one: a Qdrant
     directory can be open once per process)."""
     out = dict(value)
@@ -180,17 +180,17 @@ class RetrievalStoreConfig:
     """The shared retrieval-memory store (YAML ``stores.memory``; see the
     module docs for the keys). ``store`` is the backend's settings (a
     mapping such as ``{"backend": "qdrant", "path": ":memory:"}``, given the
-    memory defaults: dense search, collection :data:`DEFAULT_COLLECTION`,
+    memory defaults: dense search, collection `DEFAULT_COLLECTION`,
     a file or directory of its own); ``embedding`` the embedder's (None:
     the local model); ``threshold`` the lowest score kept (by default
-    :data:`DEFAULT_THRESHOLDS` for the search mode); ``reflection`` the
+    `DEFAULT_THRESHOLDS` for the search mode); ``reflection`` the
     gate; ``max_memory_chars`` the longest memory auto-store keeps;
     ``marker`` how the injected message starts.
 
     A value: it opens nothing. The store it describes is opened, in the
     collection bound to the embedder's identity
-    (:mod:`memrules.memory.binding`), by whoever serves requests, through
-    :data:`memrules.memory.shared.SHARED_STORES` (one store per config
+    (`memrules.memory.binding`), by whoever serves requests, through
+    `SHARED_STORES` (one store per config
     value, closed by its last holder).
     """
 
@@ -300,10 +300,10 @@ class RouteRetrieval:
     With ``retrieval_tokens`` set, memory is part of the budget rather
     than on top of it: the context is compacted to the budget less
     ``retrieval_tokens`` (but to no less than half the budget:
-    :func:`memrules.memory.retrieve.reserved`), and
+    `reserved`), and
     the memories go in, best first and at most ``retrieval_limit``, while
     the request with the memory message still fits the whole budget
-    (:func:`memrules.memory.retrieve.fill`): how many are recalled follows
+    (`fill`): how many are recalled follows
     from the budget, and a short context leaves room for more."""
 
     enabled: bool = True

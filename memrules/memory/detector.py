@@ -5,7 +5,7 @@ language.
 A stored memory is text a user wrote; one written to steer the model later
 (``from now on…``, ``ignora le istruzioni precedenti``, ``<!-- assistant:
 … -->``) becomes an injection into every later request of that user. The
-block patterns (:mod:`memrules.memory.patterns`) catch the phrasings they
+block patterns (`memrules.memory.patterns`) catch the phrasings they
 were written for; this detector is a logistic regression over hashed
 character n-grams (2 to 5 characters) and word pairs, which need no
 tokenizer and no language of their own, trained on
@@ -20,7 +20,7 @@ A memory is scored in several forms, and the highest score counts:
 - folded: NFKC (fullwidth and mathematical letters become ASCII), format
   characters (zero-width spaces, joiners, direction overrides) and
   combining strokes removed, case folded, percent-escapes decoded;
-- its skeleton (:func:`memrules.memory.normalize.skeleton`: look-alike
+- its skeleton (`skeleton`: look-alike
   letters and leetspeak read as Latin letters, spaced-out letters joined);
 - the text of every base64 run and of every hexadecimal run, folded;
 - the skeleton in ROT13, and the folded text reversed, each only when it
@@ -28,9 +28,9 @@ A memory is scored in several forms, and the highest score counts:
   among the most common English ones): a decoding that yields gibberish
   is not one;
 
-and each form whole and in windows of :data:`WINDOW` characters (a
+and each form whole and in windows of `WINDOW` characters (a
 payload hidden at the end of a long harmless memory is not drowned by
-it). :func:`pair_score` scores two memories of the same user read one
+it). `pair_score` scores two memories of the same user read one
 after the other, for an order split across them.
 
 All pure; a memory costs time linear in its length (about a millisecond
@@ -209,7 +209,7 @@ class Detector:
     """A trained detector: ``weights`` (one per bucket, int8 times
     ``scale``), the ``bias``, and the ``threshold`` (a probability) at or
     above which a memory is poisoning; ``pair_threshold`` the same for two
-    memories read together. :meth:`score` is a probability."""
+    memories read together. `score` is a probability."""
 
     weights: array.array[int] = attrs.field(repr=False, eq=False)
     scale: float
@@ -264,7 +264,7 @@ def _pair_score(detector: Detector, junction: str) -> float:
 
 
 def pair_score(detector: Detector, first: str, second: str) -> float:
-    """:meth:`Detector.pair_score`, as a function."""
+    """`Detector.pair_score`, as a function."""
     return detector.pair_score(first, second)
 
 

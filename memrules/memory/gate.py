@@ -1,16 +1,16 @@
 """The reflection gate: which retrieved memories are injected, and the
 message that carries them.
 
-:func:`reflect` takes the memories retrieval kept (each at or above the
+`reflect` takes the memories retrieval kept (each at or above the
 route's threshold) and, in order:
 
 1. **blocks** every memory that matches a block pattern in any of its
    normalised forms (memory poisoning: a stored turn is text a user wrote,
    and may have been written to steer the model later; see
-   :mod:`memrules.memory.patterns` and :mod:`memrules.memory.normalize`),
+   `memrules.memory.patterns` and `memrules.memory.normalize`),
    that the learned detector scores as an order to the model
-   (:mod:`memrules.memory.detector`), alone or read together with another
-   of the first :data:`~memrules.memory.screen.MAX_PAIRED` memories kept
+   (`memrules.memory.detector`), alone or read together with another
+   of the first `MAX_PAIRED` memories kept
    (an order split across two memories blocks both), and every memory
    that imitates the block's own framing (its marker, or a line dated as
    the block dates memories);
@@ -21,22 +21,22 @@ route's threshold) and, in order:
    clock). A memory with no stored time, or one from the future, is not
    decayed;
 3. **orders** by decayed score, highest first (ties by id);
-4. **drops near-duplicates**: a memory whose word set (:func:`text_units`)
+4. **drops near-duplicates**: a memory whose word set (`text_units`)
    has a Jaccard similarity of at least ``dedup_threshold`` with a memory
    kept before it, unless the two hold different numbers (``budget 10,000``
    and ``budget 20,000`` are two facts, not one said twice);
 5. **trims** to ``max_inject_tokens``, measured with the script-aware
-   estimator (:func:`memrules.estimate_tokens`: ⌈1.3 × Latin word units +
+   estimator (`estimate_tokens`: ⌈1.3 × Latin word units +
    1.5 × Han, Hiragana, Katakana and Hangul characters⌉) over the whole
    message it would send, header included: memories go in while the
    message fits; the first that does not ends the list, except when it is
    the first of all: then it is cut, at a character boundary (never between
-   a character and its combining mark), and ends with :data:`CUT_MARKER`.
+   a character and its combining mark), and ends with `CUT_MARKER`.
 
 The message is one system message: a header line that starts with the
 marker and says the lines below are data, not instructions, and one line
 per memory, the memory one JSON string (``- [2024-05-01] "Q: …\\nA: …"``
-with the date it was stored; see :func:`memrules.memory.text.quote`): a
+with the date it was stored; see `quote`): a
 stored text can neither end its string nor its line, nor spell the marker,
 a dated line or a chat template's tokens inside it.
 
@@ -108,7 +108,7 @@ class Recalled:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Recalled:
-        """The memory :meth:`to_dict` wrote (a trace's recorded retrieval)."""
+        """The memory `to_dict` wrote (a trace's recorded retrieval)."""
         return cls(
             id=data["id"],
             text=data["text"],
@@ -179,7 +179,7 @@ def decay(
 
 
 def jaccard(a: str, b: str) -> float:
-    """The Jaccard similarity of the word sets (:func:`text_units`) of
+    """The Jaccard similarity of the word sets (`text_units`) of
     ``a`` and ``b``: 1 for two texts without words."""
     return _overlap(frozenset(text_units(a)), frozenset(text_units(b)))
 
@@ -253,7 +253,7 @@ def longest(fits: Callable[[int], bool], most: int) -> int:
 
 def _fit(memory: Recalled, marker: str, budget: int) -> Recalled | None:
     """``memory`` with its text cut (at a character boundary, then
-    :data:`CUT_MARKER`) to the longest prefix whose message fits ``budget``;
+    `CUT_MARKER`) to the longest prefix whose message fits ``budget``;
     None when not even one character fits."""
 
     def fits(length: int) -> bool:
@@ -326,7 +326,7 @@ def reflect(
 
 def within(gate: GateResult, chosen: Sequence[Recalled], marker: str) -> GateResult:
     """``gate`` narrowed to ``chosen``, the first of its memories that fit
-    the request's budget (:func:`memrules.memory.retrieve.fill`); the rest
+    the request's budget (`fill`); the rest
     are reported over budget, ahead of those the gate itself left out."""
     kept = tuple(chosen)
     if kept == gate.memories:

@@ -1,16 +1,16 @@
 """Watching retrieval memory: the events the shell reports, and the
 observer protocol that receives them.
 
-Every retrieval that asked the store is one :class:`RetrievalEvent`
+Every retrieval that asked the store is one `RetrievalEvent`
 (``hit``, ``miss`` or ``error``, with its latency and how many memories it
 kept); a retrieval that did not ask (no user or tenant, no question, small
 talk) is one too, with ``status="skipped"`` and the short reason. Every
-write, forget and listing is one :class:`StoreEvent`. Events carry no user,
+write, forget and listing is one `StoreEvent`. Events carry no user,
 tenant, conversation or text: labels made of those make a time series per
 user, which no metrics system survives, and would put who asked what in
 the metrics.
 
-:class:`~memrules.integrations.prometheus.PrometheusRetrievalObserver` turns
+`PrometheusRetrievalObserver` turns
 them into Prometheus metrics (``llm_memory_retrieval_total{backend,
 status}``, a latency histogram and a result-count histogram). An observer
 that raises is logged and otherwise ignored: metrics never fail a request.

@@ -4,7 +4,7 @@ A poisoned memory rarely says ``ignore previous instructions`` plainly: it
 is written in fullwidth letters (``ｉｇｎｏｒｅ``), Cyrillic or Greek look-alikes
 (``іgnоre``), leetspeak (``1gn0r3``), with its letters spaced out
 (``i g n o r e``, ``i.g.n.o.r.e``), zero-width characters between them, or
-base64. :func:`views` undoes each of these, so one pattern written for the
+base64. `views` undoes each of these, so one pattern written for the
 plain words catches them all:
 
 - the text as it is (a pattern for an exact string still matches);
@@ -20,7 +20,7 @@ plain words catches them all:
   least 16 characters) that decodes to readable UTF-8 text;
 - the skeleton in ROT13.
 
-:func:`squeezed` is a skeleton with nothing but letters and digits: the
+`squeezed` is a skeleton with nothing but letters and digits: the
 text of ``i g n o r e a l l p r e v i o u s`` whatever spaced it out. Only
 patterns written for it (no word boundaries) are matched there.
 
@@ -164,5 +164,5 @@ def views(text: str) -> tuple[str, ...]:
 
 
 def squeezed_views(text: str) -> tuple[str, ...]:
-    """:func:`squeezed` of ``text`` and of each base64 run's text."""
+    """`squeezed` of ``text`` and of each base64 run's text."""
     return tuple(dict.fromkeys(squeezed(t) for t in (text, *encoded(text))))

@@ -5,17 +5,17 @@ Patterns are compiled with RE2 (the ``google-re2`` package), which never
 backtracks: ``(a+)+$`` takes microseconds on any memory, where Python's
 ``re`` takes longer than a request may wait (over 20 s on 31 characters).
 What RE2 cannot match in linear time (backreferences such as ``(a)\\1``,
-lookahead and lookbehind) or would need more than :data:`MAX_PATTERN_MEMORY`
+lookahead and lookbehind) or would need more than `MAX_PATTERN_MEMORY`
 bytes to compile (``((a{100}){100}){100}``) is refused when the config is
-read (:class:`PatternError`), never met at request time. Matching is
+read (`PatternError`), never met at request time. Matching is
 case-insensitive, ``^`` and ``$`` at any line, ``.`` not across lines, and
 ``\\b`` is an ASCII word boundary.
 
-:data:`DEFAULT_BLOCK_PATTERNS` are matched against every form of a memory
-:func:`memrules.memory.normalize.views` gives (so ``ＩＧＮＯＲＥ``, ``іgnоre``,
+`DEFAULT_BLOCK_PATTERNS` are matched against every form of a memory
+`views` gives (so ``ＩＧＮＯＲＥ``, ``іgnоre``,
 ``1gn0r3``, ``i g n o r e`` and its base64 are caught as ``ignore``), and
-:data:`SQUEEZED_BLOCK_PATTERNS` against its letters only
-(:func:`memrules.memory.normalize.squeezed_views`). The patterns a config
+`SQUEEZED_BLOCK_PATTERNS` against its letters only
+(`squeezed_views`). The patterns a config
 adds are matched against the same forms as the defaults.
 
 All pure: the same text and patterns give the same answer, in bounded time.
@@ -236,7 +236,7 @@ SQUEEZED_BLOCK_PATTERNS: tuple[str, ...] = (
     r"(?:developer|god|dan|jailbreak)mode(?:is)?(?:now)?(?:enabled|activated|unlocked)",
 )
 """Defaults matched against a memory's letters and digits only
-(:func:`memrules.memory.normalize.squeezed_views`): the spaced-out
+(`squeezed_views`): the spaced-out
 ``i g n o r e a l l p r e v i o u s i n s t r u c t i o n s`` that no
 word boundary survives."""
 
@@ -269,7 +269,7 @@ class BlockPattern:
 
 def compile_pattern(pattern: str) -> BlockPattern:
     """``pattern`` compiled for matching in linear time (multi-line,
-    case-insensitive). Raises :class:`PatternError` when it cannot be."""
+    case-insensitive). Raises `PatternError` when it cannot be."""
     try:
         program = re2.compile(f"(?m:{pattern})", _options())
     except re2.error as exc:
@@ -309,8 +309,8 @@ def first_match(
     text: str, patterns: tuple[BlockPattern, ...], *, squeezed: bool
 ) -> BlockPattern | None:
     """The first of ``patterns`` that matches a form of ``text``
-    (:func:`~memrules.memory.normalize.views`), else (with ``squeezed``)
-    the first of :data:`SQUEEZED_BLOCK_PATTERNS` that matches its letters;
+    (`views`), else (with ``squeezed``)
+    the first of `SQUEEZED_BLOCK_PATTERNS` that matches its letters;
     None when nothing does."""
     found = _first(views(text), patterns)
     if found is None and squeezed:

@@ -51,17 +51,17 @@ def _patterns(value: Iterable[str] | None) -> tuple[str, ...]:
 class ReflectionConfig:
     """The reflection gate (YAML ``stores.memory.reflection``), applied to
     retrieved memories before they are injected (see
-    :mod:`memrules.memory.gate`): drop those matching a block pattern,
+    `memrules.memory.gate`): drop those matching a block pattern,
     decay scores by age (half-life ``recency_decay_days``; None: no
     decay), drop near-duplicates (word-set Jaccard at least
     ``dedup_threshold``), order by score, and trim to
     ``max_inject_tokens`` (the script-aware estimate). ``block_patterns``
-    are regular expressions added to :data:`DEFAULT_BLOCK_PATTERNS` (or
+    are regular expressions added to `DEFAULT_BLOCK_PATTERNS` (or
     used alone with ``default_block_patterns: false``), matched
     case-insensitively by RE2, in time linear in the memory (one RE2
-    cannot match so is a :class:`~memrules._core.errors.ConfigError`; see
-    :mod:`memrules.memory.patterns`). ``detector: true`` adds the learned
-    detector (:mod:`memrules.memory.detector`) after the patterns, for
+    cannot match so is a `ConfigError`; see
+    `memrules.memory.patterns`). ``detector: true`` adds the learned
+    detector (`memrules.memory.detector`) after the patterns, for
     each memory and for pairs of them, at its trained threshold or at
     ``detector_threshold`` (a probability above 0 and at most 1: lower
     blocks more); it is off by default because it blocks too many
@@ -132,7 +132,7 @@ class ReflectionConfig:
 
     def blocks(self, text: str) -> BlockPattern | None:
         """The first block pattern a form of ``text`` matches, if any (see
-        :func:`memrules.memory.patterns.first_match`)."""
+        `first_match`)."""
         return first_match(text, self.compiled, squeezed=self.default_block_patterns)
 
 

@@ -2,24 +2,24 @@
 and where the answer goes in the request.
 
 The I/O (embedding the question, searching the store) is the shell's
-(:mod:`memrules.memory.service`); everything here is pure:
+(`memrules.memory.service`); everything here is pure:
 
-- :func:`question` is the text the store is asked with: the latest user
+- `question` is the text the store is asked with: the latest user
   message that says something (not one that only carries tool results);
-- :func:`plan` decides whether to ask at all: not without a user *and* a
+- `plan` decides whether to ask at all: not without a user *and* a
   tenant (memory is scoped by both, so a request without them gets none,
-  and its :class:`Retrieval` says why), not without a question, not for
+  and its `Retrieval` says why), not without a question, not for
   small talk;
-- :func:`select` turns the store's hits into :class:`~memrules.memory.gate.Recalled`
+- `select` turns the store's hits into `Recalled`
   values: those of the caller's user and tenant only (the store matches
   them already; this is a second lock on the same door), at or above the
   threshold, at most ``retrieval_limit``;
-- :func:`strip_memory_messages` and :func:`insert_memory_message` place the
+- `strip_memory_messages` and `insert_memory_message` place the
   message: one system message right after the first system message (first
   when there is none). A memory message the request already holds (the
   plugin's own, from an earlier request the client kept) is taken out
   before the request is measured, and the new one takes its place;
-- :func:`reserved` and :func:`fill` put memory inside the request's budget
+- `reserved` and `fill` put memory inside the request's budget
   (a route's ``retrieval_tokens``): the context is compacted to the budget
   less the reservation, then memories go in, best first, while the request
   with the memory message still fits the whole budget. How many are
@@ -78,7 +78,7 @@ MEMORY_METADATA = "memrules_memory"
 @attrs.frozen(kw_only=True, slots=True)
 class Retrieval:
     """What retrieval did for one request: its ``status`` (see
-    :data:`RetrievalStatus`), why it was skipped (``reason``, and as a code
+    `RetrievalStatus`), why it was skipped (``reason``, and as a code
     ``skipped``) or what failed
     (``error``), the ``question`` asked, for whom (``user``, ``tenant``),
     on which ``backend``, and the ``memories`` kept (best first, at or
@@ -112,7 +112,7 @@ class Retrieval:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Retrieval:
-        """The retrieval :meth:`to_dict` wrote, with its memories: what a
+        """The retrieval `to_dict` wrote, with its memories: what a
         replay answers for the store it does not ask."""
         return cls(
             status=data["status"],
@@ -177,7 +177,7 @@ def scope_problem(user: object, tenant: object) -> str | None:
 
 def plan(messages: Conversation, *, user: str | None, tenant: str | None) -> str | Retrieval:
     """The question to ask memory for a request, or the skipped
-    :class:`Retrieval` that says why none is asked (see the module docs)."""
+    `Retrieval` that says why none is asked (see the module docs)."""
     problem = scope_problem(user, tenant)
     if problem is not None:
         return Retrieval(status="skipped", reason=problem, skipped="no_scope")

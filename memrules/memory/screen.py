@@ -1,10 +1,10 @@
 """Whether a memory, or two memories of one user, may reach the model:
 the block patterns first (cheap, exact), then the learned detector
-(:mod:`memrules.memory.detector`).
+(`memrules.memory.detector`).
 
 Used at both ends: when a memory is stored (auto-store refuses a memory
 that fails, and says so) and when memories are retrieved (the reflection
-gate, :mod:`memrules.memory.gate`, blocks them, alone and in pairs).
+gate, `memrules.memory.gate`, blocks them, alone and in pairs).
 Pure.
 """
 
@@ -59,7 +59,7 @@ def screen_pair(first: str, second: str, config: ReflectionConfig) -> str | None
 
 
 def screen_pairs(texts: Sequence[str], config: ReflectionConfig) -> dict[int, tuple[int, str]]:
-    """For the first :data:`MAX_PAIRED` of ``texts``: each index that
+    """For the first `MAX_PAIRED` of ``texts``: each index that
     forms a blocked pair, with its partner and the reason."""
     found: dict[int, tuple[int, str]] = {}
     head = list(texts[:MAX_PAIRED])

@@ -1,31 +1,31 @@
 """The shell of retrieval memory: where it touches the store, the clock and
-the metrics. :class:`~memrules.MemoryPlugin` holds one
-:class:`RetrievalService` per route with memory enabled.
+the metrics. `MemoryPlugin` holds one
+`RetrievalService` per route with memory enabled.
 
-- :meth:`RetrievalService.start` loads the embedding model in a background
+- `RetrievalService.start` loads the embedding model in a background
   thread (so that the first request does not wait for all of it: the
   model loads while the store opens), opens the collection at start-up
   and checks it against the embedder, then builds the store's search
   index in another (an embedded engine's local index, read from the
   engine while the model loads, not in the first request; a Milvus Lite
   file with a saved index is checked and searched from that file until
-  its engine has opened, see :mod:`memrules.seams.milvus`). A collection
+  its engine has opened, see `memrules.seams.milvus`). A collection
   made for another embedder, or holding vectors of another dimension, is a
-  :class:`~memrules._core.errors.ConfigError` there and then (never near-zero
+  `ConfigError` there and then (never near-zero
   scores later); a store that cannot be reached is logged, and retrieval
   reports ``error`` until it is back.
-- :meth:`RetrievalService.retrieve` asks the store (see
-  :func:`memrules.memory.retrieve.plan`) and never raises: a store or
-  embedder that fails is a :class:`~memrules.memory.retrieve.Retrieval`
+- `RetrievalService.retrieve` asks the store (see
+  `plan`) and never raises: a store or
+  embedder that fails is a `Retrieval`
   with ``status="error"`` (and the ``error`` metric), and the request goes
   on without memory.
-- :meth:`RetrievalService.store_turn` writes one turn (see
-  :mod:`memrules.memory.autostore`); it never raises either.
-- :meth:`RetrievalService.forget` and :meth:`RetrievalService.memories` delete
+- `RetrievalService.store_turn` writes one turn (see
+  `memrules.memory.autostore`); it never raises either.
+- `RetrievalService.forget` and `RetrievalService.memories` delete
   and list one user's memories in every generation of the collection (one
   per embedding model it was used with; see
-  :mod:`memrules.memory.binding`): the right to be forgotten covers them
-  all. They raise :class:`~memrules._core.errors.StoreError` on failure: a
+  `memrules.memory.binding`): the right to be forgotten covers them
+  all. They raise `StoreError` on failure: a
   forget that did not happen must not look as if it had.
 """
 
@@ -65,7 +65,7 @@ log = logging.getLogger("memrules.memory")
 
 @attrs.frozen(kw_only=True, slots=True)
 class ListedRecord:
-    """One memory as :meth:`RetrievalService.memories` lists it: its ``id``,
+    """One memory as `RetrievalService.memories` lists it: its ``id``,
     ``text``, when it was stored, the conversation it came from, the
     physical ``collection`` that holds it and whether that is the one the
     current embedder uses (``current``)."""
@@ -83,7 +83,7 @@ class ListedRecord:
 
 def _scope_problem(user: object, tenant: object) -> tuple[str, str] | None:
     """Why ``user`` and ``tenant`` cannot scope memory, and the field at
-    fault, if they cannot: as :func:`~memrules.memory.retrieve.scope_problem`
+    fault, if they cannot: as `scope_problem`
     says, or an id no store can keep (a lone surrogate), which could be
     written nowhere and so never forgotten."""
     for name, value in (("user", user), ("tenant", tenant)):
@@ -126,8 +126,8 @@ def _error(exc: BaseException) -> str:
 class RetrievalService:
     """Retrieval memory for one route: the shared store's ``settings``, the
     route's entry (``route``), the store (``store``; by default the one
-    :data:`~memrules.memory.shared.SHARED_STORES` holds for ``settings``,
-    acquired here and released by :meth:`close`), the ``observers`` that get its events, and the
+    `SHARED_STORES` holds for ``settings``,
+    acquired here and released by `close`), the ``observers`` that get its events, and the
     ``clock`` auto-store stamps memories with. ``source`` names the config
     file in start-up errors."""
 
@@ -151,10 +151,10 @@ class RetrievalService:
         self.source = source
         self.loading: threading.Thread | None = loading
         """The thread that loads the embedding model: ``loading``, begun by
-        the caller (see :func:`load_ahead`), else the one :meth:`start`
+        the caller (see `load_ahead`), else the one `start`
         begins."""
         self.indexing: threading.Thread | None = None
-        """The thread that builds the store's search index, from :meth:`start`."""
+        """The thread that builds the store's search index, from `start`."""
 
     @property
     def backend(self) -> str:
@@ -180,7 +180,7 @@ class RetrievalService:
 
     def start(self) -> None:
         """Open and check the collection (see the module docs). Raises
-        :class:`~memrules._core.errors.ConfigError` when it cannot be used with
+        `ConfigError` when it cannot be used with
         the embedder; logs, and goes on, when the store is down."""
         if self.loading is None:
             self.loading = load_ahead(self.store)
@@ -298,7 +298,7 @@ class RetrievalService:
         now: float | None = None,
     ) -> StoreOutcome:
         """Keep the turn ``messages`` asked and ``reply`` answered, for
-        ``user`` and ``tenant`` (see :mod:`memrules.memory.autostore`),
+        ``user`` and ``tenant`` (see `memrules.memory.autostore`),
         stamped ``now`` (the clock's time by default). Never raises."""
         if not self.route.auto_store:
             return StoreOutcome(
@@ -388,7 +388,7 @@ class RetrievalService:
     def forget(self, *, user: str, tenant: str) -> int:
         """Delete every memory of ``user`` and ``tenant``, in every
         generation of the collection; how many there were. Raises
-        :class:`~memrules._core.errors.StoreError` on failure (some may be gone
+        `StoreError` on failure (some may be gone
         already; calling again finishes the job)."""
         scope = self._scope(user, tenant)
         started = time.perf_counter()
@@ -404,7 +404,7 @@ class RetrievalService:
     def memories(self, *, user: str, tenant: str) -> tuple[ListedRecord, ...]:
         """Every memory of ``user`` and ``tenant``, in every generation of
         the collection, oldest first. Raises
-        :class:`~memrules._core.errors.StoreError` on failure."""
+        `StoreError` on failure."""
         scope = self._scope(user, tenant)
         started = time.perf_counter()
         try:

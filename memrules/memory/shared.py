@@ -1,13 +1,13 @@
 """The retrieval-memory stores open in this process, shared by their holders.
 
-A :class:`~memrules.memory.config.RetrievalStoreConfig` is a value: reading it
+A `RetrievalStoreConfig` is a value: reading it
 opens nothing. Whoever serves requests opens the store it describes through
-:data:`SHARED_STORES` and gives it back when done: every holder of one
+`SHARED_STORES` and gives it back when done: every holder of one
 config value gets the same store (one client, since a Qdrant directory can
 be open once per process), and the store is closed when its last holder
-releases it. :class:`~memrules.MemoryPlugin` is the holder in memrules: it
+releases it. `MemoryPlugin` is the holder in memrules: it
 acquires its route's store when it is made and releases it in
-:meth:`~memrules.MemoryPlugin.close` (or at the end of a ``with`` block).
+`MemoryPlugin.close` (or at the end of a ``with`` block).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class _Held:
 
 
 class SharedStores:
-    """Open stores, one per :class:`RetrievalStoreConfig` value (by identity,
+    """Open stores, one per `RetrievalStoreConfig` value (by identity,
     as a config file's routes share theirs), each counted by its holders."""
 
     def __init__(self) -> None:
@@ -40,9 +40,9 @@ class SharedStores:
 
     def acquire(self, settings: RetrievalStoreConfig) -> MessageStore:
         """The store ``settings`` describe: the one already open for this
-        value, else a new one (:func:`~memrules.memory.binding.open_store`,
+        value, else a new one (`open_store`,
         no I/O: it connects on first use). Each call must be paired with
-        one :meth:`release`."""
+        one `release`."""
         with self._lock:
             held = self._held.get(id(settings))
             if held is None or held.settings is not settings:
@@ -66,7 +66,7 @@ class SharedStores:
     def close(self, settings: RetrievalStoreConfig) -> None:
         """Close ``settings``' store now, whoever still holds it (their
         later calls fail as the store's do after ``close``); a later
-        :meth:`acquire` opens a new one."""
+        `acquire` opens a new one."""
         with self._lock:
             held = self._held.get(id(settings))
             if held is None or held.settings is not settings:

@@ -100,7 +100,7 @@ def quote(text: str, marker: str | None = None) -> str:
 
 def memory_line(text: str, stored_at: float | None, marker: str | None = None) -> str:
     """One memory as the message lists it: ``- [YYYY-MM-DD] "text"``, the
-    date (UTC) it was stored when known, the text quoted (:func:`quote`; with
+    date (UTC) it was stored when known, the text quoted (`quote`; with
     ``marker``, the block's, escaped)."""
     date = ""
     if stored_at is not None:
@@ -162,7 +162,7 @@ def _boundary(text: str, end: int) -> int:
 
 def cut_text(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters at a character boundary
-    (see :func:`_boundary`), trailing space removed; ``text`` itself when
+    (see `_boundary`), trailing space removed; ``text`` itself when
     it fits."""
     if len(text) <= limit:
         return text

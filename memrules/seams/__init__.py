@@ -3,18 +3,18 @@
 A seam is a Protocol. Strategies find seams in their context and do nothing
 when the one they need is absent. The concrete seams:
 
-- summarizers: :func:`extractive_summarizer` (deterministic, no model, the
-  offline default) and :func:`openai_summarizer` (any OpenAI-compatible chat
+- summarizers: `extractive_summarizer` (deterministic, no model, the
+  offline default) and `openai_summarizer` (any OpenAI-compatible chat
   endpoint: llama.cpp, vLLM, Ollama, OpenAI);
-- embedders: :func:`local_embedder` (all-MiniLM-L6-v2 as an int8 ONNX file,
-  on the CPU, offline; the ``local-embed`` extra) and :func:`openai_embedder`
+- embedders: `local_embedder` (all-MiniLM-L6-v2 as an int8 ONNX file,
+  on the CPU, offline; the ``local-embed`` extra) and `openai_embedder`
   (any ``/v1/embeddings`` endpoint);
-- vector stores: :func:`milvus_store` (a Milvus Lite file, or a Milvus
-  server by URI; the ``milvus`` extra) and :func:`qdrant_store` (Qdrant's
+- vector stores: `milvus_store` (a Milvus Lite file, or a Milvus
+  server by URI; the ``milvus`` extra) and `qdrant_store` (Qdrant's
   local mode in memory or on disk, or a server by URL; the ``qdrant`` extra)
-  and :func:`valkey_store` (a Valkey or Redis server with its Search
+  and `valkey_store` (a Valkey or Redis server with its Search
   module's vector fields; the ``valkey`` extra);
-- :func:`recall_tool` and :func:`answer_recall`: a tool the model can call
+- `recall_tool` and `answer_recall`: a tool the model can call
   to fetch what was offloaded, and its answer.
 
 Importing this module imports none of the backends: each name below is

@@ -31,8 +31,8 @@ MAX_K = 1000
 
 
 class Backend(Protocol):
-    """What a store engine does for :class:`MessageStore`. Raises anything
-    on failure; the store turns it into :class:`StoreError`."""
+    """What a store engine does for `MessageStore`. Raises anything
+    on failure; the store turns it into `StoreError`."""
 
     engine: str
     collection: str
@@ -87,7 +87,7 @@ class Backend(Protocol):
 @runtime_checkable
 class Ranking(Protocol):
     """A backend that can rank record ids before it decodes the records (an
-    embedded engine's local index, :mod:`memrules.seams._local_index`; Valkey,
+    embedded engine's local index, `memrules.seams._local_index`; Valkey,
     which holds each ranking's reply undecoded): hybrid search fuses the two
     rankings first and reads back or decodes only the records it keeps.
     ``ranks_ids`` says whether this one does (Milvus and Qdrant servers do
@@ -99,10 +99,10 @@ class Ranking(Protocol):
     def dense_ranking(
         self, vector: list[float], *, k: int, scope: Scope
     ) -> list[tuple[str, float]]:
-        """The ids and scores :meth:`Backend.dense` would answer."""
+        """The ids and scores `Backend.dense` would answer."""
 
     def lexical_ranking(self, query: str, *, k: int, scope: Scope) -> list[tuple[str, float]]:
-        """The ids and scores :meth:`Backend.lexical` would answer."""
+        """The ids and scores `Backend.lexical` would answer."""
 
     def fetch(self, found: Sequence[tuple[str, float]]) -> list[RecallHit]:
         """The records of ``found`` (id, score), in its order, with its scores."""
@@ -114,14 +114,14 @@ class Confirming(Protocol):
     one round trip (a server: both commands sent at once, after the last
     write it held back to send with them), or from the write's own reply
     (an embedded engine that answers a write once its log holds it),
-    instead of :meth:`Backend.persist` then :meth:`Backend.existing`.
+    instead of `Backend.persist` then `Backend.existing`.
     When it raises, the store removes what the call wrote, as after a
     failed write."""
 
     def confirm(self, ids: Sequence[str]) -> tuple[bool, set[str]]:
         """What ``persist(True)`` answers, and which of ``ids`` the
         collection holds (``existing``), asked together; raises as they do,
-        and as :meth:`Backend.write` does for a write it held back."""
+        and as `Backend.write` does for a write it held back."""
 
 
 def check_mode(mode: object, name: str = "search") -> str:

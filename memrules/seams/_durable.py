@@ -4,9 +4,9 @@ ones it opened.
 An embedded engine (Milvus Lite, Qdrant's local mode) keeps its files open:
 removed under a running process, its writes go on succeeding into files
 that are no longer on disk, or into new ones a later flush makes, which
-hold only part of what was stored. :class:`Files` remembers each path of
+hold only part of what was stored. `Files` remembers each path of
 the store by its device and inode when first seen, and
-:meth:`Files.check` raises :class:`~memrules._core.errors.StoreError` when one
+`Files.check` raises `StoreError` when one
 is gone or was replaced, so a write is reported durable only while they
 are the ones the store opened.
 """
@@ -62,7 +62,7 @@ class Files:
             self._seen[path] = (found.st_dev, found.st_ino)
 
     def check(self) -> None:
-        """Raise :class:`StoreError` when a remembered path is gone or is
+        """Raise `StoreError` when a remembered path is gone or is
         another file than the one remembered; nothing is known of a path
         never seen."""
         for path, identity in self._seen.items():

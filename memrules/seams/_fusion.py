@@ -11,7 +11,7 @@ store grows. RRF needs no calibration, is the same on every backend, and a
 record near the top of either ranking surfaces: an exact file name (which
 only BM25 sees) or a paraphrase (which only the embedding sees).
 
-``RRF_K = 10`` and the lexical ranking weighted 1.5 (:data:`HYBRID_WEIGHTS`)
+``RRF_K = 10`` and the lexical ranking weighted 1.5 (`HYBRID_WEIGHTS`)
 were chosen on a public multi-session chat benchmark (LoCoMo's development
 conversations, ``benchmarks/locomo/``): the original paper's ``k = 60``
 (Cormack et al., 2009) flattens the top ranks, where the answer usually
@@ -46,7 +46,7 @@ def reciprocal_rank_fusion(
     their fused scores, best first; ties go to the id ranked best anywhere,
     then to the smaller id, so the order is deterministic. ``weights``
     holds one weight per ranking; None weighs two rankings by
-    :data:`HYBRID_WEIGHTS` (hybrid search passes the dense ranking, then
+    `HYBRID_WEIGHTS` (hybrid search passes the dense ranking, then
     the lexical one) and any other number of rankings alike.
 
     >>> reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]], k=1, weights=(1, 1))

@@ -1,11 +1,11 @@
 """The local index of an embedded collection, saved beside the engine's
 files so that a new process loads it instead of reading every record back.
 
-Building :class:`~memrules.seams._local_index.LocalIndex` from the engine
+Building `LocalIndex` from the engine
 reads every record of the collection through the engine's Python client:
 seconds at 10,000 memories, a minute at 100,000. When a store closes, the
 index is written to one file in ``memrules-index/`` inside the store's
-directory (atomically: :class:`~memrules._io.files.AtomicFile`), with the
+directory (atomically: `AtomicFile`), with the
 **fingerprint** of the engine's files for the collection as they are then:
 each file's path, size, modification time and inode. A process that opens
 the store takes the fingerprint again once its engine holds the files (the
@@ -19,14 +19,14 @@ size and modification time alone miss a write that rewrites it in place
 at the same size within one tick of the file system's clock, so the
 fingerprint also holds the collection's **write counter**
 (``memrules-index/<collection>.writes``): a random value a store gives it
-(:func:`count_write`), under the engine's lock, before each write it
+(`count_write`), under the engine's lock, before each write it
 makes, so every write through memrules changes the fingerprint whatever
 the files' times say. A file that
 is torn, corrupt (its checksum is kept), of another format version, engine,
 collection or dimension is ignored the same way: loading never fails a
 search, it only saves the build.
 
-The file: :data:`MAGIC`, the header's length (8 bytes, little-endian), the
+The file: `MAGIC`, the header's length (8 bytes, little-endian), the
 header (JSON: the format, what it is of, the fingerprint, the CRC-32 of the
 body and where each array is in it), then the body (the arrays' bytes).
 """
@@ -99,7 +99,7 @@ def count_write(root: str, collection: str) -> str:
     when the write leaves each file's size and time as they were. The value
     is replaced atomically (a new file renamed over the old one) but not
     synced: the engine's own files carry the write across a crash. Raises
-    :class:`StoreError` when it cannot be written (the write is not made:
+    `StoreError` when it cannot be written (the write is not made:
     a saved index could otherwise hide it)."""
     target = writes_path(root, collection)
     value = os.urandom(16).hex()
@@ -131,7 +131,7 @@ def fingerprint(directory: str, *, writes: str | None = None) -> list[list[Any]]
     SQLite's shared memory, an empty SQLite log and the folders of indexes
     an engine derives from its data files; None when it cannot be read
     whole (a file vanished while it was walked). With ``writes`` (the path
-    of the collection's write counter, :func:`writes_path`), the counter's
+    of the collection's write counter, `writes_path`), the counter's
     value comes first, as ``["memrules write counter", value]``, when it
     has one; it is read before the files are walked (a write counted after
     that changes the next fingerprint, whichever files it reached). Without
@@ -177,7 +177,7 @@ def save(
     it is ``of`` (engine, collection: compared on load), ``extra`` bytes
     per live row, in row order (what a hit is made of, for Milvus Lite),
     and ``about`` the collection as it was then (its embedder identity:
-    what a store checks at start-up, read back by :func:`header` while the
+    what a store checks at start-up, read back by `header` while the
     files are unchanged). Any failure is logged and leaves the file as it
     was (or absent): the next process builds the index from the engine."""
     try:

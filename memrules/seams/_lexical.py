@@ -14,13 +14,13 @@ Tokens are lower-cased runs of letters, digits and ``_`` (``invoice_7``,
 ``py``); Chinese, Japanese and Korean characters are one token each. The
 terms indexed are the tokens less English stop words (NLTK's classic list:
 "what", "did", "the" would otherwise match every message), each cut to a
-light stem (:func:`stem`: "paintings", "painted" and "painting" are one
+light stem (`stem`: "paintings", "painted" and "painting" are one
 term). On a public multi-session chat benchmark the two lifted BM25 from
 49.9% to 58.1% of the questions answered within the first five.
 
-A message indexed with its neighbours (:class:`~memrules.IndexContext`:
+A message indexed with its neighbours (`IndexContext`:
 the lines from the first ``(before) `` or ``(after) `` line on) counts
-their terms at :data:`NEIGHBOUR_WEIGHT` of its own: the message before a
+their terms at `NEIGHBOUR_WEIGHT` of its own: the message before a
 reply helps find the reply, but a message should not rank first for what
 its neighbour said. On the same benchmark, a weight of 0.3 against 1
 lifted hybrid search from 66.7% to 71.4% of the questions answered within
@@ -242,7 +242,7 @@ def terms(text: str) -> list[str]:
 
 def _own_and_neighbours(text: str) -> tuple[str, str]:
     """``text`` cut where its first neighbour line starts (see
-    :data:`~memrules._core.seam_records.NEIGHBOUR_LABELS`)."""
+    `NEIGHBOUR_LABELS`)."""
     found = [i for i in (text.find("\n" + label) for label in NEIGHBOUR_LABELS) if i >= 0]
     cut = min(found, default=-1)
     return (text, "") if cut < 0 else (text[:cut], text[cut:])
@@ -250,7 +250,7 @@ def _own_and_neighbours(text: str) -> tuple[str, str]:
 
 def term_weights(text: str) -> dict[str, float]:
     """Each term of ``text`` with how much it counts: 1 for each time it
-    occurs in the message's own text and day, :data:`NEIGHBOUR_WEIGHT` for
+    occurs in the message's own text and day, `NEIGHBOUR_WEIGHT` for
     each time in a neighbour's line. Their sum is the text's length.
 
     >>> term_weights("Caroline: Yes, last week!\\n(before) Melanie: Did you go?")
@@ -276,7 +276,7 @@ def _vector(weights: dict[int, float]) -> tuple[list[int], list[float]]:
 
 def document_vector(text: str) -> tuple[list[int], list[float]]:
     """The sparse vector a stored text is indexed by: (indices, values),
-    each term's saturated :func:`term_weights`."""
+    each term's saturated `term_weights`."""
     counted = term_weights(text)
     scale = K1 * (1 - B + B * sum(counted.values()) / AVG_TOKENS)
     weights: dict[int, float] = {}

@@ -4,7 +4,7 @@ Qdrant's local mode answers a filtered query by checking the payload filter
 in Python for every point and scores sparse vectors one point at a time in
 Python: a search of 10,000 memories costs a hundred times what the same
 work costs in numpy. An embedded engine's directory is locked to one
-process (:class:`~memrules.seams._durable.Files` names it), so every write
+process (`Files` names it), so every write
 to the collection goes through the backend of this process, and the
 backend can keep what searching needs beside the engine and search it with
 numpy, exactly:
@@ -18,7 +18,7 @@ numpy, exactly:
   collection, whatever its scope, from postings per token. Each record
   gives its sparse vector: the saturated term weights Qdrant's engine
   stores, which a Milvus Lite file ranks by too
-  (:func:`~memrules.seams._lexical.document_vector`). Each token's posting
+  (`document_vector`). Each token's posting
   is a pair of numpy arrays a write appends to; its live rows, their
   values and its inverse document frequency are kept from one query to
   the next until a write changes the corpus statistics, and a query scores
@@ -27,14 +27,14 @@ numpy, exactly:
 The engine stays the record of truth: it stores every record first, and
 the index is built from it (the first search after the store opens reads
 the collection once, unless the index saved beside the engine's files
-matches them: :mod:`memrules.seams._index_file`, through :meth:`LocalIndex.frozen`
-and :meth:`LocalIndex.restore`) and then follows each write and delete the
+matches them: `memrules.seams._index_file`, through `LocalIndex.frozen`
+and `LocalIndex.restore`) and then follows each write and delete the
 backend makes. A write or delete that fails drops the index, which the next search
 builds again from what the engine holds. Records the index finds are read
 back from the engine by id.
 
 The owner is the backend object of one open store
-(:class:`~memrules.seams.qdrant._Qdrant` in local mode; for Milvus Lite,
+(`_Qdrant` in local mode; for Milvus Lite,
 the stores of one file in the process).
 """
 
@@ -49,7 +49,7 @@ import numpy as np
 __all__ = ["Frozen", "LocalIndex", "Row"]
 
 Row = tuple[str, Any, Sequence[float], tuple[Sequence[int], Sequence[float]]]
-"""One record for :meth:`LocalIndex.upsert`: its id, its (user, tenant,
+"""One record for `LocalIndex.upsert`: its id, its (user, tenant,
 conversation), its dense vector and its sparse vector (indices, values)."""
 
 _GROWTH = 1.5
@@ -72,7 +72,7 @@ class _Codes:
 
 
 class Frozen:
-    """The rows of an index as arrays (see :meth:`LocalIndex.frozen`):
+    """The rows of an index as arrays (see `LocalIndex.frozen`):
     ``ids`` and ``codes`` (the strings of the scope codes, by code) are
     lists, the rest numpy arrays of one row each, ``sparse_at`` the CSR
     offsets into ``sparse_index`` and ``sparse_value``; ``total`` is the
@@ -221,14 +221,14 @@ class LocalIndex:
     # --- as arrays ----------------------------------------------------------------------
 
     def live_ids(self) -> list[str]:
-        """The ids of the live rows, in row order (as :meth:`frozen` has them)."""
+        """The ids of the live rows, in row order (as `frozen` has them)."""
         n = len(self._ids)
         return [self._ids[row] for row in np.flatnonzero(self._alive[:n]).tolist()]
 
     def frozen(self, *, total: bool = True) -> Frozen:
         """The live rows, in row order, as arrays (to save the index, or to
         compact it); with the running total of their lengths, or (``total``
-        false) without, so that :meth:`restore` sums them again."""
+        false) without, so that `restore` sums them again."""
         n = len(self._ids)
         keep = np.flatnonzero(self._alive[:n])
         counts: np.ndarray = np.zeros(len(keep), dtype=np.int64)
@@ -261,7 +261,7 @@ class LocalIndex:
         return self._sparse[row - self._base]
 
     def restore(self, frozen: Frozen) -> None:
-        """Hold exactly the rows of ``frozen`` (made by :meth:`frozen`, of
+        """Hold exactly the rows of ``frozen`` (made by `frozen`, of
         an index with this dimension), all live."""
         n = len(frozen.ids)
         self.__init__(self.dimension)  # type: ignore[misc]

@@ -3,23 +3,23 @@ is traced, and the one replayer that answers them from a trace.
 
 Code that reaches outside the pure core (a summarizer, a vector store and
 the embedder inside it, the graph extractor, the state store, the context
-window resolver) makes the call through :func:`seam_call`, or through a
-proxy of :mod:`memrules._runtime.logged` that does. With no log active that is the
+window resolver) makes the call through `seam_call`, or through a
+proxy of `memrules._runtime.logged` that does. With no log active that is the
 call itself, after one context-variable read. Inside ``with log.active():``
 (in this thread or task only) the call goes through the log:
 
-- :class:`RecordingLog` makes the call and keeps it as a JSON object:
+- `RecordingLog` makes the call and keeps it as a JSON object:
   ``seam``, ``operation``, the ``request``, and the ``response`` or the
   ``error`` it raised (``"StoreError: ..."``), in the order the calls
   started. A call made while another is in progress (the embedder inside a
   store's write) is kept with its ``depth``, after the call it serves.
-- :class:`ReplayingLog` makes no call. It checks that the call and its
+- `ReplayingLog` makes no call. It checks that the call and its
   request are the next recorded ones and answers with the recorded answer,
   or raises the recorded error again (same type name, same message). The
   calls nested in the one it answers are part of that answer: they are
   copied, not made. A call the trace has no answer for, or whose request
-  differs, fails loudly: :class:`~memrules._core.errors.ReplayMismatch` is raised
-  *and* kept as :attr:`ReplayingLog.failure`, so code that catches every
+  differs, fails loudly: `ReplayMismatch` is raised
+  *and* kept as `ReplayingLog.failure`, so code that catches every
   exception (a strategy's seam failure is recorded, and the pipeline goes
   on) cannot hide it.
 
@@ -94,7 +94,7 @@ def seam_call(
     part of the call it is nested in, like the embedder inside a store).
     ``send_async()`` is the same call made without blocking, when the seam
     can: the log of ``Pipeline.apply_async`` awaits it (see
-    :mod:`memrules._runtime.awaiting`); the others never use it.
+    `memrules._runtime.awaiting`); the others never use it.
     """
     log = _ACTIVE.get()
     if log is None:
@@ -122,7 +122,7 @@ def vectors_answer(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
 
 
 class _Log:
-    """What both logs share: being the active one, and :attr:`notes`, where
+    """What both logs share: being the active one, and `notes`, where
     the proxies of one run keep what a later call of the run needs (the
     state a request loaded)."""
 
@@ -167,7 +167,7 @@ def _error_text(exc: BaseException) -> str:
 
 
 class RecordingLog(_Log):
-    """Makes each call and keeps it (see the module docs): :attr:`calls`,
+    """Makes each call and keeps it (see the module docs): `calls`,
     JSON objects in the order the calls started."""
 
     def __init__(self) -> None:
@@ -240,7 +240,7 @@ def _replayed_kind(name: str, base: type[BaseException]) -> Any:
 def rebuilt_error(text: str) -> Exception:
     """The error a recorded ``"Type: message"`` names, made again: an
     instance of that memrules or built-in exception type (a subclass of
-    :class:`ReplayedError` for any other), named as recorded, whose ``str``
+    `ReplayedError` for any other), named as recorded, whose ``str``
     is the recorded message exactly."""
     name, _, message = text.partition(": ")
     base: type[BaseException] = ReplayedError
@@ -256,10 +256,10 @@ def rebuilt_error(text: str) -> Exception:
 
 class ReplayingLog(_Log):
     """Answers each call from ``recorded`` (the calls of one recorded
-    request, as :class:`RecordingLog` kept them) and makes none (see the
-    module docs). :attr:`calls` is the replayed log: equal to ``recorded``
-    when the run asked for exactly what it recorded. :attr:`failure` is the
-    first mismatch, if any; :meth:`finish` adds one for recorded calls the
+    request, as `RecordingLog` kept them) and makes none (see the
+    module docs). `calls` is the replayed log: equal to ``recorded``
+    when the run asked for exactly what it recorded. `failure` is the
+    first mismatch, if any; `finish` adds one for recorded calls the
     run did not make."""
 
     def __init__(self, recorded: Sequence[dict[str, Any]], *, request: int | None = None) -> None:

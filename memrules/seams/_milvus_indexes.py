@@ -25,7 +25,7 @@ DECODED = 4096  # hits whose decoded messages a collection's index keeps at most
 
 class Shared:
     """The local index of one Milvus Lite collection (see
-    :mod:`memrules.seams._local_index`), the fields of each record a hit
+    `memrules.seams._local_index`), the fields of each record a hit
     is made of (``rows``, by id: a search then reads nothing back through
     Milvus Lite's gRPC server, which costs more than the search), and the
     lock its users take turns with. ``index`` is None (and ``rows`` empty)
@@ -40,7 +40,7 @@ class Shared:
     held): a search that finds them again decodes nothing.
 
     Before this process's engine holds the file, the saved index may answer
-    searches (see :meth:`_Milvus.search_unopened`): ``unlocked`` is then the
+    searches (see `search_unopened`): ``unlocked`` is then the
     fingerprint it was loaded under, checked again before each search and
     once the engine holds the files; ``settled`` is whether the holder was
     given the fingerprint taken under the engine's lock; ``identity`` the
@@ -110,7 +110,7 @@ class Indexes:
 
     def settle(self, key: tuple[str, str], shared: Shared) -> None:
         """Give ``shared``, acquired before the engine opened the file, the
-        fingerprint taken once it did (:meth:`look`); an index it loaded
+        fingerprint taken once it did (`look`); an index it loaded
         before then stays only when the files are still as it was loaded
         under (no other process wrote in between), else the next search
         builds it from the engine."""
@@ -154,7 +154,7 @@ LOCAL = Indexes()
 
 def files_fingerprint(uri: str, collection: str) -> list[list[Any]] | None:
     """The fingerprint of ``collection``'s files in the Milvus Lite file
-    ``uri`` and of its write counter (see :mod:`memrules.seams._index_file`)."""
+    ``uri`` and of its write counter (see `memrules.seams._index_file`)."""
     return _index_file.fingerprint(
         os.path.join(uri, "collections", collection),
         writes=_index_file.writes_path(uri, collection),

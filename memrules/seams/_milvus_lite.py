@@ -90,7 +90,7 @@ class _Unimplemented(logging.Filter):
 
 
 def quiet_unimplemented() -> None:
-    """Put :class:`_Unimplemented` on gRPC's server logger, once: done when a
+    """Put `_Unimplemented` on gRPC's server logger, once: done when a
     Milvus Lite file is first opened, not when this module is imported."""
     server = logging.getLogger("grpc._server")
     if not any(isinstance(f, _Unimplemented) for f in server.filters):
@@ -151,7 +151,7 @@ class MilvusLite:
         """Check that the collection the engine holds is the one the saved
         index was checked as at start-up (another process may have dropped
         and made it again, for another embedder, before the engine opened):
-        a :class:`CollectionError` on every call until it is."""
+        a `CollectionError` on every call until it is."""
         stored = None
         if client.has_collection(self.collection):
             properties = client.describe_collection(self.collection).get("properties") or {}
@@ -192,7 +192,7 @@ class MilvusLite:
         """Load the saved index into ``shared`` before the engine opens the
         file, when the collection's files are as they were when it was
         saved; whether it did. The engine opens in the background once the
-        index answered a search (:meth:`_ranked`), and :meth:`_open`
+        index answered a search (`_ranked`), and `_open`
         settles the index against the files under its lock."""
         if not self._unopened() or shared.settled:
             return False
@@ -429,10 +429,10 @@ class MilvusLite:
         return index, kept
 
     def confirm(self, ids: Sequence[str]) -> tuple[bool, set[str]]:
-        """:meth:`persist` and which of ``ids`` the collection holds. On a
+        """`persist` and which of ``ids`` the collection holds. On a
         Milvus Lite file, the ids its upserts answered are the ones held:
         Milvus Lite answers an upsert once its write-ahead log holds the
-        rows, and :meth:`persist` checks that the files are the ones
+        rows, and `persist` checks that the files are the ones
         opened, so no query reads them back. A server is asked."""
         try:
             durable = self.persist(True)
@@ -487,7 +487,7 @@ class MilvusLite:
         Milvus Lite appends every write to its write-ahead log before it
         answers, so an acknowledged write survives the process being
         killed (the next open replays the log); the rows are flushed into
-        a segment once :data:`FLUSH_ROWS` are waiting, and when the store
+        a segment once `FLUSH_ROWS` are waiting, and when the store
         closes (a flush writes a segment file: 0.1 s each time, and a
         segment per small write slows every later query). The files are
         checked to be the ones opened."""

@@ -80,7 +80,7 @@ def message_pieces(payload: str) -> list[str]:
 
 
 def sparse_weights(vector: tuple[list[int], list[float]]) -> dict[int, float]:
-    """A sparse vector of :mod:`memrules.seams._lexical` as index: weight."""
+    """A sparse vector of `memrules.seams._lexical` as index: weight."""
     return dict(zip(*vector, strict=True))
 
 

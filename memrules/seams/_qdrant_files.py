@@ -116,7 +116,7 @@ class QdrantFiles:
         """Check that the collection local mode holds is the one the saved
         index was checked as at start-up (another process may have dropped
         and made it again, for another embedder, before local mode opened):
-        a :class:`CollectionError` on every call until it is."""
+        a `CollectionError` on every call until it is."""
         stored = None
         if client.collection_exists(self.collection):
             stored = (client.get_collection(self.collection).config.metadata or {}).get(IDENTITY)

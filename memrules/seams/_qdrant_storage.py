@@ -83,7 +83,7 @@ def payloads(client: Any, collection: str, ids: list[str]) -> list[bytes] | None
 
 def close_storage(client: Any) -> bool:
     """Close the SQLite files of every collection local mode holds,
-    leaving its directory lock held (:meth:`QdrantClient.close` closes
+    leaving its directory lock held (`QdrantClient.close` closes
     them, then lets go of the lock); whether it could. On the last close
     SQLite folds its write-ahead log into the file and removes the log, so
     the files are as the next process finds them. Local mode's collections
@@ -101,7 +101,7 @@ def close_storage(client: Any) -> bool:
 
 class _Deferred:
     """A SQLite connection whose ``with`` block neither commits nor rolls
-    back: the transaction around it (:func:`one_transaction`) does."""
+    back: the transaction around it (`one_transaction`) does."""
 
     def __init__(self, connection: Any) -> None:
         self._connection = connection
@@ -125,7 +125,7 @@ def one_transaction(client: Any, collection: str) -> Iterator[None]:
     at the end, or rolls back every point of the write when it fails
     (the points the write put in local mode's memory are then removed by
     the store's undo). The connection is qdrant-client's own, as in
-    :func:`commit_to_the_log`: when it is not where this looks, each
+    `commit_to_the_log`: when it is not where this looks, each
     point commits on its own as before."""
     try:
         storage = client._client.collections[collection].storage

@@ -2,7 +2,7 @@
 and the seams they build.
 
 Each section is optional; without it the seam is absent (``offload`` or
-``summarize`` then does nothing), unless code passes its own::
+``summarize`` then does nothing), unless code passes its own:
 
     store:
       backend: milvus          # or qdrant, valkey
@@ -20,7 +20,7 @@ Each section is optional; without it the seam is absent (``offload`` or
 
 A section is a mapping of its type (``backend`` for the store, ``type`` for
 the others, each with a default) and that type's parameters, or just the
-type's name. Every problem is a :class:`~memrules._core.errors.ConfigProblem` at
+type's name. Every problem is a `ConfigProblem` at
 its YAML path and line. A section holds names, never secrets: API keys are
 read from the environment variables ``api_key_env`` names, when used.
 """
@@ -155,7 +155,7 @@ def section_keys(section: str, kind: str) -> tuple[str, ...]:
 class SeamSettings:
     """One section: which ``section`` (store, embedder, summarizer), its
     ``kind`` (milvus, qdrant, valkey, local, openai, extractive) and the parameters
-    given, in order. Checked when made (:func:`seam_settings`)."""
+    given, in order. Checked when made (`seam_settings`)."""
 
     section: str
     kind: str

@@ -1,42 +1,42 @@
 """The part of a vector store that does not depend on the engine.
 
-:class:`MessageStore` implements :class:`~memrules.seams.VectorStore` over a
-:class:`Backend` (Milvus, Qdrant) and an :class:`~memrules.seams.Embedder`:
+`MessageStore` implements `VectorStore` over a
+`Backend` (Milvus, Qdrant) and an `Embedder`:
 
 - **add**: asks the backend which records it holds already (those are
   neither embedded nor written again: writes are idempotent), embeds the
   rest, and writes them in chunks of ``batch_size``. When a write fails, the
   records this call wrote are deleted again, so the store holds what it held
-  before, and :class:`~memrules._core.errors.StoreError` says at which write it
+  before, and `StoreError` says at which write it
   failed (and whether the clean-up failed too). Then it makes them durable
   and checks that they are: the backend flushes them (Milvus Lite), the
   records read back, and a local store's files are still the ones it
-  opened (:mod:`memrules.seams._durable`); a :class:`StoreError` when not,
+  opened (`memrules.seams._durable`); a `StoreError` when not,
   so an offload never drops messages a store did not keep.
-  :attr:`StoreWrite.durable` is False for a store in memory only.
+  `StoreWrite.durable` is False for a store in memory only.
 - **search**: dense (the query's embedding against the stored ones), lexical
   (BM25, computed by the engine) or hybrid (both rankings, fused by
-  reciprocal rank; see :mod:`memrules.seams._fusion`), always within the
+  reciprocal rank; see `memrules.seams._fusion`), always within the
   caller's user and tenant. A backend that ranks ids by itself
-  (:class:`Ranking`: the embedded engines' local index, or Valkey, whose
+  (`Ranking`: the embedded engines' local index, or Valkey, whose
   replies are held undecoded) has both rankings fused first, and only the
   records fusion keeps read back or decoded.
 - **scopes** whose ids no store can keep (a lone surrogate) are refused by
   every method, naming the field
-  (:func:`~memrules._core.seam_records.check_storable`).
+  (`check_storable`).
 
 A collection is bound to its embedder's identity: the store records it when
 it makes the collection, and refuses to write or search with another; and to
 its vector dimension: an existing collection whose vectors are of another
-length than the embedder's is refused as well (:class:`CollectionError`,
-before any vector is compared). :meth:`MessageStore.check` does both checks
+length than the embedder's is refused as well (`CollectionError`,
+before any vector is compared). `MessageStore.check` does both checks
 at once, so an application can fail at start-up rather than at its first
 request.
 
 For the right to be forgotten, a store also lists the records of one user
-and tenant (:meth:`MessageStore.scan`) and deletes them
-(:meth:`MessageStore.delete_scope`), in its own collection or in another one
-of the same engine (:meth:`MessageStore.collections` names them), whatever
+and tenant (`MessageStore.scan`) and deletes them
+(`MessageStore.delete_scope`), in its own collection or in another one
+of the same engine (`MessageStore.collections` names them), whatever
 embedder made it.
 """
 
@@ -90,9 +90,9 @@ def _comparable(identity: dict[str, Any]) -> str:
 
 
 class MessageStore:
-    """A :class:`~memrules.seams.VectorStore` over a backend and an embedder
-    (see the module docs). Built by :func:`~memrules.seams.milvus_store` and
-    :func:`~memrules.seams.qdrant_store`. Thread-safe: calls take turns.
+    """A `VectorStore` over a backend and an embedder
+    (see the module docs). Built by `milvus_store` and
+    `qdrant_store`. Thread-safe: calls take turns.
     ``close()`` (or ``with``) releases the client."""
 
     def __init__(
@@ -191,13 +191,13 @@ class MessageStore:
     def check(self, *, probe: bool = False) -> bool:
         """Open the collection now and check it against the embedder: whether
         it exists (False: it is made on the first write). Raises
-        :class:`~memrules._core.errors.CollectionError` when it was made for
+        `CollectionError` when it was made for
         another embedder or holds vectors of another dimension, and
-        :class:`~memrules._core.errors.StoreError` when the store cannot be
+        `StoreError` when the store cannot be
         reached. With ``probe``, an embedder that does not know its
         dimension yet (a remote model without ``dimensions``) embeds one
         short text to learn it (an
-        :class:`~memrules._core.errors.EmbedderError` when it fails)."""
+        `EmbedderError` when it fails)."""
         with self._lock:
             exists = self._exists()
             if exists and probe and not self.embedder.dimension:
@@ -211,7 +211,7 @@ class MessageStore:
         that the first search does not wait for it; nothing when the
         collection does not exist yet, the backend builds nothing, or the
         store was closed (a build started before ``close`` opens nothing
-        again). Raises :class:`~memrules._core.errors.StoreError` on failure."""
+        again). Raises `StoreError` on failure."""
         with self._lock:
             warm = getattr(self._backend, "warm", None)
             if self._closed or not callable(warm) or not self._exists():
@@ -227,7 +227,7 @@ class MessageStore:
         """Store ``records`` (see the module docs); all or none of the new ones.
 
         Calls made at the same time from several threads are written
-        together (see :meth:`_commit`): while one call embeds and writes,
+        together (see `_commit`): while one call embeds and writes,
         the calls that arrive wait, and the next of them embeds and writes
         all of theirs in one batch. Each call still answers only once its
         own records are written and confirmed, and each stays all or
@@ -489,7 +489,7 @@ class MessageStore:
         conversation unless None) in ``collection`` (this store's by
         default; any collection of the engine, whatever embedder made it),
         sorted by id, each with score 0. Raises
-        :class:`~memrules._core.errors.StoreError` on failure."""
+        `StoreError` on failure."""
         check_storable(scope)
         with self._lock:
             name = self._target(collection)
@@ -502,9 +502,9 @@ class MessageStore:
         return tuple(sorted(hits, key=lambda h: h.id))
 
     def delete_scope(self, scope: Scope, *, collection: str | None = None) -> int:
-        """Delete every record of ``scope`` (as :meth:`scan` finds them) from
+        """Delete every record of ``scope`` (as `scan` finds them) from
         ``collection`` (this store's by default): how many there were.
-        Raises :class:`~memrules._core.errors.StoreError` on failure."""
+        Raises `StoreError` on failure."""
         check_storable(scope)
         with self._lock:
             name = self._target(collection)
@@ -517,7 +517,7 @@ class MessageStore:
 
 
 class _Pending:
-    """One call of :meth:`MessageStore.add` waiting to be written: its
+    """One call of `MessageStore.add` waiting to be written: its
     records by id, then what the write did (``write``) or why it failed
     (``error``)."""
 

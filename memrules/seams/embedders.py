@@ -13,7 +13,7 @@ vectors agree with the reference model's (sentence-transformers, float32) to
 a cosine of 0.98 or better; ``tests/seams/test_embedders.py`` holds the reference.
 
 Both embedders return unit vectors, one per text, in order; failures raise
-:class:`~memrules._core.errors.EmbedderError`.
+`EmbedderError`.
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ eight; rounded up, so that a split needs a clear gain."""
 
 def _batches(lengths: list[int], size: int) -> list[list[int]]:
     """Indices grouped into runs of at most ``size`` texts, shortest first,
-    at the least cost: a run costs :data:`_RUN_TOKENS` plus its texts
+    at the least cost: a run costs `_RUN_TOKENS` plus its texts
     padded to its longest, and the split of the sorted lengths into runs
     that costs least is found exactly (each run a stretch of them), so
     that texts of one call are neither padded far nor run one by one
@@ -271,12 +271,12 @@ def _clean(text: str) -> str:
 
 def local_embedder(*, batch_size: int = 32, threads: int | None = None) -> Embedder:
     """all-MiniLM-L6-v2 on the CPU, offline (see the module docs): unit
-    vectors of 384 floats, mean-pooled over at most :data:`MAX_TOKENS`
+    vectors of 384 floats, mean-pooled over at most `MAX_TOKENS`
     tokens. ``batch_size`` texts go through the model at once (texts of
     similar length together); ``threads`` is onnxruntime's thread count
     (by default the cores this process may run on). The model loads on
     first use, once, and is checked against its sha256; without the
-    ``local-embed`` extra, that first use raises :class:`EmbedderError`
+    ``local-embed`` extra, that first use raises `EmbedderError`
     saying what to install."""
     check_whole("batch_size", batch_size, 1)
     if threads is not None:
@@ -319,7 +319,7 @@ class _OpenAIEmbedder:
         return out
 
     async def embed_async(self, texts: Sequence[str]) -> list[list[float]]:
-        """:meth:`embed` without blocking the event loop: the same requests
+        """`embed` without blocking the event loop: the same requests
         (one per ``batch_size`` texts, in order), retries and errors."""
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
@@ -353,7 +353,7 @@ class _OpenAIEmbedder:
 
     def _checked(self, reply: object, count: int) -> list[list[float]]:
         """The unit vectors of ``reply``, an answer for ``count`` texts, or
-        :class:`EmbedderError` saying what is wrong with it."""
+        `EmbedderError` saying what is wrong with it."""
         url = self.client.url("embeddings")
         vectors = _vectors(reply, count)
         if isinstance(vectors, str):
@@ -434,7 +434,7 @@ def openai_embedder(
     times with backoff. The API key is read from the environment variable
     ``api_key_env`` names and never logged or recorded. A reply that is not
     one finite vector of the right length per input raises
-    :class:`EmbedderError`."""
+    `EmbedderError`."""
     from memrules._io.http import MAX_RETRIES, MAX_TIMEOUT, JSONClient, check_base_url
 
     check_base_url(base_url)

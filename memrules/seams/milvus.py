@@ -3,27 +3,27 @@ Milvus server or cluster by URI, through the official ``pymilvus`` client
 (the ``milvus`` extra: ``pip install 'memrules[milvus]'``).
 
 One row per message: the indexed text (``<name or role>: <text>``, at most
-:data:`MAX_TEXT_BYTES` of it), its dense vector, a sparse BM25 vector that
+`MAX_TEXT_BYTES` of it), its dense vector, a sparse BM25 vector that
 Milvus's own BM25 function computes from the text (so lexical search runs in
 Milvus, over everything it holds), the conversation, user and tenant ids,
 the turn and exchange keys, the content hash, and the message as lossless
-JSON (in pieces of at most 65,535 bytes, up to :data:`MAX_MESSAGE_BYTES`).
+JSON (in pieces of at most 65,535 bytes, up to `MAX_MESSAGE_BYTES`).
 
 On a Milvus Lite file, searches run on an exact in-process index shared by
-the stores of that file in the process (:mod:`memrules.seams._local_index`;
+the stores of that file in the process (`memrules.seams._local_index`;
 Milvus Lite answers a filtered query by rebuilding rows in Python, and
 approximately once its rows are in an HNSW segment), with BM25 over the
 whole collection (Milvus Lite scores each segment with its own
 statistics) of the sparse vectors Qdrant's points hold: the same terms
 (English stop words left out, a light stem), the same term weights (k1, b
-and the stand-in average length of :mod:`memrules.seams._lexical`), so a
+and the stand-in average length of `memrules.seams._lexical`), so a
 file ranks a chat as Qdrant does. A Milvus server ranks with its own BM25
 function and analyzer. Writes are
-flushed into segments every :data:`FLUSH_ROWS` rows and on close; its
+flushed into segments every `FLUSH_ROWS` rows and on close; its
 write-ahead log keeps each acknowledged write before. The index is saved
 when the last store of the collection in the process closes, and loaded
 by the next process while the collection's files are as they were then
-(:mod:`memrules.seams._index_file`). A process checks the collection and
+(`memrules.seams._index_file`). A process checks the collection and
 answers its first searches from that file before its engine opens the
 file (opening it is most of a memory route's first request): each such
 search takes the fingerprint again first, and the engine, opened in the
@@ -328,7 +328,7 @@ def milvus_store(
     never recorded. ``search`` is ``hybrid`` (dense and BM25 rankings fused),
     ``dense`` or ``lexical``; hybrid fetches ``candidates`` of each. Writes
     go in chunks of ``batch_size`` rows. Connects on first use; raises
-    :class:`StoreError` on failure, and a :class:`ConfigError` here without
+    `StoreError` on failure, and a `ConfigError` here without
     the ``milvus`` extra."""
     if not isinstance(uri, str) or not uri:
         msg = (

@@ -4,7 +4,7 @@ or a Qdrant server or cluster by URL, through the official ``qdrant-client``
 
 One point per message, its id the record id (as a UUID), with two named
 vectors: ``dense`` (the embedding, cosine) and ``lexical``, a sparse vector
-of BM25 term weights (:mod:`memrules.seams._lexical`) whose inverse document
+of BM25 term weights (`memrules.seams._lexical`) whose inverse document
 frequency Qdrant applies itself (``Modifier.IDF``), so lexical search runs
 in Qdrant, over everything it holds. The payload holds the indexed text,
 the conversation, user and tenant ids, the turn and exchange keys, the
@@ -12,12 +12,12 @@ content hash and the message as lossless JSON text (a string, so its keys
 keep their order).
 
 In local mode, searches run on an exact in-process index that follows
-every write (:mod:`memrules.seams._local_index`): local mode checks a
+every write (`memrules.seams._local_index`): local mode checks a
 payload filter in Python point by point, and the index answers the same
 top k under a numpy mask. On disk, the index is saved when the store
 closes and loaded by the next process while the collection's files are
-as they were then (:mod:`memrules.seams._index_file`). Local mode's SQLite
-file commits to a write-ahead log (:func:`commit_to_the_log`).
+as they were then (`memrules.seams._index_file`). Local mode's SQLite
+file commits to a write-ahead log (`commit_to_the_log`).
 """
 
 from __future__ import annotations
@@ -487,13 +487,13 @@ def qdrant_store(
     """A Qdrant store: a server or cluster at ``url`` (``http://host:6333``,
     its API key in the environment variable ``api_key_env`` names, never
     recorded), or local mode in the directory ``path`` (``":memory:"`` keeps
-    it in memory; :data:`DEFAULT_PATH` when neither is given). ``search``
+    it in memory; `DEFAULT_PATH` when neither is given). ``search``
     is ``hybrid`` (dense and BM25 rankings fused), ``dense`` or
     ``lexical``; hybrid fetches ``candidates`` of each. Writes go in chunks
     of ``batch_size`` points. A relative ``path`` is the working
     directory's when the store is made (its messages name the real path);
     in memory, writes report ``durable=False``. Opens on first use; raises
-    :class:`StoreError` on failure, and a :class:`ConfigError` here without
+    `StoreError` on failure, and a `ConfigError` here without
     the ``qdrant`` extra. Local mode is for one process: a directory is locked while open.
     """
     if url is not None and path is not None:

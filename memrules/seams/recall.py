@@ -1,10 +1,10 @@
 """A tool the model can call to fetch what was offloaded, and its answer.
 
-Give the model :func:`recall_tool` (OpenAI or Anthropic form) with the
-request; when it calls the tool, :func:`answer_recall` searches the store and
+Give the model `recall_tool` (OpenAI or Anthropic form) with the
+request; when it calls the tool, `answer_recall` searches the store and
 returns the tool message to append. The scope (conversation, user, tenant)
 comes from the application, never from the model's arguments, so a model
-cannot read another user's memory::
+cannot read another user's memory:
 
     tools = [recall_tool()]                          # OpenAI chat completions
     ...
@@ -116,7 +116,7 @@ def answer_recall(
     The search runs within ``user`` and ``tenant``, in ``conversation_id``
     (every conversation of theirs when None). Bad arguments from the model
     answer an error result it can read and retry; a store failure raises
-    :class:`~memrules._core.errors.StoreError`.
+    `StoreError`.
     """
     if format not in ("openai", "anthropic"):
         msg = f"format={format!r} must be 'openai' or 'anthropic'"

@@ -5,7 +5,7 @@ Both read the messages as ``<name or role>: <text>`` lines (tool calls as
 ``name(arguments)``, tool results after the call they answer) and keep what
 a conversation needs later: names, numbers, paths, decisions and open tasks.
 
->>> from memrules._core.messages import message
+>>> from memrules import message
 >>> summarizer = extractive_summarizer(max_chars=200)
 >>> print(summarizer.summarize((
 ...     message("user", "Hi! The deploy key is in vault/prod/deploy.key, rotate it by May 3."),
@@ -61,7 +61,7 @@ SUMMARY_PROMPT = (
     "and identifiers; paths, URLs and commands. Drop greetings, repetition and tool output "
     "nobody needs again. Add nothing that is not in the messages. Answer with the summary only."
 )
-"""The system prompt of :func:`openai_summarizer` unless it is given another
+"""The system prompt of `openai_summarizer` unless it is given another
 (``prompt``): the sections an agent needs to go on with its task."""
 
 
@@ -207,7 +207,7 @@ class _OpenAISummarizer:
         return attrs.evolve(self, prompt=prompt)
 
     def request_json(self, messages: Conversation) -> dict[str, Any]:
-        """The chat-completions body :meth:`summarize` posts."""
+        """The chat-completions body `summarize` posts."""
         return {
             "model": self.model,
             "messages": [
@@ -230,7 +230,7 @@ class _OpenAISummarizer:
         return self._summary(reply)
 
     async def summarize_async(self, messages: Conversation) -> str:
-        """:meth:`summarize` without blocking the event loop: the same
+        """`summarize` without blocking the event loop: the same
         request, retries and errors (what ``Pipeline.apply_async`` awaits)."""
         try:
             reply = await self.client.post_async("chat/completions", self.request_json(messages))
@@ -290,13 +290,13 @@ def openai_summarizer(
 ) -> Summarizer:
     """A summarizer that asks an OpenAI-compatible chat endpoint (llama.cpp
     server, vLLM, Ollama, OpenAI) at ``base_url`` (``http://host:8080/v1``)
-    with ``prompt`` as the system message (:data:`SUMMARY_PROMPT` unless
+    with ``prompt`` as the system message (`SUMMARY_PROMPT` unless
     given; a ``summarize`` strategy's own ``prompt`` replaces it for its
     calls), ``temperature: 0`` and at most ``max_tokens``. Each attempt
     waits ``timeout_s``; HTTP 429 and 5xx are retried ``retries`` times
     with backoff. The API key is read from the environment variable
     ``api_key_env`` names, at each request, and never logged or recorded.
-    Failures raise :class:`SummarizerError`.
+    Failures raise `SummarizerError`.
     """
     check_base_url(base_url)
     if not isinstance(model, str) or not model:

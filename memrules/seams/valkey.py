@@ -15,7 +15,7 @@ PREFIX``) with these fields:
   themselves, so no id needs escaping in the query language and none is
   empty;
 - ``terms``: a ``TEXT`` field of the text's lexical tokens
-  (:func:`memrules.seams._lexical.tokens`, joined by spaces, no stemming, no
+  (`tokens`, joined by spaces, no stemming, no
   stop words), ranked by the module's BM25 (``SCORER BM25STD``, each query
   token an optional clause, their union a required one weighted 0 by the
   ``$weight`` query attribute): the index splits words exactly as the
@@ -49,7 +49,7 @@ cluster (`state_store: valkey+cluster://...`).
 **What a write's acknowledgement guarantees.** Valkey answers a write once
 it holds it in memory. After each write the store asks ``WAITAOF 1 0``:
 with ``appendonly yes`` the server answers once the write is fsynced to its
-append-only file, and :attr:`~memrules.seams.StoreWrite.durable` is True (a
+append-only file, and `StoreWrite.durable` is True (a
 server killed right after keeps it, and so does the machine losing power);
 with ``appendonly no`` the write lives in memory until the next snapshot,
 and ``durable`` is False, as for a store in memory.
@@ -323,7 +323,7 @@ class _Valkey:
 
     def write(self, rows: Sequence[tuple[StoredMessage, list[float]]]) -> None:
         """Write ``rows`` as one transaction (a chunk is written whole or
-        not at all). The transaction is sent with the next :meth:`confirm`,
+        not at all). The transaction is sent with the next `confirm`,
         in its round trip; a chunk written before it is sent first."""
         self._send_pending()
         commands = self._open().pipeline(transaction=True)
@@ -350,7 +350,7 @@ class _Valkey:
         self._pending = ([r.id for r, _ in rows], commands.command_stack)
 
     def _send_pending(self) -> None:
-        """Send the transaction :meth:`write` holds back, on its own."""
+        """Send the transaction `write` holds back, on its own."""
         pending, self._pending = self._pending, None
         if pending is not None:
             commands = self._open().pipeline(transaction=True)
@@ -380,8 +380,8 @@ class _Valkey:
         return self._fsynced(answer)
 
     def confirm(self, ids: Sequence[str]) -> tuple[bool, set[str]]:
-        """The last write (the transaction :meth:`write` held back, when its
-        records are among ``ids``), :meth:`persist` and :meth:`existing`, in
+        """The last write (the transaction `write` held back, when its
+        records are among ``ids``), `persist` and `existing`, in
         one round trip: ``MULTI``, the ``HSET`` commands, ``EXEC``, then
         ``WAITAOF`` and an ``EXISTS`` per key, sent together (the server
         answers the ``EXISTS`` once the writes are fsynced). Raises when the
@@ -416,7 +416,7 @@ class _Valkey:
         return durable, found | (self.existing(rest) if rest else set())
 
     def _fsynced(self, answer: object) -> bool:
-        """What ``WAITAOF 1 0`` answered (or raised), read as :meth:`persist` says."""
+        """What ``WAITAOF 1 0`` answered (or raised), read as `persist` says."""
         import valkey
 
         if isinstance(answer, valkey.exceptions.ResponseError):
@@ -471,7 +471,7 @@ class _Valkey:
         return found
 
     def _hits(self, reply: Sequence[Any], scope: Scope, scores: str) -> list[RecallHit]:
-        """:meth:`_rows`, each decoded to a hit."""
+        """`_rows`, each decoded to a hit."""
         return [
             _hit(record_id, fields, score)
             for score, record_id, fields in self._rows(reply, scope, scores)
@@ -526,7 +526,7 @@ class _Valkey:
     @property
     def ranks_ids(self) -> bool:
         """Hybrid search ranks ids first: each ranking's reply carries its
-        records' fields, held undecoded until :meth:`fetch` decodes the few
+        records' fields, held undecoded until `fetch` decodes the few
         that fusion keeps (of ``2 * candidates`` read)."""
         return True
 
@@ -648,8 +648,8 @@ def valkey_store(
     hybrid fetches ``candidates`` of each. ``timeout_seconds`` bounds each
     command, so a server that is down fails a call in that time at most.
     Writes go in chunks of ``batch_size`` records, each chunk one
-    transaction. Connects on first use; raises :class:`StoreError` on
-    failure, and a :class:`ConfigError` here without the ``valkey`` extra."""
+    transaction. Connects on first use; raises `StoreError` on
+    failure, and a `ConfigError` here without the ``valkey`` extra."""
     if isinstance(url, str) and "+cluster://" in url.split("@")[0]:
         msg = _CLUSTER_MESSAGE.format(url=redact_url(url))
         raise ConfigError.single(msg, yaml_path="url")

@@ -131,5 +131,5 @@ class StateStoreConfig:
 
 def redact(url: object) -> str:
     """``url`` with its credentials replaced by ``***``
-    (:func:`memrules._core.redaction.redact_url`, the one redaction every message uses)."""
+    (`redact_url`, the one redaction every message uses)."""
     return redact_url(url)

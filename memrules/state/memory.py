@@ -79,7 +79,7 @@ class _Entry:
 
 
 class InMemoryStateStore:
-    """The default :class:`StateStore`: this process's memory, at most
+    """The default `StateStore`: this process's memory, at most
     ``max_conversations`` conversations. Past that, the least recently seen
     conversation that has no request or update in progress is forgotten
     (its next request starts afresh). Fresh states carry a graph with

@@ -80,10 +80,10 @@ class StateRecord:
 
 @runtime_checkable
 class StateStore(Protocol):
-    """Where :class:`~memrules.MemoryPlugin` keeps each conversation's state.
+    """Where `MemoryPlugin` keeps each conversation's state.
 
     Conversation ids are strings, or None for the default conversation.
-    Every method may raise :class:`~memrules._core.errors.StateStoreError`, and
+    Every method may raise `StateStoreError`, and
     then has written nothing.
     """
 
@@ -111,7 +111,7 @@ class StateStore(Protocol):
     def lock(self, conversation_id: str | None) -> contextlib.AbstractContextManager[None]:
         """A lock the plugin holds around each request of the conversation,
         so that its requests run one at a time in this process (what makes
-        the warning exactly one-shot). Across processes only :meth:`update`
+        the warning exactly one-shot). Across processes only `update`
         is atomic."""
         ...
 
@@ -146,8 +146,8 @@ def encode_state(state: ConversationState, version: int) -> str:
 
 
 def decode_state(data: str | bytes, *, limits: GraphLimits, where: str) -> StateRecord:
-    """The record :func:`encode_state` wrote, its graph under ``limits``.
-    Raises :class:`~memrules._core.errors.StateStoreError` naming ``where`` (the
+    """The record `encode_state` wrote, its graph under ``limits``.
+    Raises `StateStoreError` naming ``where`` (the
     key) for data that is not such a record: a store that holds nonsense
     must not become a corrupt graph."""
     try:

@@ -18,10 +18,10 @@ def open_state_store(
     max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
     graph_limits: GraphLimits | None = None,
 ) -> StateStore:
-    """The store ``config`` names: an :class:`InMemoryStateStore`, or a
-    :class:`~memrules.state.valkey.ValkeyStateStore` (which needs the
+    """The store ``config`` names: an `InMemoryStateStore`, or a
+    `ValkeyStateStore` (which needs the
     ``memrules[valkey]`` extra; without it, a
-    :class:`~memrules._core.errors.ConfigError` saying so)."""
+    `ConfigError` saying so)."""
     if config.in_memory:
         return InMemoryStateStore(max_conversations=max_conversations, graph_limits=graph_limits)
     from memrules.state.valkey import ValkeyStateStore  # imported here: it needs the extra

@@ -1,11 +1,11 @@
 """The built-in compaction strategies and the registry that names them.
 
-:data:`STRATEGIES` is a read-only view of the built-ins by YAML ``type``
+`STRATEGIES` is a read-only view of the built-ins by YAML ``type``
 name. Custom strategies come from ``type: "package.module:function"`` in a
 config (from a module the caller allows with ``allow_imports``), from the
 ``memrules.strategies`` entry-point group, or from a registry of your own:
 ``load_config(text, registry={**STRATEGIES, "mine": factory})``. Mark a
-factory with :func:`strategy_factory` so its parameters are checked as the
+factory with `strategy_factory` so its parameters are checked as the
 built-ins' are.
 """
 

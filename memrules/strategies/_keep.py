@@ -45,8 +45,8 @@ ErrorCheck = Callable[[str], bool]
 
 
 def error_check(pattern: str | None) -> ErrorCheck:
-    """:data:`ERROR_PATTERN`, and ``pattern`` (a regular expression,
-    searched line by line) when given; raises :class:`ConfigError`
+    """`ERROR_PATTERN`, and ``pattern`` (a regular expression,
+    searched line by line) when given; raises `ConfigError`
     naming ``error_pattern`` when it does not compile."""
     if pattern is None:
         return _Search(ERROR_PATTERN, None)
@@ -110,7 +110,7 @@ def cleared_stub(tool: str, tokens: int, text: str, head: int, tail: int) -> str
 
 
 def is_cleared(text: str) -> bool:
-    """Whether ``text`` is already a stub :func:`cleared_stub` made (a
+    """Whether ``text`` is already a stub `cleared_stub` made (a
     request that sends back an earlier output): clearing it again would
     only count the stub."""
     return text.startswith(_STUB_START) and _STUB_MIDDLE in text[:_STUB_REACH]
@@ -142,7 +142,7 @@ def recent_start(conversation: Conversation, recent: int) -> int:
     A unit is a tool exchange of the latest turn (an assistant message and
     what follows it up to the next one; the first exchange takes in the
     user message that opens the turn), or a whole turn before it (see
-    :func:`memrules._core.conversation.turns`): an agent loop, one long
+    `turns`): an agent loop, one long
     turn, protects its last tool rounds, and a chat its last turns.
     ``len(conversation)`` when ``recent`` is 0; read from the end, so an
     agent loop reads only its last few rounds."""

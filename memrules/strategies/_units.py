@@ -1,5 +1,5 @@
 """Choosing the block of units that ``offload``, ``summarize`` and
-``drop_turns`` move (see :class:`memrules._core.conversation.Units`)."""
+``drop_turns`` move (see `Units`)."""
 
 from __future__ import annotations
 

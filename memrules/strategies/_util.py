@@ -18,9 +18,9 @@ from memrules._counting.notes import closest, keep, notes_of
 
 
 def check_positive(name: str, value: int, *, minimum: int = 1) -> None:
-    """Raise :class:`ConfigError` naming ``name=value`` when ``value`` is
+    """Raise `ConfigError` naming ``name=value`` when ``value`` is
     under ``minimum``. Types are checked before a factory runs (see
-    :func:`memrules.strategies.registry.checked_factory`); minimums here."""
+    `checked_factory`); minimums here."""
     if value < minimum:
         msg = f"{name}={value!r} must be at least {minimum}"
         raise ConfigError.single(msg, yaml_path=name)
@@ -57,7 +57,7 @@ class RewriteCache:
 
     Owner: one strategy instance, shared by every conversation its pipeline
     runs. Bound: ``size`` entries, first in, first out (a
-    :class:`~memrules._core.bounded.BoundedTable` under the cache's lock).
+    `BoundedTable` under the cache's lock).
     An entry is keyed by the message's value and the rewrite's ``key`` (what
     the rewrite of that message depends on besides the message: the ids it
     targets, the stub it writes) and holds the counter it was made with; it
@@ -73,7 +73,7 @@ class RewriteCache:
             BoundedTable(size)
         )
         self._lock = threading.Lock()
-        self._generation = 0  # what :meth:`clear` forgot: notes made before it are not used
+        self._generation = 0  # what `clear` forgot: notes made before it are not used
 
     def rewrite_parts(
         self,
@@ -85,7 +85,7 @@ class RewriteCache:
         counter: object,
         saving: Callable[[Message, Message], int] | None = None,
     ) -> tuple[Conversation, int]:
-        """:func:`rewrite_parts`, taking what the cache knows, and the tokens
+        """`rewrite_parts`, taking what the cache knows, and the tokens
         the changed messages save by ``saving(before, after)`` (0 without it).
         ``rewrite`` and ``saving`` must depend only on the message, its
         ``key`` and ``counter``."""
@@ -104,7 +104,7 @@ class RewriteCache:
 
     @property
     def generation(self) -> int:
-        """How many times :meth:`clear` ran: a note made under another
+        """How many times `clear` ran: a note made under another
         generation is not to be used."""
         return self._generation
 
@@ -118,7 +118,7 @@ class RewriteCache:
     ) -> tuple[Message | None, int]:
         """What ``m`` becomes under ``rewrite`` (None: it stays as it is)
         and what that saves, from the cache when it has them (see
-        :meth:`rewrite_parts` for what ``rewrite`` may depend on)."""
+        `rewrite_parts` for what ``rewrite`` may depend on)."""
         return self._one(m, rewrite, key, counter, saving)
 
     def _one(
@@ -153,7 +153,7 @@ class RewriteCache:
         measure: Measure,
         saving: Callable[[Message, Message], int] | None = None,
     ) -> tuple[Conversation, int]:
-        """:meth:`rewrite_parts`, starting from what it gave for the
+        """`rewrite_parts`, starting from what it gave for the
         conversation's last input (a note in ``measure``, the
         conversation's): only the messages at ``indices`` that are new,
         changed (not the very object at that position last time), or hold
@@ -251,7 +251,7 @@ def _flipped(decisions: dict[str, Hashable], noted: dict[str, Hashable]) -> set[
 
 @attrs.frozen(slots=True, eq=False)
 class _Rewritten:
-    """A :class:`RewriteCache`'s note for one conversation: its last input,
+    """A `RewriteCache`'s note for one conversation: its last input,
     what it became, the positions asked about, what each rewritten one
     saved, the decisions it was made under and the counter."""
 

@@ -29,7 +29,7 @@ __all__ = ["deduplicate_file_reads"]
 
 @attrs.frozen(slots=True, eq=False)
 class _ReadState:
-    """What :func:`deduplicate_file_reads` made of one input (call and
+    """What `deduplicate_file_reads` made of one input (call and
     result ids unique), kept in the conversation's measure so that the next
     request, which continues it, takes in only what is new: the input, the
     output and where they differ, the counter and the rewrite cache's
@@ -57,7 +57,7 @@ class _DeduplicateFileReads:
     _rewrites: RewriteCache = attrs.field(factory=RewriteCache, init=False, eq=False)
     # Each message's reads, per conversation: a warm request parses only new ones.
     _scan: Scan[tuple[tuple[str, str], ...]] = attrs.field(factory=Scan, init=False, eq=False)
-    # The key of this strategy's :class:`_ReadState` notes in each
+    # The key of this strategy's `_ReadState` notes in each
     # conversation's measure.
     _tail: object = attrs.field(factory=object, init=False, eq=False)
 
@@ -74,7 +74,7 @@ class _DeduplicateFileReads:
     ) -> _ReadState | None:
         """The state of ``conversation`` (call ids unique), advanced from
         the note about an input it continues, or worked out whole; None
-        when a result id repeats (:meth:`_full` handles that)."""
+        when a result id repeats (`_full` handles that)."""
         return _tail_state(
             _ReadState,
             self._tail,

@@ -3,7 +3,7 @@
 Every change to old messages costs the provider's prompt cache everything
 after it, so a strategy that saves a few hundred tokens each turn costs
 more than it saves. ``min_step: N`` on any entry of ``strategies:`` (the
-YAML reader wraps the strategy in :func:`min_step`) keeps its output only
+YAML reader wraps the strategy in `min_step`) keeps its output only
 when it saves at least ``N`` tokens; otherwise the conversation stays as it
 was and the action's note says what was saved. ``clear_tool_results``'s
 ``clear_at_least`` is the same rule inside one strategy.

@@ -1,18 +1,18 @@
 """The strategy registry (YAML ``type`` name → factory) and the one check of
 factory parameters.
 
-The built-ins register themselves in one private dict with :func:`register`;
-:data:`STRATEGIES` is a read-only view of it, and the default registry of
-:func:`memrules.load_config`. Nothing adds to it at run time: custom
+The built-ins register themselves in one private dict with `register`;
+`STRATEGIES` is a read-only view of it, and the default registry of
+`load_config`. Nothing adds to it at run time: custom
 strategies come from ``type: "package.module:function"`` (a module the caller
 allows), the ``memrules.strategies`` entry-point group, or a registry of your
 own, ``load_config(..., registry={**STRATEGIES, "mine": factory})``.
 
 Every registered factory, and every custom one marked with
-:func:`strategy_factory`, is wrapped by :func:`checked_factory`: its keyword
+`strategy_factory`, is wrapped by `checked_factory`: its keyword
 arguments are checked against its annotations, lists become tuples and
 whole numbers become floats where a float is asked for, and anything it
-cannot use raises one :class:`~memrules.ConfigError` naming ``param=value``,
+cannot use raises one `ConfigError` naming ``param=value``,
 from YAML and from Python alike: ``sliding_window(keep_messages="four")``
 raises ``ConfigError`` with ``keep_messages='four' must be a whole number or
 null``, as the YAML ``keep_messages: four`` does (with the file and line).
@@ -69,7 +69,7 @@ def register(
     name: str, registry: MutableMapping[str, StrategyFactory] | None = None
 ) -> Callable[[F], F]:
     """Register a factory under its YAML ``type`` name, wrapped by
-    :func:`checked_factory`; the built-ins' registry unless ``registry`` is
+    `checked_factory`; the built-ins' registry unless ``registry`` is
     given (a dict of your own, to pass to ``load_config(registry=...)``).
 
     The factory takes the YAML parameters as keyword-only arguments, with
@@ -163,7 +163,7 @@ def _is_int(value: object) -> bool:
 
 def _check_type(value: object, hint: Any) -> object:
     """``value`` (lists to tuples, whole numbers to floats) if it fits
-    ``hint``, else an :class:`_Expected`. Hints it does not know pass."""
+    ``hint``, else an `_Expected`. Hints it does not know pass."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(hint)
@@ -231,7 +231,7 @@ def checked_factory(factory: F, *, name: str) -> F:
     """``factory`` wrapped so that its arguments are checked before it runs.
 
     Unknown parameters (with a near-miss hint), missing ones, and values that
-    do not fit the annotations are gathered into one :class:`ConfigError`
+    do not fit the annotations are gathered into one `ConfigError`
     whose problems name each parameter as their ``yaml_path``; so is a
     ``ValueError`` or ``TypeError`` the factory raises (its minimums), and a
     result that is not callable. A factory already checked is returned as is.

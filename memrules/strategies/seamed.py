@@ -1,11 +1,11 @@
 """Strategies that move old turns out through a seam: offload and summarize.
 
 Each does nothing when its seam is absent. A seam failure raises
-:class:`~memrules._core.errors.StrategyError`, so the interpreter records it and
+`StrategyError`, so the interpreter records it and
 keeps the conversation as it was: offloading is all or nothing.
 
 Every seam call is recorded in the report as a
-:class:`~memrules.seams.SeamCall` with its request and response in JSON,
+`SeamCall` with its request and response in JSON,
 deterministically (no clock, no randomness), so a replay can answer it
 without the seam: for the store, the scope and each record's id, turn and
 exchange (the messages themselves are the input's) and the ids it added or
@@ -53,7 +53,7 @@ def _call(
 ) -> tuple[T, SeamCall]:
     """``send()`` through a seam, and the record of it for the report:
     ``request`` and ``answer(response)``, both JSON. A failure raises
-    :class:`StrategyError` carrying that record, so the interpreter keeps
+    `StrategyError` carrying that record, so the interpreter keeps
     the conversation as it was."""
     try:
         response = send()
@@ -167,7 +167,7 @@ def offload(*, turns: int = 10, keep_exchanges: int = 3) -> Strategy:
 
     A unit is a turn before the latest one or, inside the latest turn, a
     completed tool exchange older than the newest ``keep_exchanges`` (see
-    :class:`memrules._core.conversation.Units`), so an agent loop that runs many
+    `Units`), so an agent loop that runs many
     tool rounds after one instruction offloads its old rounds. Never the
     latest user message, never a pending call, never half an exchange:
     everything that leaves the conversation is in the store.
@@ -432,7 +432,7 @@ def summarize(
     changes, and the action's note and seam call say so.
 
     ``prompt`` is the instruction the summarizer is given in place of its
-    own (:data:`memrules.seams.summarizers.SUMMARY_PROMPT` for an
+    own (`SUMMARY_PROMPT` for an
     OpenAI-compatible one): the strategy asks the summarizer's
     ``with_prompt(prompt)`` for one that uses it, and a summarizer without
     one (the extractive summarizer, which has no prompt) is an error.

@@ -104,7 +104,7 @@ def clear_thinking(*, keep_turns: int = 1) -> Strategy:
     but the newest ``keep_turns`` that hold some; an assistant message of
     thinking alone keeps a one-line placeholder. The assistant messages of
     the tool-use loop in progress (after the latest turn start, see
-    :func:`~memrules._core.conversation.latest_turn_start`) always keep
+    `latest_turn_start`) always keep
     theirs, whatever ``keep_turns`` is: the provider rejects a loop whose
     thinking went missing. A message whose placeholder would cost more than
     its thinking (by the pipeline's counter) is left as it is.

@@ -45,7 +45,7 @@ __all__ = ["CLEARED_INPUT", "clear_tool_results"]
 
 @attrs.frozen(slots=True, eq=False)
 class _ClearState:
-    """What :func:`clear_tool_results` made of one input (result ids
+    """What `clear_tool_results` made of one input (result ids
     unique), kept in the conversation's measure so that the next request,
     which continues it, takes in only what is new: the input, the output,
     the counter and the rewrite cache's generation it was made under, the
@@ -88,7 +88,7 @@ class _ClearToolResults:
     _scan: Scan[tuple[tuple[str, str], ...]] = attrs.field(factory=Scan, init=False, eq=False)
     # Each message's results that read as errors, likewise.
     _error_scan: Scan[tuple[str, ...]] = attrs.field(factory=Scan, init=False, eq=False)
-    # The key of this strategy's :class:`_ClearState` notes in each
+    # The key of this strategy's `_ClearState` notes in each
     # conversation's measure.
     _tail: object = attrs.field(factory=object, init=False, eq=False)
 
@@ -111,7 +111,7 @@ class _ClearToolResults:
     def _state(self, conversation: Conversation, context: StrategyContext) -> _ClearState | None:
         """The state of ``conversation``, advanced from the note about an
         input it continues, or worked out whole; None when a result id
-        repeats (:meth:`_full` handles that)."""
+        repeats (`_full` handles that)."""
         return _tail_state(
             _ClearState,
             self._tail,

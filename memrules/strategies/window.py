@@ -46,7 +46,7 @@ def trim(
     the other.
 
     Cost: on the measure's remembered prefix sums and tool pairs (see
-    :mod:`memrules._counting.measure`), a binary search for the cut and a look at the
+    `memrules._counting.measure`), a binary search for the cut and a look at the
     pairs that reach past it; then the kept messages are copied. Nothing
     here walks the history.
     """
@@ -101,7 +101,7 @@ def _with_lead(
 ) -> tuple[int, ...]:
     """``held`` and the user message that leads the output under
     ``user_first`` when the first non-system held message is not a user
-    message (see :func:`memrules._core.invariants.enforce`).
+    message (see `enforce`).
 
     The interpreter's choice is the latest turn start before it, else the
     latest user message before it. When that one and ``held`` exceed
@@ -258,7 +258,7 @@ def drop_turns(*, keep_exchanges: int = 3) -> Strategy:
     """Remove the oldest ``offload_turns`` units (a config setting) per pass:
     turns before the latest one, then completed tool exchanges of the latest
     turn older than the newest ``keep_exchanges`` (units as ``offload``
-    takes them, see :class:`memrules._core.conversation.Units`); never a
+    takes them, see `Units`); never a
     survivor's exchange, never a pending call, never half an exchange.
 
     Keeps: survivors untouched, order, tool exchanges whole.

@@ -15,26 +15,26 @@ hypothesis; ``import memrules`` never imports this module.
 
 The generators:
 
-- :func:`texts`: ASCII, prose, CJK, emoji, mixtures, and the empty string;
+- `texts`: ASCII, prose, CJK, emoji, mixtures, and the empty string;
   with ``large=True`` also long prose for token budgets and clamping.
-- :func:`parts`, :func:`messages`: single parts and messages.
-- :func:`conversations`: whole agent histories with the shapes compaction
+- `parts`, `messages`: single parts and messages.
+- `conversations`: whole agent histories with the shapes compaction
   meets: tool calls (parallel too), OpenAI-style tool messages and
   Anthropic-style results inside user messages, several system messages, the
   context warning, unanswered calls, orphan results, empty parts, repeated
   file reads. Call ids are unique and results follow their calls.
-- :func:`budgets`: message, token and unlimited budgets.
-- :func:`graphs`, :func:`graph_nodes`, :func:`graph_relationships`,
-  :func:`graph_parts`: working graphs and their entries, from small id pools
+- `budgets`: message, token and unlimited budgets.
+- `graphs`, `graph_nodes`, `graph_relationships`,
+  `graph_parts`: working graphs and their entries, from small id pools
   so that graphs overlap and merges meet conflicts.
 
-The checks: :func:`assert_invariants` (the invariants of
-:mod:`memrules._core.invariants`, with a readable failure) and
-:func:`check_strategy` (one strategy run held to the invariants, the
+The checks: `assert_invariants` (the invariants the
+interpreter enforces, with a readable failure) and
+`check_strategy` (one strategy run held to the invariants, the
 no-op-keeps-identity rule, the interpreter's view, and determinism), and
-:func:`check_warm_equals_cold` (a request the strategy has seen the
+`check_warm_equals_cold` (a request the strategy has seen the
 conversation grow to gives what the same request gives cold).
-:func:`register_profiles` registers the ``ci`` and ``dev`` hypothesis
+`register_profiles` registers the ``ci`` and ``dev`` hypothesis
 profiles this project's own suite runs under.
 """
 

@@ -1,6 +1,6 @@
 """The checks: the invariants with a readable failure, and one strategy run held to its contract.
 
-:func:`render` shows a conversation one line per message, so that a failing
+`render` shows a conversation one line per message, so that a failing
 property says what went in and what came out.
 """
 
@@ -44,9 +44,9 @@ def render(conversation: Conversation) -> str:
 def assert_invariants(
     before: Conversation, after: Conversation, survivors: SurvivorRule = DEFAULT_SURVIVORS
 ) -> None:
-    """Fail with a readable message when ``after`` breaks the invariants of
-    :mod:`memrules._core.invariants` relative to ``before`` (see
-    :func:`memrules._core.invariants.check_invariants`)."""
+    """Fail with a readable message when ``after`` breaks the invariants the
+    interpreter enforces relative to ``before`` (see
+    `check_invariants`)."""
     problems = check_invariants(before, after, survivors)
     if problems:
         listed = "\n".join(f"  - {p}" for p in problems)
@@ -91,9 +91,9 @@ def check_strategy(
 ) -> Enforced:
     """Run ``strategy`` once on ``conversation`` and hold it to the contract.
 
-    Checks that it returns a tuple of messages (or an :class:`Outcome`),
-    that the output stands after :func:`memrules._core.invariants.enforce` and keeps
-    the invariants (:func:`assert_invariants`), that the interpreter, running
+    Checks that it returns a tuple of messages (or an `Outcome`),
+    that the output stands after `enforce` and keeps
+    the invariants (`assert_invariants`), that the interpreter, running
     it once under ``context.budget``, arrives at the same messages,
     and that a second run gives an equal result (determinism). With
     ``strict`` (the default) it also fails when the raw output breaks an
@@ -101,7 +101,7 @@ def check_strategy(
     interpreter records an error, and when a no-op returns a new tuple
     instead of ``conversation`` itself (``new is old`` means nothing happened).
 
-    Returns what :func:`~memrules._core.invariants.enforce` made of the output.
+    Returns what `enforce` made of the output.
     Exceptions the strategy raises propagate.
     """
     name = getattr(strategy, "__name__", None) or repr(strategy)

@@ -1,4 +1,4 @@
-"""The generator of whole agent histories: :func:`conversations`.
+"""The generator of whole agent histories: `conversations`.
 
 A builder appends one message at a time and keeps the calls still awaiting
 their results, so that call ids are unique and every result comes after its
@@ -301,7 +301,7 @@ def conversations(
       inside user messages, alone or before the user's text;
       ``parallel_calls`` puts up to three calls in one message;
     - ``file_reads``: ``read_file`` calls with a ``path`` argument drawn from
-      :data:`FILE_PATHS`, so that paths repeat (plus malformed arguments);
+      `FILE_PATHS`, so that paths repeat (plus malformed arguments);
     - ``unanswered_calls``: sometimes a call never gets its result;
     - ``orphan_results`` (off): results whose call is not in the conversation;
     - ``system_messages``: observations (system messages after the first);
@@ -317,7 +317,7 @@ def conversations(
     - ``pinned``: sometimes a message whose metadata says ``pinned: true``.
 
     Call ids are unique within a conversation and every result comes after
-    its call. ``text`` replaces the text generator (:func:`texts`).
+    its call. ``text`` replaces the text generator (`texts`).
     """
     validate_size(min_size, max_size)
     if not warning_marker:

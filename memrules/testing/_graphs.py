@@ -1,6 +1,6 @@
 """Generators of working graphs and their entries, from small id pools.
 
-Ids come from :data:`NODE_IDS` and :data:`RELATIONSHIP_IDS`, and weights from
+Ids come from `NODE_IDS` and `RELATIONSHIP_IDS`, and weights from
 a few values, so that two graphs overlap, merges meet conflicts and ties are
 broken by ids.
 """
@@ -24,11 +24,11 @@ __all__ = [
 ]
 
 NODE_IDS = ("vault", "Lisbon", "key", "friday", "owner", "file:a.py", "tool:read_file", "x y")
-"""The few node ids :func:`graphs` draws from, so that graphs overlap
+"""The few node ids `graphs` draws from, so that graphs overlap
 (one has a space, which rendering must quote)."""
 
 RELATIONSHIP_IDS = tuple(f"r{i}" for i in range(10))
-"""The relationship ids :func:`graphs` draws from."""
+"""The relationship ids `graphs` draws from."""
 
 _LABELS = ("Entity", "Value", "File", "Tool")
 _WEIGHTS = (0.5, 1.0, 2.0, 3.0)  # few values, so ties happen and ids break them
@@ -72,7 +72,7 @@ def graph_relationships(
 def graph_parts(
     draw: st.DrawFn, *, max_nodes: int = 6, max_relationships: int = 8
 ) -> tuple[tuple[GraphNode, ...], tuple[GraphRelationship, ...]]:
-    """Nodes, and relationships between them, as :meth:`MemoryGraph.of`
+    """Nodes, and relationships between them, as `MemoryGraph.of`
     takes them (ids may repeat: a later entry replaces an earlier one)."""
     nodes = draw(st.lists(graph_nodes(), max_size=max_nodes))
     if not nodes:

@@ -1,9 +1,9 @@
 """Generators of texts, parts, messages and budgets, the pieces conversations are made of.
 
-:func:`texts` mixes the scripts a conversation meets (ASCII, prose, CJK,
-emoji); :func:`parts` and :func:`messages` build single parts and messages
+`texts` mixes the scripts a conversation meets (ASCII, prose, CJK,
+emoji); `parts` and `messages` build single parts and messages
 from them, with nothing pairing tool calls and results (that is
-:mod:`memrules.testing._conversations`' job); :func:`budgets` draws the three
+`memrules.testing._conversations`' job); `budgets` draws the three
 kinds of budget.
 """
 
@@ -21,7 +21,7 @@ from memrules._core.messages import ROLES, Message, Opaque, Part, Role, Text, To
 __all__ = ["FILE_TOOL", "TOOLS", "budgets", "messages", "opaques", "parts", "texts"]
 
 FILE_TOOL = "read_file"
-"""The tool name :func:`conversations` gives file reads (``deduplicate_file_reads``'s default)."""
+"""The tool name `conversations` gives file reads (``deduplicate_file_reads``'s default)."""
 
 
 TOOLS = (FILE_TOOL, "search", "run_tests", "write_file")
@@ -101,10 +101,10 @@ _ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 
 def parts(*, tool_parts: bool = False, large: bool = False) -> st.SearchStrategy[Part]:
-    """A single part: :class:`Text` (text from :func:`texts`) or :class:`Opaque`
+    """A single part: `Text` (text from `texts`) or `Opaque`
     (images, thinking blocks, blocks of no known type); with
-    ``tool_parts=True`` also a :class:`ToolCall` or :class:`ToolResult` with
-    an arbitrary id (nothing pairs them; use :func:`conversations` for
+    ``tool_parts=True`` also a `ToolCall` or `ToolResult` with
+    an arbitrary id (nothing pairs them; use `conversations` for
     well-formed tool traffic)."""
     text = st.builds(Text, text=texts(large=large))
     options: list[st.SearchStrategy[Part]] = [text, text, opaques()]
@@ -123,7 +123,7 @@ def messages(
     large: bool = False,
 ) -> st.SearchStrategy[Message]:
     """A single message with a role from ``roles`` and up to ``max_parts``
-    parts (see :func:`parts`), sometimes an ``id`` and a ``name``."""
+    parts (see `parts`), sometimes an ``id`` and a ``name``."""
     if not roles or any(r not in ROLES for r in roles):
         msg = f"roles={tuple(roles)!r} must be a non-empty selection of {ROLES!r}"
         raise InvalidArgument(msg)
@@ -143,7 +143,7 @@ def budgets(
     *, max_messages: int = 40, max_tokens: int = 4000, unlimited: bool = True
 ) -> st.SearchStrategy[Budget]:
     """A message budget (1..``max_messages``), a token budget
-    (1..``max_tokens``), or, with ``unlimited``, :attr:`Budget.UNLIMITED`."""
+    (1..``max_tokens``), or, with ``unlimited``, `UNLIMITED`."""
     if max_messages < 1 or max_tokens < 1:
         msg = f"max_messages={max_messages!r} and max_tokens={max_tokens!r} must be at least 1"
         raise InvalidArgument(msg)

@@ -1,5 +1,5 @@
 """Argument checks shared by the generators: a bad size is hypothesis's
-:class:`~hypothesis.errors.InvalidArgument`, naming the argument and its value."""
+`InvalidArgument`, naming the argument and its value."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ __all__ = ["validate_size"]
 
 
 def validate_size(min_size: int, max_size: int) -> None:
-    """Raise :class:`InvalidArgument` unless ``0 <= min_size <= max_size``."""
+    """Raise `InvalidArgument` unless ``0 <= min_size <= max_size``."""
     if min_size < 0:
         msg = f"min_size={min_size!r} must be at least 0"
         raise InvalidArgument(msg)

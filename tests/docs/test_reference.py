@@ -32,6 +32,7 @@ ORDER = [
     "reference/integrations.md",
     "reference/memory.md",
     "reference/graph.md",
+    "reference/state.md",
     "reference/seams.md",
     "reference/trace.md",
     "reference/errors.md",
@@ -81,7 +82,6 @@ def _docstrings(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="converted by the lead's script after the merges")
 def test_no_docstring_has_a_sphinx_role() -> None:
     with_roles = [
         f"{path.relative_to(ROOT)}:{line}"
@@ -93,7 +93,6 @@ def test_no_docstring_has_a_sphinx_role() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="converted by the lead's script after the merges")
 def test_the_rendered_reference_names_no_private_module(tmp_path: Path) -> None:
     pytest.importorskip("mkdocstrings")
     done = subprocess.run(

@@ -77,6 +77,7 @@ PUBLIC = {
     "from_responses",
     "load_config",
     "load_pipeline",
+    "message",
     "to_anthropic",
     "to_anthropic_request",
     "to_openai",
