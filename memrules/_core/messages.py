@@ -160,6 +160,35 @@ def _result_content(value: str | Iterable[ContentPart]) -> str | tuple[ContentPa
 
 _EMPTY: PMap[str, Any] = pmap()
 
+_BOOL = "\x00bool"
+_FLOAT = "\x00float"
+
+
+def _json_key(value: Any) -> Any:
+    """``value`` as its JSON tells it: what a message's payload, extra
+    fields and metadata are compared and hashed by. Python holds ``1``,
+    ``1.0`` and ``True`` equal (and ``0``, ``-0.0`` and ``False``), but
+    they are different JSON, sent and counted differently (``1.0`` is three
+    tokens where ``1`` is one), so a cache keyed by message values must not
+    take one for the other. Objects stay equal whatever their key order,
+    as dicts are."""
+    kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value
+    if kind is bool:
+        return (_BOOL, value)
+    if kind is float:
+        return (_FLOAT, repr(value))
+    if isinstance(value, Mapping):
+        if not value:
+            return frozenset()
+        return frozenset((k, _json_key(v)) for k, v in value.items())
+    if kind is tuple:
+        return tuple(_json_key(v) for v in value)
+    if kind is frozenset:
+        return frozenset(_json_key(v) for v in value)
+    return value
+
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
 class Text:
@@ -168,7 +197,7 @@ class Text:
     values are frozen as ``metadata``'s are."""
 
     text: str = attrs.field(validator=_text)
-    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False)
+    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False, eq=_json_key)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -179,7 +208,7 @@ class ToolCall:
     id: str = attrs.field(validator=_text)
     name: str = attrs.field(validator=_text)
     arguments: str = attrs.field(default="", validator=_arguments)
-    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False)
+    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False, eq=_json_key)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -192,7 +221,7 @@ class ToolResult:
     call_id: str = attrs.field(validator=_text)
     content: str | tuple[ContentPart, ...] = attrs.field(default="", converter=_result_content)
     is_error: bool = attrs.field(default=False, validator=_flag)
-    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False)
+    extra: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_extra, repr=False, eq=_json_key)
 
 
 @attrs.frozen(kw_only=True, slots=True, cache_hash=True)
@@ -203,7 +232,7 @@ class Opaque:
     which is the order adapters write back), arrays as tuples."""
 
     kind: str = attrs.field(validator=_text)
-    payload: Any = attrs.field(default=None, converter=_payload)
+    payload: Any = attrs.field(default=None, converter=_payload, eq=_json_key)
 
 
 Part: TypeAlias = Text | ToolCall | ToolResult | Opaque
@@ -275,7 +304,7 @@ class Message:
     parts: tuple[Part, ...] = attrs.field(default=(), converter=_parts)
     id: str | None = attrs.field(default=None, validator=_optional_text)
     name: str | None = attrs.field(default=None, validator=_optional_text)
-    metadata: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
+    metadata: PMap[str, Any] = attrs.field(default=_EMPTY, converter=_metadata, eq=_json_key)
     # Derived once at construction: the hot paths (pairing closure, windows)
     # ask these of every message on every request.
     call_ids: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)

@@ -154,3 +154,22 @@ def test_no_drawn_part_counts_nothing(message: Message) -> None:
             if part.kind.startswith("anthropic:"):
                 continue  # to_openai drops another provider's block: not sent, not counted
             assert counter.count(alone) > counter.count(bare)
+
+
+def test_json_values_python_holds_equal_are_different_messages_and_counts() -> None:
+    """``1``, ``1.0`` and ``True`` are equal in Python but different JSON,
+    counted differently: a count cache keyed by message values gave the
+    count of whichever was counted first (a fuzzed framing property failed
+    once, by test order)."""
+    def one(value: object) -> tuple[Message, ...]:
+        return from_openai([{"role": "user", "content": [{"type": "x", "v": value}]}])
+
+    values = (1.0, 1, True, 0, -0.0, False)
+    assert len({one(v) for v in values}) == len(values)
+    assert one(1) == one(1)
+    assert hash(one(1.0)) == hash(one(1.0))
+    forward = framed(counter_for("cl100k_base"), OPENAI)
+    backward = framed(counter_for("cl100k_base"), OPENAI)
+    counts = [forward.counts(one(v)) for v in values]
+    assert counts == [backward.counts(one(v)) for v in reversed(values)][::-1]
+    assert counts[0] != counts[1]  # "1.0" is not "1"
