@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from memrules._adapters.context_editing import EditPlan
 from memrules._config.load import DEFAULT_ROUTE, MemoryConfig, PipelineConfig
@@ -33,7 +33,13 @@ from memrules._counting.tokens import TokenCounter
 from memrules._counting.usage import ContextUsage
 from memrules._plugin.body_formats import ANTHROPIC, OPENAI_CHAT, RESPONSES
 from memrules._plugin.opening import Opened, open_hook
-from memrules._plugin.request import Request, StepResult, conversation_id_from_metadata
+from memrules._plugin.request import (
+    Request,
+    StepResult,
+    Whose,
+    conversation_id_from_metadata,
+    whose_of,
+)
 from memrules._plugin.step import step
 from memrules._runtime.pipeline import Pipeline
 from memrules.graph.memory_graph import MemoryGraph
@@ -194,14 +200,7 @@ class MemoryPlugin:
         """`handle` without the trace line (a replay runs it under its own log)."""
         return self._hook.run(request, now)
 
-    def on_openai_request(
-        self,
-        body: Mapping[str, Any],
-        *,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
-    ) -> dict[str, Any]:
+    def on_openai_request(self, body: Mapping[str, Any], **whose: Unpack[Whose]) -> dict[str, Any]:
         """`on_request` for an OpenAI chat-completions body: returns a
         new body with the new ``messages`` and every other key as it was.
         The conversation is ``conversation_id``, else the one the plugin's
@@ -214,15 +213,10 @@ class MemoryPlugin:
         and so does converting back: the messages the request keeps are sent
         as the body's own objects; only new or changed ones (the warning,
         the graph, memories) are converted."""
-        return self._hook.on_body(OPENAI_CHAT, body, (conversation_id, user, tenant))
+        return self._hook.on_body(OPENAI_CHAT, body, whose_of(whose))
 
     def on_responses_request(
-        self,
-        body: Mapping[str, Any],
-        *,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
+        self, body: Mapping[str, Any], **whose: Unpack[Whose]
     ) -> dict[str, Any]:
         """`on_request` for an OpenAI Responses API body (``input``,
         ``instructions``, ``model``): returns a new body with the compacted
@@ -230,15 +224,10 @@ class MemoryPlugin:
         leading system message, never compacted away. The conversation,
         user and tenant are found, and converting costs, as in
         `on_openai_request`."""
-        return self._hook.on_body(RESPONSES, body, (conversation_id, user, tenant))
+        return self._hook.on_body(RESPONSES, body, whose_of(whose))
 
     def on_anthropic_request(
-        self,
-        body: Mapping[str, Any],
-        *,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
+        self, body: Mapping[str, Any], **whose: Unpack[Whose]
     ) -> dict[str, Any]:
         """`on_request` for an Anthropic Messages API body. The new body
         has the compacted ``system`` and ``messages``, every other key as it
@@ -246,7 +235,7 @@ class MemoryPlugin:
         (send the ``anthropic-beta: context-management-2025-06-27`` header
         with it). The conversation, user and tenant are found, and
         converting costs, as in `on_openai_request`."""
-        return self._hook.on_body(ANTHROPIC, body, (conversation_id, user, tenant))
+        return self._hook.on_body(ANTHROPIC, body, whose_of(whose))
 
     async def on_request_async(self, request: Request) -> Request:
         """`on_request` without blocking the event loop (see `handle_async`)."""
@@ -263,37 +252,22 @@ class MemoryPlugin:
         return await self._hook.handle_async(request, now)
 
     async def on_openai_request_async(
-        self,
-        body: Mapping[str, Any],
-        *,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
+        self, body: Mapping[str, Any], **whose: Unpack[Whose]
     ) -> dict[str, Any]:
         """`on_openai_request`, awaiting the seams (see `handle_async`)."""
-        return await self._hook.on_body_async(OPENAI_CHAT, body, (conversation_id, user, tenant))
+        return await self._hook.on_body_async(OPENAI_CHAT, body, whose_of(whose))
 
     async def on_responses_request_async(
-        self,
-        body: Mapping[str, Any],
-        *,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
+        self, body: Mapping[str, Any], **whose: Unpack[Whose]
     ) -> dict[str, Any]:
         """`on_responses_request`, awaiting the seams (see `handle_async`)."""
-        return await self._hook.on_body_async(RESPONSES, body, (conversation_id, user, tenant))
+        return await self._hook.on_body_async(RESPONSES, body, whose_of(whose))
 
     async def on_anthropic_request_async(
-        self,
-        body: Mapping[str, Any],
-        *,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
+        self, body: Mapping[str, Any], **whose: Unpack[Whose]
     ) -> dict[str, Any]:
         """`on_anthropic_request`, awaiting the seams (see `handle_async`)."""
-        return await self._hook.on_body_async(ANTHROPIC, body, (conversation_id, user, tenant))
+        return await self._hook.on_body_async(ANTHROPIC, body, whose_of(whose))
 
     @property
     def memory(self) -> RetrievalService | None:

@@ -6,13 +6,13 @@ an OpenAI body's ``metadata``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import attrs
 
 from memrules._adapters import from_openai, to_openai
 from memrules._adapters.conversion_cache import ConversionCache
-from memrules._core.errors import MessageFormatError
+from memrules._core.errors import MessageFormatError, MessageTypeError
 from memrules._core.messages import Conversation
 from memrules._core.prompt_cache import SentRequest
 from memrules._core.report import CompressionReport
@@ -33,10 +33,12 @@ from memrules.state.model import ConversationState
 __all__ = [
     "Request",
     "StepResult",
+    "Whose",
     "conversation_id_from_metadata",
     "openai_messages",
     "read_request",
     "scope_from_metadata",
+    "whose_of",
 ]
 
 
@@ -245,3 +247,23 @@ class StepResult:
     def compacted(self) -> bool:
         """Whether the pipeline changed the messages."""
         return self.report.compacted
+
+
+class Whose(TypedDict, total=False):
+    """Whose a request body is, given by the caller (from its
+    authentication) rather than read from the body: the conversation, the
+    user and the tenant. The keywords of every body hook."""
+
+    conversation_id: str | None
+    user: str | None
+    tenant: str | None
+
+
+def whose_of(given: Whose) -> tuple[str | None, str | None, str | None]:
+    """``given`` as the hook's triple; a keyword it does not know is a
+    `MessageTypeError` naming it (as a misspelt keyword argument would be)."""
+    for key in given:
+        if key not in Whose.__annotations__:
+            msg = f"unexpected keyword argument {key!r} (known: conversation_id, user, tenant)"
+            raise MessageTypeError(msg, field=key)
+    return given.get("conversation_id"), given.get("user"), given.get("tenant")

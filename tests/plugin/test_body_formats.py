@@ -120,3 +120,18 @@ def test_every_format_refuses_a_malformed_body_the_same_way(
             hook({**BODIES[kind](1), **change})
         assert plugin.last_result is None
         assert plugin.conversations == 0
+
+
+def test_a_misspelt_keyword_of_a_body_hook_is_an_error_naming_it() -> None:
+    """The body hooks take ``conversation_id``, ``user`` and ``tenant`` as
+    one typed set of keywords; any other is refused, never ignored."""
+    from memrules import MemoryConfig, MemoryPlugin
+    from memrules._core.errors import MessageTypeError
+
+    plugin = MemoryPlugin(MemoryConfig())
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    with pytest.raises(MessageTypeError, match="conversation") as caught:
+        plugin.on_openai_request(body, conversation="a")  # type: ignore[call-arg]
+    assert caught.value.field == "conversation"
+    sent = plugin.on_openai_request(body, conversation_id="a", user="u", tenant="t")
+    assert sent["messages"] == body["messages"]
