@@ -16,7 +16,10 @@ other replica wrote since. When one did, the write fails, answers the newer
 state in the same round trip, and the step runs again on it (its seams are
 called again; its observers are not: the usage they were told depends on
 the request alone), so every request decides on the state it commits
-over and a graph merge from another replica is never lost. On any other
+over and a graph merge from another replica is never lost. A conversation
+whose last request here found its state out of date (round-robin across
+replicas) reads the state first instead, so that its step runs once: two
+round trips, until a request finds the state as this process left it. On any other
 store (and under a trace, whose log records one load and one update per
 request) the request loads the state, runs `step`, and writes back what it
 changed as a pure function of the state then current (`commit`): two round
@@ -163,21 +166,25 @@ class Hook:
             return self._loaded(request, retrieval, when, run)
         with states.lock(conversation_id):
             memo = self.memos.get(conversation_id)
-            seen = states.held(conversation_id)
-            if seen is None:
+            held = states.held(conversation_id)
+            seen = held
+            if seen is None or memo.contended:
                 seen = states.load(conversation_id)
+            contended = held is not None and seen is not held
             notify = True
             while True:
                 loaded = graphs.adopt(seen.state)
                 result = run(self._step(request, retrieval, when, loaded, memo, notify=notify))
                 settle(result.report, self.over_budget)
-                held = hold(result.sent, memo.previous)
-                new = with_carry(commit(loaded, result)(loaded), held)
+                sent = hold(result.sent, memo.previous)
+                new = with_carry(commit(loaded, result)(loaded), sent)
                 done, seen = states.swap(conversation_id, seen, new)
                 if done:
                     break
+                contended = True
                 notify = False  # the usage is the request's: the observers had it
-            memo.previous = held
+            memo.contended = contended
+            memo.previous = sent
             self.last = result
         return result
 
