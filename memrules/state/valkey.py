@@ -406,7 +406,12 @@ class ValkeyStateStore:
         return reply
 
     def _attempt(
-        self, key: str, stamp: bytes | None, record: StateRecord, new: ConversationState
+        self,
+        key: str,
+        stamp: bytes | None,
+        record: StateRecord,
+        new: ConversationState,
+        tried: list[bytes] | None = None,
     ) -> tuple[bool, bytes | None, StateRecord]:
         """One compare-and-set of ``new`` over ``record`` (which the process
         holds as of ``stamp``), one round trip: ``(True, stamp, the record
@@ -425,6 +430,8 @@ class ValkeyStateStore:
         written = StateRecord(state=new, version=record.version + 1)
         data = encode_state(new, written.version)
         new_stamp = f"{written.version}:{uuid.uuid4().hex}".encode()
+        if tried is not None:
+            tried.append(new_stamp)
         try:
             args = [stamp or b"", new_stamp, data, self.ttl_seconds]
             reply = self._write(client, write, key, args)
@@ -474,7 +481,7 @@ class ValkeyStateStore:
         return None if found is None else found[1]
 
     def _swap(
-        self, key: str, seen: StateRecord, new: ConversationState
+        self, key: str, seen: StateRecord, new: ConversationState, tried: list[bytes]
     ) -> tuple[bool, StateRecord]:
         held = self._held(key)
         if held is not None and held[1] is seen:
@@ -482,17 +489,33 @@ class ValkeyStateStore:
         elif held is None and seen is self._fresh:
             stamp = None
         else:  # not the record this process holds: what is current, one read
-            return False, self._read(key)[1]
-        done, _, record = self._attempt(key, stamp, seen, new)
+            now, current = self._read(key)
+            if now is not None and now in tried:
+                # a retry after a lost reply: the write was made, unconfirmed
+                if self.wait_replicas > 0:
+                    msg = (
+                        f"the write of {key!r} reached the primary but its reply was lost, "
+                        "so no replica confirmed it: it is not acknowledged and may be lost "
+                        "in a failover"
+                    )
+                    raise _UnconfirmedError(msg)
+                return True, current
+            return False, current
+        done, _, record = self._attempt(key, stamp, seen, new, tried)
         return done, record
 
     def swap(
         self, conversation_id: str | None, seen: StateRecord, new: ConversationState
     ) -> tuple[bool, StateRecord]:
         """`new` in place of ``seen`` when that is still the record, one
-        round trip (see `SwappingStateStore.swap`)."""
+        round trip (see `SwappingStateStore.swap`). A call retried after a
+        lost reply finds its own write rather than running the request
+        again on top of it."""
         key = self.key(conversation_id)
-        return self._retrying(f"updating {key!r}", lambda: self._swap(key, seen, new))  # type: ignore[no-any-return]
+        tried: list[bytes] = []
+        return self._retrying(  # type: ignore[no-any-return]
+            f"updating {key!r}", lambda: self._swap(key, seen, new, tried)
+        )
 
     def update(
         self,
