@@ -13,7 +13,9 @@ with the request-level (automatic) breakpoint. Deterministic: the history is
 seeded, and requests are ``--gap`` seconds apart (with ``--idle-every N``,
 every N-th comes after ``--idle`` seconds instead, so caches expire). A
 policy whose config has a ``cache:`` section is handed the previous request
-(``previous=result.sent``) and the time, as the plugin does.
+(``previous=result.sent``) and the time, as the plugin does; with
+``--memo-only``, ``configs/cache_aware.yaml`` is also run handed only the
+conversation's measure (``memo=``), which remembers the request it sent.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ def replay(
     budget: int,
     times: Sequence[float],
     compact: bool,
+    hand_previous: bool = True,
 ) -> Row:
     memo = pipeline.measure()
     ruler = load_pipeline(f"encoder_name: {ENCODER}\nstrategies: []\n").counter
@@ -106,12 +109,10 @@ def replay(
     for k, n in enumerate(points):
         messages = history[:n]
         if compact:
+            # Without previous=, the measure hands over the request it sent.
+            handed = {"previous": sent_before} if hand_previous else {}
             result = pipeline.apply(
-                messages,
-                budget=Budget.tokens(budget),
-                memo=memo,
-                previous=sent_before,
-                now=times[k],
+                messages, budget=Budget.tokens(budget), memo=memo, now=times[k], **handed
             )
             messages = result.messages
             events += any(a.changed and a.pass_number > 0 for a in result.report.actions)
@@ -188,6 +189,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--config", action="append", default=[], help="another policy: a config file (repeatable)"
     )
+    parser.add_argument(
+        "--memo-only",
+        action="store_true",
+        help="also run configs/cache_aware.yaml handed only memo=, no previous=",
+    )
     args = parser.parse_args(argv)
     history = agent_history(args.messages, seed=args.seed)
     points = request_points(history)
@@ -200,6 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             compact = name != "no compaction"
             rows.append(replay(name, pipeline, history.messages, points, budget, times, compact))
             print(f"  {name} at {budget}: {rows[-1].seconds:.1f}s", file=sys.stderr)
+        if args.memo_only:
+            name = "configs/cache_aware.yaml, memo= only"
+            pipeline = load_pipeline(ROOT / "configs" / "cache_aware.yaml")
+            row = replay(name, pipeline, history.messages, points, budget, times, True, False)
+            rows.append(row)
+            print(f"  {name} at {budget}: {row.seconds:.1f}s", file=sys.stderr)
     idle = f", every {args.idle_every}th after {args.idle:g}s idle" if args.idle_every else ""
     print(
         f"{args.messages} messages (seed {args.seed}), {len(points)} requests, "

@@ -41,6 +41,10 @@ per conversation (the plugin keeps one per conversation, a
 `Pipeline` one for its direct callers) is bounded by that
 conversation.
 
+A measure also keeps the request a pipeline sent last with it (a result's
+``sent``, by reference): what `Measure.previous` hands the next request of
+the conversation, for the prompt cache, when it continues that one.
+
 Thread safety: a measure may be shared between threads. Lines only grow,
 under the measure's lock, and a track reads only its first ``size``
 entries, which never change once written; tracks are replaced whole, so a
@@ -60,6 +64,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from memrules._core.bounded import BoundedTable
 from memrules._core.conversation import ToolLinks
 from memrules._core.messages import Conversation, Message, as_messages, check_messages
+from memrules._core.prompt_cache import SentRequest
 from memrules._core.repair import InputProblem
 from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
 from memrules._counting.framing import per_request_tokens
@@ -89,6 +94,7 @@ class Measure:
         "_lock",
         "_notes",
         "_outputs",
+        "_sent",
         "_tracks",
         "counter",
         "per_request",
@@ -105,6 +111,7 @@ class Measure:
         # outputs never push its input out before the next request extends it.
         self._outputs: tuple[Track, ...] = ()
         self._notes: BoundedTable[object, object] = BoundedTable(NOTES)
+        self._sent: SentRequest | None = None
         self._lock = threading.Lock()
 
     # --- finding the track of a conversation
@@ -415,6 +422,27 @@ class Measure:
         if not estimated or max(estimated) < size:
             return estimated
         return {i: lines for i, lines in estimated.items() if i < size}
+
+    # --- the request sent last, for the prompt cache
+
+    def sent(self, request: SentRequest | None) -> None:
+        """Keep ``request`` (a pipeline result's ``sent``, by reference) as
+        the request this conversation sent last; None keeps what was kept."""
+        if request is not None:
+            self._sent = request
+
+    def previous(self, conversation: Sequence[Message]) -> SentRequest | None:
+        """The request kept with `sent`, when ``conversation`` continues
+        what it was given (starts with those messages, the very objects or
+        equal ones, in order); else None. One C-level pass over that prefix,
+        short-cut by identity."""
+        found = self._sent
+        if found is None:
+            return None
+        n = len(found.received)
+        if len(conversation) < n or tuple(conversation[:n]) != tuple(found.received):
+            return None
+        return found
 
     # --- what strategies keep about the conversation
 

@@ -247,8 +247,9 @@ def step(
     and the graph extractor do. The request is counted for
     ``request.model`` when the config leaves the counter to the model
     (`Pipeline.for_model`). ``memo`` is the conversation's
-    (`Pipeline.memo`): it changes what the request costs, never what
-    it does.
+    (`Pipeline.measure`): it changes what the request costs, never what
+    it does, because ``previous`` is always given here (from the
+    conversation's state), never taken from the measure.
 
     ``retrieval`` is what retrieval memory found for the request (the
     shell asks the store; None: nothing was asked), and ``now`` the time

@@ -60,6 +60,13 @@ class _Unset(enum.Enum):
 _CONFIG = _Unset.CONFIG
 
 
+class _Remembered(enum.Enum):
+    MEASURE = "what memo= remembers"
+
+
+_REMEMBERED = _Remembered.MEASURE
+
+
 def as_conversation(messages: Iterable[Message]) -> Conversation:
     """``messages`` as a tuple, checking that each one is a `Message`."""
     conversation = as_messages(messages)
@@ -189,7 +196,9 @@ class Pipeline:
         sums, tool links, held messages), kept so that each request pays for
         its new messages only. Pass it as ``memo=`` to `apply`,
         `apply_async` and `count` with each of the conversation's
-        requests (see the class docs)."""
+        requests (see the class docs). It also keeps the request the
+        conversation sent last (a result's ``sent``), which `apply` takes as
+        ``previous`` when given none."""
         return Measure(self.counter, self.config.survivors)
 
     def context(
@@ -227,7 +236,7 @@ class Pipeline:
         conversation_id: str | None = None,
         user: str | None = None,
         tenant: str | None = None,
-        previous: SentRequest | None = None,
+        previous: SentRequest | _Remembered | None = _REMEMBERED,
         cache: CacheRule | None = None,
         now: float | None = None,
         over_budget: OverBudgetMode | None = None,
@@ -244,7 +253,11 @@ class Pipeline:
         ``conversation_id``, ``user`` and ``tenant``.
 
         The prompt cache: ``previous`` is the conversation's previous
-        request (the last result's ``sent``), ``now`` the time of this one
+        request (the last result's ``sent``); by default, the request the
+        ``memo`` given last sent (its result's ``sent``), when ``messages``
+        continue what that request was given, so a loop that passes the
+        conversation's own measure need not pass ``previous`` (None: no
+        previous request). ``now`` is the time of this one
         (seconds; with ``previous.at``, how long the cache has waited) and
         ``cache`` the provider's rule
         (`OpenAIRule`,
@@ -269,6 +282,8 @@ class Pipeline:
         mode = self._over_budget(over_budget)
         context = self.context(budget, _scope(conversation_id, user, tenant), memo)
         conversation = context.measure.conversation(messages)
+        if isinstance(previous, _Remembered):
+            previous = self.previous(conversation, memo)
         aim = cache_aim(
             conversation,
             context,
@@ -291,8 +306,19 @@ class Pipeline:
             aim=aim,
         )
         result = with_estimates(result, self.counter, context.measure, conversation)
+        if memo is not None:
+            memo.sent(result.sent)
         settle(result.report, mode)
         return result
+
+    def previous(self, messages: Iterable[Message], memo: Measure | None) -> SentRequest | None:
+        """The ``previous`` `apply` takes when given none: the request
+        ``memo`` sent last, when ``messages`` continue what it was given;
+        None without a ``memo`` (the pipeline's own measure, shared by its
+        conversations, carries nothing)."""
+        if memo is None:
+            return None
+        return memo.previous(as_messages(messages))
 
     def _over_budget(self, value: OverBudgetMode | None) -> OverBudgetMode:
         return self.config.over_budget if value is None else check_mode(value)
@@ -306,7 +332,7 @@ class Pipeline:
         conversation_id: str | None = None,
         user: str | None = None,
         tenant: str | None = None,
-        previous: SentRequest | None = None,
+        previous: SentRequest | _Remembered | None = _REMEMBERED,
         cache: CacheRule | None = None,
         now: float | None = None,
         over_budget: OverBudgetMode | None = None,
@@ -342,7 +368,6 @@ class Pipeline:
 
         mode = self._over_budget(over_budget)
         conversation = as_conversation(messages)
-        memo = self._measure if memo is None else memo
         awaited = attrs.evolve(self, seams=logged_seams(self.seams))
 
         def core() -> CompressionResult:

@@ -330,6 +330,9 @@ class TracedPipeline:
         budget = arguments["budget"]
         said["budget"] = None if budget is None else budget.to_dict()
         previous, cache, now = arguments["previous"], arguments["cache"], arguments["now"]
+        if not isinstance(previous, SentRequest | None):  # by default, what memo= remembers
+            previous = self.pipeline.previous(arguments["messages"], arguments["memo"])
+            arguments["previous"] = previous  # the run and the line take the same one
         if previous is not None:
             said["previous"] = self._sent.reference(arguments["conversation_id"], previous)
         if cache is not None:

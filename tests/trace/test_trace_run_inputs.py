@@ -114,6 +114,28 @@ def test_a_cache_section_reads_the_clock_without_cache_arguments(tmp_path: Path)
     assert replay_trace(trace).requests == 3
 
 
+def test_a_loop_handing_only_its_measure_records_the_previous_it_used(tmp_path: Path) -> None:
+    """`previous` left out takes what `memo=` remembers: the line says
+    which request that was, and the replay, which has no measure of the
+    caller's, is handed the same one."""
+    trace = tmp_path / "memo.jsonl"
+    pipeline = load_pipeline(CACHE_SECTION)
+    with record_trace(trace, pipeline, clock=_clock([10.0, 20.0, 30.0, 40.0])) as traced:
+        memo = pipeline.measure()
+        results = [traced.apply(_history(t), memo=memo, conversation_id="c") for t in (2, 3, 4)]
+        # An explicit None is none, whatever the measure remembers.
+        cold = traced.apply(_history(5), memo=memo, previous=None, conversation_id="c")
+    lines = _lines(trace)[1:]
+    assert [line.get("previous") for line in lines] == [None, {"request": 0}, {"request": 1}, None]
+    direct, previous = load_pipeline(CACHE_SECTION), None
+    for turn, when, result in zip((2, 3, 4), (10.0, 20.0, 30.0), results, strict=True):
+        expected = direct.apply(_history(turn), previous=previous, now=when, conversation_id="c")
+        assert (result.messages, result.report) == (expected.messages, expected.report)
+        previous = expected.sent
+    assert cold.report.cache == direct.apply(_history(5), now=40.0).report.cache
+    assert replay_trace(trace).requests == 4
+
+
 def test_a_trace_without_the_new_inputs_reads_as_before(tmp_path: Path) -> None:
     trace = tmp_path / "plain.jsonl"
     with record_trace(trace, load_pipeline(CACHED), clock=_clock([])) as traced:
