@@ -41,14 +41,20 @@ class ConversationCache:
     ``previous`` is the conversation's last request as the pipeline sent
     it (on a route with a ``cache:`` section), which the prompt-cache
     measure and the append path compare the next one with; written under
-    the conversation's lock."""
+    the conversation's lock.
 
-    __slots__ = ("_others", "conversion", "measure", "previous", "written")
+    ``contended`` says that the conversation's last request here found the
+    state this process held out of date (another replica serves the
+    conversation too), so the next one reads the state before it runs
+    rather than running twice (see `memrules._plugin.hook`)."""
+
+    __slots__ = ("_others", "contended", "conversion", "measure", "previous", "written")
 
     def __init__(self, pipeline: Pipeline, *, edits_in_place: bool = True) -> None:
         self.measure: Measure = pipeline.measure()
         self.conversion = ConversionCache(edits_in_place=edits_in_place)
         self.previous: Held | None = None
+        self.contended = False
         # What the last OpenAI body's converted messages became (see
         # memrules._adapters.openai.write_back), replaced whole each request.
         self.written: Written = {}

@@ -8,11 +8,23 @@
 `Request.conversation_id`. Each conversation's state lives in the plugin's
 state store; requests of one conversation run one at a time in a process
 (the store's lock), which makes the warning exactly one-shot under
-concurrency, and different conversations never wait for each other. A
-request reads the state, runs `step`, and writes back what it changed as a
-pure function of the state then current (`commit`), so a graph merge from
-another thread or replica in between is never lost. A store that is down
-fails the request with `StateStoreError` before anything was written.
+concurrency, and different conversations never wait for each other. On
+a store that can swap (`SwappingStateStore`: the in-memory and Valkey
+stores) a request runs `step` on the state this process holds and writes
+the result with one compare-and-set on that record: one round trip when no
+other replica wrote since. When one did, the write fails, answers the newer
+state in the same round trip, and the step runs again on it (its seams are
+called again; its observers are not: the usage they were told depends on
+the request alone), so every request decides on the state it commits
+over and a graph merge from another replica is never lost. A conversation
+whose last request here found its state out of date (round-robin across
+replicas) reads the state first instead, so that its step runs once: two
+round trips, until a request finds the state as this process left it. On any other
+store (and under a trace, whose log records one load and one update per
+request) the request loads the state, runs `step`, and writes back what it
+changed as a pure function of the state then current (`commit`): two round
+trips. A store that is down fails the request with `StateStoreError`
+before anything was written.
 
 **What a request costs.** Beside the state, the hook keeps each
 conversation's `ConversationCache` in this process: what its requests
@@ -43,7 +55,7 @@ from memrules._config.load import MemoryConfig, service_config
 from memrules._core.report import OverBudgetMode
 from memrules._counting.usage import ContextUsageObserver
 from memrules._plugin.body_formats import BodyFormat, EditedRequest
-from memrules._plugin.conversation_caches import ConversationCaches
+from memrules._plugin.conversation_caches import ConversationCache, ConversationCaches
 from memrules._plugin.graph_ops import GraphOps
 from memrules._plugin.memory_endpoints import MemoryEndpoints
 from memrules._plugin.request import Request, StepResult
@@ -55,6 +67,7 @@ from memrules._runtime.pipeline import Pipeline
 from memrules._trace.plugin_tracer import PluginTracer
 from memrules.memory.retrieve import Retrieval
 from memrules.state.carry import hold, previous_request, with_carry
+from memrules.state.model import ConversationState, SwappingStateStore
 
 __all__ = ["Hook"]
 
@@ -148,24 +161,77 @@ class Hook:
         and writes its conversation."""
         conversation_id = request.conversation_id
         graphs = self.graphs
+        states = graphs.states
+        if not isinstance(states, SwappingStateStore):
+            return self._loaded(request, retrieval, when, run)
+        with states.lock(conversation_id):
+            memo = self.memos.get(conversation_id)
+            held = states.held(conversation_id)
+            seen = held
+            if seen is None or memo.contended:
+                seen = states.load(conversation_id)
+            contended = held is not None and seen is not held
+            notify = True
+            while True:
+                loaded = graphs.adopt(seen.state)
+                result = run(self._step(request, retrieval, when, loaded, memo, notify=notify))
+                settle(result.report, self.over_budget)
+                sent = hold(result.sent, memo.previous)
+                new = with_carry(commit(loaded, result)(loaded), sent)
+                done, seen = states.swap(conversation_id, seen, new)
+                if done:
+                    break
+                contended = True
+                notify = False  # the usage is the request's: the observers had it
+            memo.contended = contended
+            memo.previous = sent
+            self.last = result
+        return result
+
+    def _step(
+        self,
+        request: Request,
+        retrieval: Retrieval | None,
+        when: float,
+        loaded: ConversationState,
+        memo: ConversationCache,
+        *,
+        notify: bool,
+    ) -> Step:
+        """The request's step on ``loaded``, its observers told the usage
+        when ``notify``."""
+
+        def one(pipeline: Pipeline, observers: Iterable[ContextUsageObserver]) -> StepResult:
+            return step(
+                loaded,
+                request,
+                pipeline=pipeline,
+                observers=observers if notify else (),
+                resolver=service_config(pipeline.config).context_window_resolver,
+                memo=memo.measure,
+                retrieval=retrieval,
+                now=when,
+                previous=previous_request(loaded.carry, request.messages, memo.previous),
+            )
+
+        return one
+
+    def _loaded(
+        self,
+        request: Request,
+        retrieval: Retrieval | None,
+        when: float,
+        run: Callable[[Step], StepResult],
+    ) -> StepResult:
+        """`_locked` on a store that cannot `swap` (a traced one, or one of
+        the caller's): the state loaded, then the change written with
+        `StateStore.update`, two round trips."""
+        conversation_id = request.conversation_id
+        graphs = self.graphs
         with graphs.states.lock(conversation_id):
             loaded = graphs.state(conversation_id)
             memo = self.memos.get(conversation_id)
-
-            def one(pipeline: Pipeline, observers: Iterable[ContextUsageObserver]) -> StepResult:
-                return step(
-                    loaded,
-                    request,
-                    pipeline=pipeline,
-                    observers=observers,
-                    resolver=service_config(pipeline.config).context_window_resolver,
-                    memo=memo.measure,
-                    retrieval=retrieval,
-                    now=when,
-                    previous=previous_request(loaded.carry, request.messages, memo.previous),
-                )
-
-            result = run(one)
+            result = run(self._step(request, retrieval, when, loaded, memo, notify=True))
             settle(result.report, self.over_budget)
             change, held = commit(loaded, result), hold(result.sent, memo.previous)
             graphs.states.update(

@@ -139,6 +139,24 @@ class InMemoryStateStore:
             entry.record = StateRecord(state=new, version=record.version + 1)
             return entry.record
 
+    def held(self, conversation_id: str | None) -> StateRecord | None:
+        """The conversation's record: this process holds the store itself."""
+        return self.load(conversation_id)
+
+    def swap(
+        self, conversation_id: str | None, seen: StateRecord, new: ConversationState
+    ) -> tuple[bool, StateRecord]:
+        """`new` in place of ``seen`` when that is still the record (see
+        `SwappingStateStore.swap`)."""
+        with self._using(conversation_id) as entry, entry.write:
+            record = entry.record
+            if record is not seen:
+                return False, record
+            if new is record.state:
+                return True, record
+            entry.record = StateRecord(state=new, version=record.version + 1)
+            return True, entry.record
+
     def forget(self, conversation_id: str | None) -> None:
         with self._guard:
             self._table.pop(conversation_id, None)

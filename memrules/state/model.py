@@ -40,6 +40,7 @@ __all__ = [
     "ConversationState",
     "StateRecord",
     "StateStore",
+    "SwappingStateStore",
     "decode_state",
     "encode_state",
 ]
@@ -117,6 +118,32 @@ class StateStore(Protocol):
 
     def __len__(self) -> int:
         """How many conversations the store holds."""
+        ...
+
+
+@runtime_checkable
+class SwappingStateStore(StateStore, Protocol):
+    """A `StateStore` that also offers the request hook's one-round-trip
+    write: the hook runs a request's step on the state this process holds
+    (`held`, no round trip) and writes the result with `swap`, a
+    compare-and-set on that record. When another process wrote in between,
+    `swap` writes nothing and answers the newer record in the same round
+    trip, and the hook runs the step again on it."""
+
+    def held(self, conversation_id: str | None) -> StateRecord | None:
+        """The record of the conversation this process last read or wrote,
+        without asking the server (it may be out of date); None when the
+        process holds none."""
+        ...
+
+    def swap(
+        self, conversation_id: str | None, seen: StateRecord, new: ConversationState
+    ) -> tuple[bool, StateRecord]:
+        """Atomically: when the conversation's record is still ``seen`` (the
+        very record `held`, `load` or `swap` answered), replace its state
+        with ``new`` (nothing is written when ``new`` is ``seen.state``) and
+        answer ``(True, record written or kept)``; else write nothing and
+        answer ``(False, the record now current)``."""
         ...
 
 

@@ -24,6 +24,13 @@ small random backoff. So merges from any number of replicas are applied one
 after another and none is lost; each successful write adds one to the
 version.
 
+The request hook writes with `swap` instead (`SwappingStateStore`): it runs
+the request on the state this process holds (`held`, no round trip) and
+`swap` is the same compare-and-set on that record, one round trip; when
+another process wrote since, it writes nothing and answers the newer state,
+on which the hook runs the request again. A request whose process holds the
+current state costs one round trip; one that lost a race, two.
+
 **Cluster mode** (`valkey+cluster://host:port`, `valkeys+cluster://`,
 `redis+cluster://`, `rediss+cluster://`, or `cluster=True`; YAML
 `state_store: {url: ..., cluster: true}`): the client is valkey-py's
@@ -398,58 +405,117 @@ class ValkeyStateStore:
             raise _UnconfirmedError(msg)
         return reply
 
+    def _attempt(
+        self,
+        key: str,
+        stamp: bytes | None,
+        record: StateRecord,
+        new: ConversationState,
+        tried: list[bytes] | None = None,
+    ) -> tuple[bool, bytes | None, StateRecord]:
+        """One compare-and-set of ``new`` over ``record`` (which the process
+        holds as of ``stamp``), one round trip: ``(True, stamp, the record
+        written or kept)``, or ``(False, stamp, the record now current)``
+        when another process wrote since."""
+        client, (_, write, touch) = self._connect()
+        if new is record.state:
+            if not record.version:
+                return True, stamp, record
+            self.round_trips += 1
+            reply = list(touch(keys=[key], args=[stamp or b"", self.ttl_seconds]))
+            if reply and int(reply[0]) == 1:
+                return True, stamp, record
+            self._forget_cached(key)
+            return (False, *self._decode(key, reply[1:]))
+        written = StateRecord(state=new, version=record.version + 1)
+        data = encode_state(new, written.version)
+        new_stamp = f"{written.version}:{uuid.uuid4().hex}".encode()
+        if tried is not None:
+            tried.append(new_stamp)
+        try:
+            args = [stamp or b"", new_stamp, data, self.ttl_seconds]
+            reply = self._write(client, write, key, args)
+        except self._transient:
+            # the reply was lost, maybe after the write: a read tells
+            self._forget_cached(key)
+            now, _ = self._read(key)
+            if now != new_stamp:
+                raise
+            if self.wait_replicas > 0:
+                msg = (
+                    f"the write of {key!r} reached the primary but its reply was lost, "
+                    "so no replica confirmed it: it is not acknowledged and may be lost "
+                    "in a failover"
+                )
+                raise _UnconfirmedError(msg) from None
+            reply = [1]
+        if reply and int(reply[0]) == 1:
+            self._remember(key, new_stamp, written)
+            return True, new_stamp, written
+        self._forget_cached(key)
+        return (False, *self._decode(key, list(reply[1:])))
+
     def _update(
         self, key: str, change: Callable[[ConversationState], ConversationState]
     ) -> StateRecord:
-        client, (_, write, touch) = self._connect()
         held = self._held(key)
         if held is None:
             stamp, record = self._read(key)
         else:
             stamp, record = held
         for attempt in range(self.max_attempts):
-            new = change(record.state)
-            if new is record.state:
-                if not record.version:
-                    return record
-                self.round_trips += 1
-                reply = list(touch(keys=[key], args=[stamp or b"", self.ttl_seconds]))
-                if reply and int(reply[0]) == 1:
-                    return record
-                self._forget_cached(key)
-                stamp, record = self._decode(key, reply[1:])
-                continue
-            written = StateRecord(state=new, version=record.version + 1)
-            data = encode_state(new, written.version)
-            new_stamp = f"{written.version}:{uuid.uuid4().hex}".encode()
-            try:
-                args = [stamp or b"", new_stamp, data, self.ttl_seconds]
-                reply = self._write(client, write, key, args)
-            except self._transient:
-                # the reply was lost, maybe after the write: a read tells
-                self._forget_cached(key)
-                now, _ = self._read(key)
-                if now != new_stamp:
-                    raise
-                if self.wait_replicas > 0:
-                    msg = (
-                        f"the write of {key!r} reached the primary but its reply was lost, "
-                        "so no replica confirmed it: it is not acknowledged and may be lost "
-                        "in a failover"
-                    )
-                    raise _UnconfirmedError(msg) from None
-                reply = [1]
-            if reply and int(reply[0]) == 1:
-                self._remember(key, new_stamp, written)
-                return written
-            self._forget_cached(key)
-            stamp, record = self._decode(key, list(reply[1:]))
+            done, stamp, record = self._attempt(key, stamp, record, change(record.state))
+            if done:
+                return record
             time.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** min(attempt, 10))))
         msg = (
             f"state store {redact(self.url)}: gave up updating {key!r} after "
             f"{self.max_attempts} attempts lost to concurrent writes; nothing was written"
         )
         raise StateStoreError(msg)
+
+    def held(self, conversation_id: str | None) -> StateRecord | None:
+        """The record this process last read or wrote of the conversation
+        (no round trip; it may be out of date), None when it holds none."""
+        found = self._held(self.key(conversation_id))
+        return None if found is None else found[1]
+
+    def _swap(
+        self, key: str, seen: StateRecord, new: ConversationState, tried: list[bytes]
+    ) -> tuple[bool, StateRecord]:
+        held = self._held(key)
+        if held is not None and held[1] is seen:
+            stamp: bytes | None = held[0]
+        elif held is None and seen is self._fresh:
+            stamp = None
+        else:  # not the record this process holds: what is current, one read
+            now, current = self._read(key)
+            if now is not None and now in tried:
+                # a retry after a lost reply: the write was made, unconfirmed
+                if self.wait_replicas > 0:
+                    msg = (
+                        f"the write of {key!r} reached the primary but its reply was lost, "
+                        "so no replica confirmed it: it is not acknowledged and may be lost "
+                        "in a failover"
+                    )
+                    raise _UnconfirmedError(msg)
+                return True, current
+            return False, current
+        done, _, record = self._attempt(key, stamp, seen, new, tried)
+        return done, record
+
+    def swap(
+        self, conversation_id: str | None, seen: StateRecord, new: ConversationState
+    ) -> tuple[bool, StateRecord]:
+        """`new` in place of ``seen`` when that is still the record, one
+        round trip (see `SwappingStateStore.swap`). A call retried after a
+        lost reply finds its own write rather than running the request
+        again on top of it."""
+        key = self.key(conversation_id)
+        tried: list[bytes] = []
+        return self._retrying(  # type: ignore[no-any-return]
+            f"updating {key!r}", lambda: self._swap(key, seen, new, tried)
+        )
 
     def update(
         self,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import attrs
 import pytest
@@ -79,12 +80,33 @@ def _add(node: str) -> object:
     return change
 
 
-def _failover_run(cluster: Cluster, prefix: str, *, kills: int, settle: float) -> None:
+def _updated(store: ValkeyStateStore, c: str, change: Any) -> Any:
+    """``change`` written with `update`."""
+    return store.update(c, change)
+
+
+def _swapped(store: ValkeyStateStore, c: str, change: Any) -> Any:
+    """``change`` written as the request hook writes: on the record the
+    process holds (else one read), by `swap`, again on the newer record
+    when it loses."""
+    seen = store.held(c)
+    if seen is None:
+        seen = store.load(c)
+    while True:
+        done, seen = store.swap(c, seen, change(seen.state))
+        if done:
+            return seen
+
+
+def _failover_run(
+    cluster: Cluster, prefix: str, *, kills: int, settle: float, swap: bool = False
+) -> None:
     """Four writers on twelve conversations; `kills` times, the primary of
     one of them is killed, the writers go on for `settle` seconds, and it
     comes back (as a replica). Every write either is acknowledged or fails
     with `StateStoreError`; afterwards every acknowledged node is in its
-    conversation's graph and no writer ever saw a version go down."""
+    conversation's graph and no writer ever saw a version go down. With
+    ``swap``, the writers write as the request hook does (`_swapped`)."""
     conversations = [f"k{i}" for i in range(12)]
     acked: dict[str, set[str]] = {c: set() for c in conversations}
     top: dict[str, int] = dict.fromkeys(conversations, 0)
@@ -102,7 +124,8 @@ def _failover_run(cluster: Cluster, prefix: str, *, kills: int, settle: float) -
                 node = f"w{w}-{n}"
                 n += 1
                 try:
-                    record = store.update(c, _add(node))  # type: ignore[arg-type]
+                    write = _swapped if swap else _updated
+                    record = write(store, c, _add(node))
                 except StateStoreError as exc:
                     with guard:
                         failures.append(exc)
@@ -142,6 +165,10 @@ def _failover_run(cluster: Cluster, prefix: str, *, kills: int, settle: float) -
 
 def test_a_primary_killed_mid_run_loses_no_acknowledged_write(cluster: Cluster) -> None:
     _failover_run(cluster, "kill:", kills=1, settle=3.0)
+
+
+def test_a_primary_killed_mid_run_loses_no_acknowledged_swap(cluster: Cluster) -> None:
+    _failover_run(cluster, "swap:", kills=1, settle=3.0, swap=True)
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from memrules.state import (
 )
 from memrules.state.config import redact
 from memrules.state.memory import LocalLocks
-from memrules.state.model import decode_state, encode_state
+from memrules.state.model import SwappingStateStore, decode_state, encode_state
 
 GRAPH = MemoryGraph.of([GraphNode(id="b"), GraphNode(id="a", weight=2)])
 
@@ -165,3 +165,23 @@ def test_config_and_redaction() -> None:
         "state_store.ttl_seconds",
         "state_store.timeout_seconds",
     ]
+
+
+def test_swap_writes_only_over_the_record_it_was_given() -> None:
+    store = InMemoryStateStore()
+    assert isinstance(store, SwappingStateStore)
+    seen = store.held("c")
+    assert seen is not None
+    assert seen.version == 0
+    warned = ConversationState(warned=True)
+    done, written = store.swap("c", seen, warned)
+    assert done
+    assert written.version == 1
+    assert store.held("c") is written
+    done, current = store.swap("c", seen, ConversationState())  # seen is stale now
+    assert not done
+    assert current is written  # the newer record, nothing written
+    done, kept = store.swap("c", written, written.state)  # no change: no write
+    assert done
+    assert kept is written
+    assert store.load("c").version == 1
