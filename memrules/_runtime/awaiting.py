@@ -34,6 +34,7 @@ __all__ = ["run_awaiting"]
 
 T = TypeVar("T")
 
+
 class _AwaitingLog(_Log):
     """The log of a core run by `run_awaiting`, in the core's thread: each
     call with a coroutine method is awaited on ``loop`` (the core's thread

@@ -34,7 +34,6 @@ from memrules._core.seam_records import (
     Scope,
     StoredMessage,
     StoreWrite,
-    build_records,
 )
 from memrules._counting.cache import DEFAULT_PRICES, CacheRule, PriceTable
 from memrules._counting.content import DEFAULT_COUNTING
@@ -49,6 +48,7 @@ from memrules._runtime.estimates import with_estimates
 from memrules._runtime.lead import lead_with_user
 from memrules._runtime.over_budget import check_mode, settle
 from memrules._runtime.prompt_cache import cache_aim
+from memrules._runtime.records import remembered_records
 
 __all__ = ["IndexContext", "Pipeline", "RecallHit", "as_conversation", "load_pipeline"]
 
@@ -453,7 +453,7 @@ class Pipeline:
         unchanged whatever the context."""
         if context is _CONFIG:
             context = self.config.index_context
-        records = _records(messages, conversation_id, user, tenant, session_time, context)
+        records = remembered_records(messages, conversation_id, user, tenant, session_time, context)
         return self._store().add(records)
 
     def remember_many(
@@ -488,7 +488,9 @@ class Pipeline:
                 msg = f"conversation_id={conversation_id!r} is given twice: give each once"
                 raise ConfigError.single(msg, yaml_path=f"conversations[{n}]")
             seen.add(conversation_id)
-            built.append(_records(messages, conversation_id, user, tenant, session_time, context))
+            built.append(
+                remembered_records(messages, conversation_id, user, tenant, session_time, context)
+            )
         if not any(built):
             return tuple(StoreWrite() for _ in built)
         write = self._store().add([r for records in built for r in records])
@@ -557,32 +559,6 @@ def _leading_user(aim: Aim | None, context: StrategyContext) -> Aim:
 
 def _scope(conversation_id: str | None, user: str | None, tenant: str | None) -> Scope:
     return Scope(conversation_id=conversation_id, user=user, tenant=tenant)
-
-
-def _records(
-    messages: Iterable[Message],
-    conversation_id: object,
-    user: str | None,
-    tenant: str | None,
-    session_time: object,
-    context: object,
-) -> tuple[StoredMessage, ...]:
-    """The records `Pipeline.remember` stores for these arguments,
-    which it checks first."""
-    if not isinstance(conversation_id, str):
-        msg = f"conversation_id={conversation_id!r} must be a non-empty string"
-        raise ConfigError.single(msg, yaml_path="conversation_id")
-    if context is not None and not isinstance(context, IndexContext):
-        msg = f"context={context!r} must be an IndexContext or None"
-        raise ConfigError.single(msg, yaml_path="context")
-    if session_time is not None:
-        if not isinstance(session_time, (date, datetime)):
-            msg = f"session_time={session_time!r} must be a date, a datetime or None"
-            raise ConfigError.single(msg, yaml_path="session_time")
-        context = attrs.evolve(context or IndexContext(before=0), time=session_time)
-    scope = _scope(conversation_id, user, tenant)
-    conversation = as_conversation(messages)
-    return build_records(conversation, scope=scope, context=context)
 
 
 def load_pipeline(

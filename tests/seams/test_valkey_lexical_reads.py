@@ -14,7 +14,7 @@ import pytest
 from memrules import Message, Text
 from memrules._core.seam_records import build_records
 from memrules.seams import Embedder, Scope
-from memrules.seams import valkey as valkey_module
+from memrules.seams import _valkey_backend as valkey_module
 from memrules.seams._fusion import reciprocal_rank_fusion
 from memrules.seams.valkey import valkey_store
 from tests.support.valkey_search import SearchServer, key_prefix, needs_valkey_search
