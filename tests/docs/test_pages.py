@@ -27,7 +27,7 @@ def test_the_readme_is_short_and_has_the_set_up_the_main_job_and_the_tests() -> 
     # The suite's duration on two idle cores: .ci/run's clean-clone runs
     # (12 min 31 s in the last, 18 min 53 s on a slower machine).
     assert "11 to 19 minutes on two idle cores" in README
-    assert "Twenty slow tests are left out by default" in README  # pytest --co -m slow
+    assert "Twenty-two slow tests are left out by default" in README  # pytest --co -m slow
     assert ".venv/bin/python -m pytest -q -m slow" in README
     for link in re.findall(r"\]\(((?:docs/)[^)#]+)", README):
         assert (ROOT / link).is_file(), link
