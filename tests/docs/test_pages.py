@@ -24,9 +24,9 @@ def test_the_readme_is_short_and_has_the_set_up_the_main_job_and_the_tests() -> 
     assert "python3 -m venv .venv && .venv/bin/pip install -e '.[test]'" in README
     assert ".venv/bin/memrules compact --config configs/tiny_budget.yaml" in README
     assert ".venv/bin/python -m pytest -q" in README
-    # The suite's duration on two idle cores: .ci/run's clean-clone runs
-    # (12 min 31 s in the last, 18 min 53 s on a slower machine).
-    assert "11 to 19 minutes on two idle cores" in README
+    # The suite's duration on two idle cores: .ci/run's clean-clone run
+    # (7 min 31 s in the last, one pytest-xdist worker a core).
+    assert "about 8 minutes on two idle cores" in README
     assert "Twenty-two slow tests are left out by default" in README  # pytest --co -m slow
     assert ".venv/bin/python -m pytest -q -m slow" in README
     for link in re.findall(r"\]\(((?:docs/)[^)#]+)", README):
