@@ -306,9 +306,10 @@ class Pipeline:
             aim=aim,
         )
         result = with_estimates(result, self.counter, context.measure, conversation)
+        # A refused request is not sent: the measure keeps the last one that was.
+        settle(result.report, mode)
         if memo is not None:
             memo.sent(result.sent)
-        settle(result.report, mode)
         return result
 
     def previous(self, messages: Iterable[Message], memo: Measure | None) -> SentRequest | None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from benchmarks.harness.histories import agent_history, request_points
-from memrules import load_pipeline
+from memrules import OpenAIRule, OverBudgetError, load_pipeline, message
 from memrules._core.budget import Budget
 from memrules._core.report import CompressionResult
 
@@ -106,3 +108,17 @@ def test_apply_async_carries_as_apply_does() -> None:
 
     results = asyncio.run(loop())
     assert [r.messages for r in results] == [r.messages for r in _loop(hand_previous=True)]
+
+
+def test_a_refused_request_is_not_the_measures_previous() -> None:
+    """``over_budget="raise"`` refuses the request: nothing is sent, so the
+    next request's prefix is carried from the last one that was."""
+    pipeline = load_pipeline("{max_messages: 3, strategies: []}")
+    memo = pipeline.measure()
+    history = [message("user", "one"), message("assistant", "two")]
+    sent = pipeline.apply(history, memo=memo, cache=OpenAIRule()).sent
+    assert memo.previous(tuple(history)) is sent
+    history += [message("user", "three"), message("assistant", "four")]
+    with pytest.raises(OverBudgetError):
+        pipeline.apply(history, memo=memo, cache=OpenAIRule(), over_budget="raise")
+    assert memo.previous(tuple(history)) is sent
