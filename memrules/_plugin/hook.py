@@ -175,7 +175,8 @@ class Hook:
             while True:
                 loaded = graphs.adopt(seen.state)
                 result = run(self._step(request, retrieval, when, loaded, memo, notify=notify))
-                settle(result.report, self.over_budget)
+                if self.over_budget == "raise":
+                    settle(result.report, "raise")  # refused before anything is written
                 sent = hold(result.sent, memo.previous)
                 new = with_carry(commit(loaded, result)(loaded), sent)
                 done, seen = states.swap(conversation_id, seen, new)
@@ -186,6 +187,7 @@ class Hook:
             memo.contended = contended
             memo.previous = sent
             self.last = result
+        settle(result.report, self.over_budget)  # once, for the run that was written
         return result
 
     def _step(

@@ -10,6 +10,7 @@ extra), as in ``test_state_valkey.py``; the counts are the store's
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,5 +141,27 @@ def test_two_plugins_on_one_store_decide_as_one_plugin(url: str) -> None:
     assert len(runs) == requests + 1  # one step ran twice: the lost race
     assert replicas[0].record("c") == replicas[1].record("c")
     assert replicas[0].record("c").version == len(costs)
+    for plugin in replicas:
+        plugin.close()
+
+
+def test_a_lost_race_warns_of_an_over_budget_request_once(url: str) -> None:
+    """The step of a request that lost the compare-and-set runs again, but
+    the request is settled once: one `OverBudgetWarning` a request, for the
+    run that was written."""
+    from memrules import OverBudgetWarning
+
+    runs: list[int] = []
+    tight = attrs.evolve(config(url, runs=runs), max_tokens=60, over_budget="warn")
+    replicas = [MemoryPlugin(attrs.evolve(tight)), MemoryPlugin(tight)]
+    said = history(8)
+    sizes = range(2, len(said) + 1, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k, n in enumerate(sizes):
+            replicas[k % 2].handle(Request(messages=tuple(said[:n]), conversation_id="c"))
+    requests = len(sizes)
+    assert len(runs) > requests  # a race was lost: a step ran twice
+    assert len([w for w in caught if w.category is OverBudgetWarning]) == requests
     for plugin in replicas:
         plugin.close()
