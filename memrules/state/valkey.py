@@ -449,6 +449,12 @@ class ValkeyStateStore:
                 )
                 raise _UnconfirmedError(msg) from None
             reply = [1]
+        if reply and int(reply[0]) == 0 and len(reply) > 1 and bytes(reply[1]) == new_stamp:
+            # The client re-sent the write after a dropped connection (a
+            # cluster client does, and so may a client the caller passed):
+            # the first send was made, the second found its stamp. It is
+            # this write, not another process's, and it counts once.
+            reply = [1]
         if reply and int(reply[0]) == 1:
             self._remember(key, new_stamp, written)
             return True, new_stamp, written
