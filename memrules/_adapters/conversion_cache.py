@@ -190,29 +190,31 @@ class ConversionCache:
         after the same messages, so it is taken whatever it is."""
         self._check(provider)
         last: _Last[S] = self._last
-        known = _in_place(items, last.raws, last.length)
+        known, grown = self._prefix(items, last)
         if known == len(items) == last.length:
             return last.messages  # the same messages again
-        keep = _copy if self.edits_in_place else _itself
-        raws: list[Any] = []
         messages: list[Message] = []
         states: list[S] = []
         state = last.states[known - 1] if known else start
         table = self._table
-        for index in range(known, len(items)):
-            raw = items[index]
-            key = fingerprint(raw) if context_free(raw) else None
-            message = None if key is None else table.get(key)
-            if message is None:
-                message, state = read(raw, index, state)
-                if key is not None and self.size:
-                    self._keep(key, message)
-            raws.append(keep(raw))
-            messages.append(message)
-            states.append(state)
+        try:
+            for index in range(known, len(items)):
+                raw = items[index]
+                key = fingerprint(raw) if context_free(raw) else None
+                message = None if key is None else table.get(key)
+                if message is None:
+                    message, state = read(raw, index, state)
+                    if key is not None and self.size:
+                        self._keep(key, message)
+                messages.append(message)
+                states.append(state)
+        except BaseException:
+            if grown:
+                self._drop(last)
+            raise
         kept = last.messages if known == last.length else last.messages[:known]
         out = kept + tuple(messages)
-        self._remember(last, known, out, raws, states)
+        self._remember(last, known, out, self._kept(items, known, grown), states, grown)
         return out
 
     def convert_grouped(
@@ -232,34 +234,37 @@ class ConversionCache:
         depends on the items before it."""
         self._check(provider)
         last: _Last[S] = self._last
-        known = _in_place(items, last.raws, last.length)
-        keep = _copy if self.edits_in_place else _itself
-        raws: list[Any] = []
+        known, grown = self._prefix(items, last)
         closed: list[Message] = []
         states: list[S] = []
         ends: list[int] = []
         state = last.states[known - 1] if known else start
         prefix = last.ends[known - 1] if known else 0
-        for index in range(known, len(items)):
-            raw = items[index]
-            made, state = step(raw, index, state)
-            closed.extend(made)
-            raws.append(keep(raw))
-            states.append(state)
-            ends.append(prefix + len(closed))
-        kept = last.messages if prefix == len(last.messages) else last.messages[:prefix]
-        messages = kept + tuple(closed) if closed else kept
-        tail_state, tail = last.tail
-        if tail_state is not state:
-            tail = finish(state)
+        try:
+            for index in range(known, len(items)):
+                made, state = step(items[index], index, state)
+                closed.extend(made)
+                states.append(state)
+                ends.append(prefix + len(closed))
+            kept = last.messages if prefix == len(last.messages) else last.messages[:prefix]
+            messages = kept + tuple(closed) if closed else kept
+            tail_state, tail = last.tail
+            if tail_state is not state:
+                tail = finish(state)
+        except BaseException:
+            if grown:
+                self._drop(last)
+            raise
+        raws = self._kept(items, known, grown)
         with self._lock:
-            if known == len(last.raws):
-                last.raws.extend(raws)
+            if grown or known == len(last.raws):
+                if raws is not None:
+                    last.raws[known:] = raws
                 last.states.extend(states)
                 last.ends.extend(ends)
                 raws, states, ends = last.raws, last.states, last.ends
             else:
-                raws = last.raws[:known] + raws
+                raws = last.raws[:known] + (raws or [])
                 states = last.states[:known] + states
                 ends = last.ends[:known] + ends
             self._last = _Last(len(items), raws, messages, states, ends, (state, tail))
@@ -272,25 +277,71 @@ class ConversionCache:
             msg = f"this memo holds {self._provider} messages; use another for {provider}"
             raise ValueError(msg)
 
+    def _prefix(self, items: Sequence[Any], last: _Last[S]) -> tuple[int, bool]:
+        """How many leading ``items`` equal the last request's messages, and
+        whether the items past them were appended to ``last.raws`` to
+        compare the list whole. A list that grew is compared with one
+        C-level comparison and no copy of it (a slice of a long history is
+        the larger part of a turn that adds one message); that needs the
+        same length, so the new items go on the end of the remembered list
+        first, when nothing else has appended to it, and come off again if
+        an earlier one differs. The caller then owns that tail: it goes
+        through `_remember` (or `_drop` if converting fails)."""
+        length = last.length
+        raws = last.raws
+        if length and type(items) is list and len(items) > length:
+            with self._lock:
+                grown = len(raws) == length
+                if grown:
+                    raws.extend(items[length:])
+            if grown:
+                try:
+                    if items == raws:
+                        return length, True
+                    differs = map(operator.ne, items, raws)
+                    found = next(itertools.compress(itertools.count(), differs), length)
+                except BaseException:
+                    self._drop(last)
+                    raise
+                self._drop(last)
+                return min(found, length), False
+        return _in_place(items, raws, length), False
+
+    def _kept(self, items: Sequence[Any], known: int, grown: bool) -> list[Any] | None:
+        """How the memo keeps ``items`` from ``known`` on: copies when the
+        caller may edit them in place, else the objects themselves (None when
+        they are already on the end of the remembered list)."""
+        if self.edits_in_place:
+            return [_copy(raw) for raw in items[known:]]
+        return None if grown else list(items[known:])
+
+    def _drop(self, last: _Last[S]) -> None:
+        """Take off ``last.raws`` what `_prefix` appended past ``last.length``."""
+        with self._lock:
+            del last.raws[last.length :]
+
     def _remember(
         self,
         last: _Last[S],
         known: int,
         out: tuple[Message, ...],
-        raws: list[Any],
+        raws: list[Any] | None,
         states: list[S],
+        grown: bool,
     ) -> None:
         """Make ``out`` the last request: ``last``'s first ``known``
         messages and the new ones, appended in place when nothing has been
-        appended past ``known`` since."""
+        appended past ``known`` since (or ``grown``: `_prefix` appended the
+        new items already; ``raws``, if any, replace them)."""
         with self._lock:
-            if known == len(last.raws):
-                last.raws.extend(raws)
+            if grown or known == len(last.raws):
+                if raws is not None:
+                    last.raws[known:] = raws
                 last.states.extend(states)
                 self._last = _Last(len(out), last.raws, out, last.states)
             else:
                 self._last = _Last(
-                    len(out), last.raws[:known] + raws, out, last.states[:known] + states
+                    len(out), last.raws[:known] + (raws or []), out, last.states[:known] + states
                 )
 
     def _keep(self, key: Any, message: Message) -> None:
@@ -303,10 +354,6 @@ class ConversionCache:
 
     def __repr__(self) -> str:
         return f"ConversionCache(size={self.size!r}, edits_in_place={self.edits_in_place!r})"
-
-
-def _itself(value: Any) -> Any:
-    return value
 
 
 def _in_place(items: Sequence[Any], raws: list[Any], length: int) -> int:
