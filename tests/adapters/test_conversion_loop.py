@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrules import ConversionCache, from_anthropic, from_openai
+from memrules import ConversionCache, MessageFormatError, from_anthropic, from_openai
 from memrules._adapters import openai as openai_adapter
 from tests.support.adapter_json import openai_messages
 
@@ -94,6 +94,45 @@ def test_replacing_inserting_and_truncating_are_seen_without_in_place_edits() ->
     assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
     reparsed = json.loads(json.dumps(log))  # new objects, equal
     assert from_openai(reparsed, memo=cache) == from_openai(copy.deepcopy(log))
+
+
+def test_a_grown_list_sees_each_kind_of_edit_by_default() -> None:
+    """Every turn appends a message, and one earlier message changed the way
+    a caller changes it: the list is compared whole with the new items on
+    the end of the remembered one, which must still see the change."""
+    parts = {"role": "user", "content": [{"type": "text", "text": "a"}]}
+    log: list[Any] = [*_turns(6), parts]
+    repeated = log[3]
+    log.append(repeated)  # the very same dict at two indices
+    cache = ConversionCache()
+    from_openai(log, memo=cache)
+    edits = [
+        lambda: parts["content"].append({"type": "text", "text": "b"}),  # a nested list
+        lambda: log[3]["tool_calls"][0]["function"].__setitem__("arguments", '{"y": 2}'),
+        lambda: repeated["tool_calls"].append(copy.deepcopy(repeated["tool_calls"][0])),
+        lambda: log.__setitem__(2, {**log[2], "content": "replaced"}),  # a new dict
+        lambda: log.__setitem__(4, copy.deepcopy(log[4])),  # replaced by an equal one
+        lambda: log[0].__setitem__("content", "edited first"),
+    ]
+    for i, edit in enumerate(edits):
+        edit()
+        log.append({"role": "user", "content": f"turn {i}"})
+        assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log)), i
+
+
+def test_same_objects_grown_with_a_replaced_dict_or_a_bad_one() -> None:
+    log = _turns(8)
+    cache = ConversionCache(edits_in_place=False)
+    from_openai(log, memo=cache)
+    log[5] = {**log[5], "content": "replaced"}
+    log.append({"role": "user", "content": "next"})
+    assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+    with pytest.raises(MessageFormatError, match=r"messages\[18\]\.role"):
+        from_openai([*log, {"role": "robot"}], memo=cache)
+    last = cache._last  # the failed request left the remembered list as it was
+    assert len(last.raws) == last.length == len(log)
+    log.append({"role": "user", "content": "after"})
+    assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
 
 
 OPS = ("grow", "grow", "replace", "insert", "truncate", "rotate", "reparse", "same")
