@@ -4,6 +4,7 @@
     python benchmarks/conversion_loop.py --turns 3000 --rounds 5
     python benchmarks/conversion_loop.py --variants exact  # one variant only
     python benchmarks/conversion_loop.py --clock cpu       # this process's CPU time
+    python benchmarks/conversion_loop.py --apply           # and pipeline.apply every turn
 
 The loop: a coding agent's history
 (:func:`benchmarks.harness.histories.agent_history`: tool rounds, long file
@@ -22,6 +23,12 @@ Variants of the cache:
 - **same objects** (``ConversionCache(edits_in_place=False)``): a dict the
   cache has seen is taken while it is the very same object (the caller
   replaces a dict to change it), so a turn pays for its new dicts only.
+
+``--apply`` adds what a caller does next: ``pipeline.apply`` of the
+converted messages every turn (``trim_to_budget`` at ``--budget`` tokens, the
+pipeline of ``benchmarks/speed_loop.py``), against that script's floor
+(count each dict once as it arrives, keep running sums, bisect for the cut,
+slice the window).
 
 Each round times the floor and each variant over the whole loop, the order
 rotating between rounds; printed: the median of each, and the median and
@@ -47,8 +54,10 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.harness.histories import agent_history
+from benchmarks.harness.histories import History, agent_history
+from benchmarks.harness.measure import _floor_loop, _pipeline
 from memrules import ConversionCache, from_openai
+from memrules._counting.tokens import load_encoding
 
 VARIANTS: dict[str, Callable[[], ConversionCache]] = {
     "exact": ConversionCache,
@@ -80,6 +89,19 @@ def loop(raws: Sequence[Any], make: Callable[[], ConversionCache]) -> float:
     return time.perf_counter() - begin
 
 
+def loop_apply(history: History, budget: int, make: Callable[[], ConversionCache]) -> float:
+    """The whole list converted every turn and the pipeline applied to it."""
+    pipeline = _pipeline(budget, load_encoding("o200k_base"))
+    cache = make()
+    log: list[Any] = []
+    gc.collect()
+    begin = time.perf_counter()
+    for raw in history.openai:
+        log.append(raw)
+        pipeline.apply(from_openai(log, memo=cache))
+    return time.perf_counter() - begin
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
@@ -91,17 +113,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--apply", action="store_true", help="pipeline.apply every turn too")
+    parser.add_argument("--budget", type=int, default=100_000)
     args = parser.parse_args(argv)
     if args.clock == "cpu":
         time.perf_counter = time.process_time  # every side times with perf_counter
-    raws = agent_history(args.turns, seed=0).openai
+    history = agent_history(args.turns, seed=0)
+    raws = history.openai
     assert from_openai(list(raws), memo=ConversionCache()) == from_openai(list(raws))
     print(
-        f"{args.turns:,} turns, {args.rounds} paired rounds, {args.clock} clock; {load()}",
+        f"{args.turns:,} turns, {args.rounds} paired rounds, {args.clock} clock"
+        f"{', with apply' if args.apply else ''}; {load()}",
         flush=True,
     )
-    sides: list[tuple[str, Callable[[], float]]] = [("floor", lambda: floor(raws))]
-    sides += [(v, lambda v=v: loop(raws, VARIANTS[v])) for v in args.variants]
+    sides: list[tuple[str, Callable[[], float]]]
+    if args.apply:
+        encoding = load_encoding("o200k_base")
+        sides = [("floor", lambda: _floor_loop(history, args.budget, encoding))]
+        sides += [
+            (v, lambda v=v: loop_apply(history, args.budget, VARIANTS[v])) for v in args.variants
+        ]
+    else:
+        sides = [("floor", lambda: floor(raws))]
+        sides += [(v, lambda v=v: loop(raws, VARIANTS[v])) for v in args.variants]
     times: dict[str, list[float]] = {name: [] for name, _ in sides}
     for r in range(args.rounds):
         shift = r % len(sides)
@@ -109,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             times[name].append(run())
     print("| side | loop (median) | ratio to the floor (median) | range |")
     print("|---|---:|---:|---:|")
-    print(f"| floor: each dict converted once | {statistics.median(times['floor']):.3f} s | 1x | |")
+    what = "each dict counted once" if args.apply else "each dict converted once"
+    print(f"| floor: {what} | {statistics.median(times['floor']):.3f} s | 1x | |")
     for name in args.variants:
         ratios = [t / f for t, f in zip(times[name], times["floor"], strict=True)]
         print(
