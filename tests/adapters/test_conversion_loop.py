@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -133,6 +135,43 @@ def test_same_objects_grown_with_a_replaced_dict_or_a_bad_one() -> None:
     assert len(last.raws) == last.length == len(log)
     log.append({"role": "user", "content": "after"})
     assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+
+
+@pytest.mark.parametrize("edits_in_place", [True, False])
+def test_threads_sharing_a_cache_get_what_converting_afresh_gives(edits_in_place: bool) -> None:
+    """Threads hand prefixes of their own histories (equal but for a few tool
+    results), growing and shrinking, to one cache, switching as often as the
+    interpreter lets them: whoever appends to the remembered list, every
+    answer is the prefix converted afresh."""
+    histories = []
+    for seed in range(4):
+        history = _turns(40)
+        for k in range(seed + 2, len(history), 6):
+            history[k] = {**history[k], "content": f"thread {seed}"}
+        histories.append(history)
+    expected = [from_openai(copy.deepcopy(history)) for history in histories]
+    wrong: list[int] = []
+
+    def run(seed: int, cache: ConversionCache) -> None:
+        history = histories[seed]
+        for step in range(60):
+            size = 1 + (seed * 31 + step * 17) % len(history) if step % 3 else len(history)
+            if from_openai(history[:size], memo=cache) != expected[seed][:size]:
+                wrong.append(size)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(10):
+            cache = ConversionCache(edits_in_place=edits_in_place)
+            threads = [threading.Thread(target=run, args=(seed, cache)) for seed in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert wrong == []
 
 
 OPS = ("grow", "grow", "replace", "insert", "truncate", "rotate", "reparse", "same")
