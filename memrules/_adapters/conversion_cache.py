@@ -158,7 +158,7 @@ class ConversionCache:
     all seen, as with the frameworks' message objects.
     """
 
-    __slots__ = ("_last", "_lock", "_provider", "_table", "edits_in_place", "size")
+    __slots__ = ("_head", "_last", "_lock", "_provider", "_table", "edits_in_place", "size")
 
     def __init__(self, size: int = DEFAULT_MEMO_SIZE, *, edits_in_place: bool = True) -> None:
         if not is_whole(size, 0):
@@ -173,6 +173,22 @@ class ConversionCache:
         self._last: _Last[Any] = _Last(0, [], (), [])
         self._table: BoundedTable[Any, Message] = BoundedTable(size)  # first in, first out
         self._lock = threading.Lock()
+        self._head: tuple[Any, Message] | None = None  # a value outside the list, read last
+
+    def read_outside(self, value: Any, read: Callable[[Any], Message]) -> Message:
+        """``read(value)`` for a value that stands outside the message list
+        (Anthropic's ``system``), or what it made last time when ``value``
+        has the same fingerprint as that one: a long system prompt is then
+        not read again every request. A value that is not plain JSON is read
+        every time."""
+        key = fingerprint(value)
+        kept = self._head
+        if key is not None and kept is not None and kept[0] == key:
+            return kept[1]
+        message = read(value)
+        if key is not None:
+            self._head = (key, message)
+        return message
 
     def convert(
         self,

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memrules import ConversionCache, MessageFormatError, from_anthropic, from_openai
+from memrules._adapters import anthropic as anthropic_adapter
 from memrules._adapters import openai as openai_adapter
 from tests.support.adapter_json import openai_messages
 
@@ -172,6 +173,41 @@ def test_threads_sharing_a_cache_get_what_converting_afresh_gives(edits_in_place
     finally:
         sys.setswitchinterval(interval)
     assert wrong == []
+
+
+def test_anthropics_system_prompt_is_read_again_only_when_it_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[Any] = []
+    real = anthropic_adapter._read_system
+
+    def counting(system: Any) -> Any:
+        reads.append(copy.deepcopy(system))
+        return real(system)
+
+    blocks: list[Any] = [{"type": "text", "text": "Be terse."}]
+    log: list[Any] = [{"role": "user", "content": "hi"}]
+    cache = ConversionCache()
+
+    def turn(system: Any) -> None:
+        log.append({"role": "assistant" if len(log) % 2 else "user", "content": "ok"})
+        expected = from_anthropic(copy.deepcopy(log), system=copy.deepcopy(system))
+        monkeypatch.setattr(anthropic_adapter, "_read_system", counting)
+        try:
+            assert from_anthropic(log, system=system, memo=cache) == expected
+        finally:
+            monkeypatch.setattr(anthropic_adapter, "_read_system", real)
+
+    for system in ("Be terse.", "Be terse.", blocks, blocks, "Be brief.", "Be brief."):
+        turn(system)
+    assert reads == ["Be terse.", blocks, "Be brief."]
+    blocks[0]["text"] = "Be terser."  # edited in place: seen
+    turn(blocks)
+    blocks.append({"type": "text", "text": "Be kind."})
+    turn(blocks)
+    turn(blocks)
+    assert len(reads) == 5
+    assert reads[-1] == blocks
 
 
 OPS = ("grow", "grow", "replace", "insert", "truncate", "rotate", "reparse", "same")
