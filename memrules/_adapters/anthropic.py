@@ -156,7 +156,7 @@ def from_anthropic(
 
     ``memo``, one conversation's `ConversionCache`,
     makes a request pay only for the messages that conversation has not
-    sent before (the system prompt is read every time).
+    sent before (and reads the system prompt again only when it changed).
     """
     items: Any = messages
     if isinstance(messages, Mapping):
@@ -173,9 +173,13 @@ def from_anthropic(
                 fail("given both in the request and as system=; pass one", None, "system")
             system = in_request
     items = array(items, None, "messages", "messages")
-    head = () if system is None else (_read_system(system),)
+    if system is None:
+        head: tuple[Message, ...] = ()
+    else:
+        head = (_read_system(system) if memo is None else memo.read_outside(system, _read_system),)
     if memo is not None:
-        return (*head, *memo.convert(_PROVIDER, items, _read_one, None))
+        converted = memo.convert(_PROVIDER, items, _read_one, None)
+        return head + converted if head else converted  # one copy of the history at most
     return (*head, *(_read_message(raw, index) for index, raw in enumerate(items)))
 
 

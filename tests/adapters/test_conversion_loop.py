@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
+import threading
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrules import ConversionCache, from_anthropic, from_openai
+from memrules import ConversionCache, MessageFormatError, from_anthropic, from_openai
+from memrules._adapters import anthropic as anthropic_adapter
 from memrules._adapters import openai as openai_adapter
 from tests.support.adapter_json import openai_messages
 
@@ -94,6 +97,117 @@ def test_replacing_inserting_and_truncating_are_seen_without_in_place_edits() ->
     assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
     reparsed = json.loads(json.dumps(log))  # new objects, equal
     assert from_openai(reparsed, memo=cache) == from_openai(copy.deepcopy(log))
+
+
+def test_a_grown_list_sees_each_kind_of_edit_by_default() -> None:
+    """Every turn appends a message, and one earlier message changed the way
+    a caller changes it: the list is compared whole with the new items on
+    the end of the remembered one, which must still see the change."""
+    parts = {"role": "user", "content": [{"type": "text", "text": "a"}]}
+    log: list[Any] = [*_turns(6), parts]
+    repeated = log[3]
+    log.append(repeated)  # the very same dict at two indices
+    cache = ConversionCache()
+    from_openai(log, memo=cache)
+    edits = [
+        lambda: parts["content"].append({"type": "text", "text": "b"}),  # a nested list
+        lambda: log[3]["tool_calls"][0]["function"].__setitem__("arguments", '{"y": 2}'),
+        lambda: repeated["tool_calls"].append(copy.deepcopy(repeated["tool_calls"][0])),
+        lambda: log.__setitem__(2, {**log[2], "content": "replaced"}),  # a new dict
+        lambda: log.__setitem__(4, copy.deepcopy(log[4])),  # replaced by an equal one
+        lambda: log[0].__setitem__("content", "edited first"),
+    ]
+    for i, edit in enumerate(edits):
+        edit()
+        log.append({"role": "user", "content": f"turn {i}"})
+        assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log)), i
+
+
+def test_same_objects_grown_with_a_replaced_dict_or_a_bad_one() -> None:
+    log = _turns(8)
+    cache = ConversionCache(edits_in_place=False)
+    from_openai(log, memo=cache)
+    log[5] = {**log[5], "content": "replaced"}
+    log.append({"role": "user", "content": "next"})
+    assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+    with pytest.raises(MessageFormatError, match=r"messages\[18\]\.role"):
+        from_openai([*log, {"role": "robot"}], memo=cache)
+    last = cache._last  # the failed request left the remembered list as it was
+    assert len(last.raws) == last.length == len(log)
+    log.append({"role": "user", "content": "after"})
+    assert from_openai(log, memo=cache) == from_openai(copy.deepcopy(log))
+
+
+@pytest.mark.parametrize("edits_in_place", [True, False])
+def test_threads_sharing_a_cache_get_what_converting_afresh_gives(edits_in_place: bool) -> None:
+    """Threads hand prefixes of their own histories (equal but for a few tool
+    results), growing and shrinking, to one cache, switching as often as the
+    interpreter lets them: whoever appends to the remembered list, every
+    answer is the prefix converted afresh."""
+    histories = []
+    for seed in range(4):
+        history = _turns(40)
+        for k in range(seed + 2, len(history), 6):
+            history[k] = {**history[k], "content": f"thread {seed}"}
+        histories.append(history)
+    expected = [from_openai(copy.deepcopy(history)) for history in histories]
+    wrong: list[int] = []
+
+    def run(seed: int, cache: ConversionCache) -> None:
+        history = histories[seed]
+        for step in range(60):
+            size = 1 + (seed * 31 + step * 17) % len(history) if step % 3 else len(history)
+            if from_openai(history[:size], memo=cache) != expected[seed][:size]:
+                wrong.append(size)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(10):
+            cache = ConversionCache(edits_in_place=edits_in_place)
+            threads = [threading.Thread(target=run, args=(seed, cache)) for seed in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert wrong == []
+
+
+def test_anthropics_system_prompt_is_read_again_only_when_it_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[Any] = []
+    real = anthropic_adapter._read_system
+
+    def counting(system: Any) -> Any:
+        reads.append(copy.deepcopy(system))
+        return real(system)
+
+    blocks: list[Any] = [{"type": "text", "text": "Be terse."}]
+    log: list[Any] = [{"role": "user", "content": "hi"}]
+    cache = ConversionCache()
+
+    def turn(system: Any) -> None:
+        log.append({"role": "assistant" if len(log) % 2 else "user", "content": "ok"})
+        expected = from_anthropic(copy.deepcopy(log), system=copy.deepcopy(system))
+        monkeypatch.setattr(anthropic_adapter, "_read_system", counting)
+        try:
+            assert from_anthropic(log, system=system, memo=cache) == expected
+        finally:
+            monkeypatch.setattr(anthropic_adapter, "_read_system", real)
+
+    for system in ("Be terse.", "Be terse.", blocks, blocks, "Be brief.", "Be brief."):
+        turn(system)
+    assert reads == ["Be terse.", blocks, "Be brief."]
+    blocks[0]["text"] = "Be terser."  # edited in place: seen
+    turn(blocks)
+    blocks.append({"type": "text", "text": "Be kind."})
+    turn(blocks)
+    turn(blocks)
+    assert len(reads) == 5
+    assert reads[-1] == blocks
 
 
 OPS = ("grow", "grow", "replace", "insert", "truncate", "rotate", "reparse", "same")
