@@ -10,6 +10,7 @@ import attrs
 
 from memrules._core.messages import Conversation
 from memrules._engine.contract import Strategy, StrategyContext
+from memrules._engine.incremental import run_strategy
 from memrules.testing._checks import render, strategy_output
 
 __all__ = ["check_warm_equals_cold"]
@@ -51,8 +52,11 @@ def check_warm_equals_cold(
     that rebuilds its messages on every request). Each request goes to one
     context made by ``context()`` (warm: its measure has seen the earlier
     requests, as a pipeline's measure has) after the step the interpreter
-    takes first (measuring the request), and to a new ``context()`` (cold).
-    The two outputs, and the notes of an `Outcome`, must be equal.
+    takes first (measuring the request), as the interpreter calls a
+    strategy (a strategy's ``incremental`` companion, when it declares one,
+    advanced from the state it made of the earlier requests), and to a new
+    ``context()`` (cold: the strategy called). The two outputs, and the
+    notes of an `Outcome`, must be equal.
     ``context`` makes a context with everything the strategy needs (its
     budget, its seams); each call must make an equal one.
 
@@ -70,7 +74,7 @@ def check_warm_equals_cold(
     warm_context = context()
     for k, request in enumerate(_requests(conversation, requests)):
         warm_context.measure.track(request)
-        warm, warm_note = strategy_output(strategy(request, warm_context), name)
+        warm, warm_note = strategy_output(run_strategy(strategy, request, warm_context), name)
         cold, cold_note = strategy_output(make()(request, context()), name)
         if warm != cold or warm_note != cold_note:
             msg = (
