@@ -8,8 +8,9 @@ strategy that raises, returns something that is not a conversation, or
 breaks an invariant has its output discarded and the error recorded; the
 pipeline goes on. Every strategy is called through `run_strategy`, which
 advances a strategy's declared incremental companion from what it made of
-the conversation's last request (see `memrules._engine.incremental`). Observers (`memrules._engine.observe`) are called around
-the run and each strategy run; without any, the interpreter pays nothing.
+the conversation's last request (see `memrules._engine.incremental`).
+Observers (`memrules._engine.observe`) are called around the run and each
+strategy run; without any, the interpreter pays nothing.
 """
 
 from __future__ import annotations

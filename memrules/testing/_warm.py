@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import attrs
 
-from memrules._core.messages import Conversation
+from memrules._core.messages import Conversation, Message, Text
 from memrules._engine.contract import Strategy, StrategyContext
 from memrules._engine.incremental import run_strategy
 from memrules.testing._checks import render, strategy_output
@@ -18,12 +18,25 @@ __all__ = ["check_warm_equals_cold"]
 
 def _requests(conversation: Conversation, requests: int) -> list[Conversation]:
     """Growing prefixes of ``conversation`` (the last is all of it), then all
-    of it again with every message a new, equal object."""
+    of it with one message in ten edited in place (as an earlier strategy
+    rewrites a few), then all of it again with every message a new, equal
+    object."""
     n = len(conversation)
     ends = sorted({max(1, n * k // requests) for k in range(1, requests + 1)} | {n})
     grown = [conversation[:end] for end in ends if end <= n]
+    edited = list(conversation)
+    for i in range(1, n, _EDITED):
+        edited[i] = _edit(conversation[i])
     rebuilt = tuple(attrs.evolve(m) for m in conversation)
-    return [*grown, rebuilt]
+    return [*grown, tuple(edited), rebuilt]
+
+
+_EDITED = 10
+
+
+def _edit(m: Message) -> Message:
+    """``m`` with a text part more."""
+    return m.evolve(parts=(*m.parts, Text(text=" [edited]")))
 
 
 def _copier(strategy: Strategy) -> Callable[[], Strategy]:
@@ -48,8 +61,10 @@ def check_warm_equals_cold(
 
     The conversation arrives as an agent loop sends it: ``requests``
     growing prefixes of ``conversation`` (the last is the whole of it), then
-    the whole of it again with every message a new, equal object (a caller
-    that rebuilds its messages on every request). Each request goes to one
+    the whole of it with one message in ten edited in place (a text part
+    more: what a strategy before this one does when it rewrites a few),
+    then the whole of it again with every message a new, equal object (a
+    caller that rebuilds its messages on every request). Each request goes to one
     context made by ``context()`` (warm: its measure has seen the earlier
     requests, as a pipeline's measure has) after the step the interpreter
     takes first (measuring the request), as the interpreter calls a
