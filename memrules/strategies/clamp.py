@@ -22,7 +22,7 @@ from memrules._counting.measure import Track
 from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import Strategy, StrategyContext
 from memrules._engine.incremental import facts, memo
-from memrules.strategies._keep import error_check, first_kept, recent_start
+from memrules.strategies._keep import ErrorCheck, error_check, first_kept, recent_start
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
 
@@ -123,11 +123,16 @@ class _IsError:
     ``pattern`` finds."""
 
     pattern: str | None
+    _check: ErrorCheck = attrs.field(init=False, eq=False, repr=False)
+
+    @_check.default
+    def _compiled(self) -> ErrorCheck:
+        return error_check(self.pattern)
 
     def __call__(self, message: Message) -> bool:
         if message.role in ("system", "assistant"):
             return False
-        check = error_check(self.pattern)
+        check = self._check
         for p in message.parts:
             if isinstance(p, ToolResult):
                 if p.is_error or check(part_text(p)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+from collections.abc import Callable
 
 import attrs
 
@@ -18,6 +19,7 @@ from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolR
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
 from memrules._engine.incremental import NEW, Change, Incremental, facts, memo
 from memrules.strategies._keep import (
+    ErrorCheck,
     cleared_stub,
     error_check,
     first_kept,
@@ -69,12 +71,21 @@ class _ErrorIds:
     ``is_error``, or text the error check with ``pattern`` finds)."""
 
     pattern: str | None
+    _check: ErrorCheck = attrs.field(init=False, eq=False, repr=False)
+
+    @_check.default
+    def _compiled(self) -> ErrorCheck:
+        return error_check(self.pattern)
 
     def __call__(self, message: Message) -> tuple[str, ...]:
         if not message.result_ids:
             return ()
-        check = error_check(self.pattern)
+        check = self._check
         return tuple(p.call_id for p in message.parts if holds_error(p, check))
+
+
+def _no_errors(message: Message) -> tuple[str, ...]:
+    return ()
 
 
 @attrs.frozen(slots=True, cache_hash=True, repr=False)
@@ -110,18 +121,17 @@ class _ClearToolResults:
 
     def same(self, now: Message, was: Message) -> bool:
         """Whether ``now`` holds the results, calls and errors ``was`` held."""
-        return (
-            now.result_ids == was.result_ids
-            and now.call_ids == was.call_ids
-            and _call_names(now) == _call_names(was)
-            and self._errors(now) == self._errors(was)
-        )
+        if now.result_ids != was.result_ids or now.call_ids != was.call_ids:
+            return False
+        if _call_names(now) != _call_names(was):
+            return False
+        errors = self._errors()
+        return errors(now) == errors(was)
 
-    def _errors(self, message: Message) -> tuple[str, ...]:
-        """The call ids of the message's results that read as errors."""
-        if not self.error_tail_chars:
-            return ()
-        return _ErrorIds(self.error_pattern)(message)
+    def _errors(self) -> Callable[[Message], tuple[str, ...]]:
+        """The call ids of a message's results that read as errors (none
+        without ``error_tail_chars``)."""
+        return _ErrorIds(self.error_pattern) if self.error_tail_chars else _no_errors
 
     def _stub(self, part: ToolResult, tool: str, error: bool, context: StrategyContext) -> str:
         """What ``part`` (a result of ``tool``; the latest error when
@@ -178,6 +188,7 @@ class _ClearToolResults:
             was_kept, was_cut = state.kept, state.cut
         tail = conversation[m:]
         carriers = list(itertools.compress(range(m, n), map(_CARRIES, tail)))
+        errors_of = self._errors()
         # A result is named (and excluded) by its call's last occurrence:
         # all of the new calls first, as the whole-conversation pass.
         for i in carriers:
@@ -195,7 +206,7 @@ class _ClearToolResults:
                     continue
                 rank[cid] = len(ids)
                 ids.append(cid)
-            errors = self._errors(message)
+            errors = errors_of(message)
             if errors:
                 error = errors[-1]
         if state is not None:
