@@ -100,8 +100,10 @@ class Incremental(Protocol[S]):
     The state ``S`` is any value; the interpreter keeps it (never the
     strategy) and hands it back only with the strategy that made it (an
     equal value), the same counter, and a conversation that continues its
-    input. A state must not be changed once returned: a later request, or
-    another thread, may advance the same one again.
+    input. It hands a state to ``advance`` once at most, and forgets it:
+    ``advance`` may change it in place and build the new state on it (a
+    warm request then costs what it adds, not a copy of the history's
+    state), or leave it and make another.
     """
 
     def same(self, now: Message, was: Message) -> bool:
@@ -151,11 +153,14 @@ class _FactsOf:
 @attrs.frozen(slots=True, eq=False)
 class _Kept(Generic[S]):
     """A state the interpreter keeps: the input it was made of, with which
-    counter, and the companion's state."""
+    counter, and the companion's state. ``lease`` holds one item until the
+    state is handed to ``advance`` (``list.pop`` is atomic: one thread
+    takes it), and never again."""
 
     source: Conversation
     counter: object
     state: S
+    lease: list[bool] = attrs.field(factory=lambda: [True])
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -184,12 +189,18 @@ def run_strategy(
         return strategy(conversation, context)
     measure, counter = context.measure, context.counter
     notes = _notes_of(measure, key)
-    kept = [n for n in notes if isinstance(n, _Kept) and n.counter is counter]
+    kept = [n for n in notes if isinstance(n, _Kept) and n.counter is counter and n.lease]
     state = None
     found = _continued(kept, conversation, measure, companion.same)
     if found is not None:
         note, change = found
-        state = companion.advance(note.state, change, conversation, context)
+        try:
+            note.lease.pop()  # the state is the companion's now, to change or build on
+        except IndexError:  # another thread took it first
+            pass
+        else:
+            notes = tuple(n for n in notes if n is not note)
+            state = companion.advance(note.state, change, conversation, context)
     if state is None:
         state = companion.advance(None, NEW, conversation, context)
     if state is None:

@@ -36,7 +36,7 @@ class _ReadState:
     answered read and its stale ones."""
 
     output: Conversation
-    rewritten: frozenset[int]
+    rewritten: set[int]
     survivors: frozenset[int]
     holders: dict[str, int]
     reads: dict[str, tuple[int, str]]
@@ -109,21 +109,24 @@ class _DeduplicateFileReads:
             return None
         n = len(conversation)
         if state is None:
-            m, out, rewritten = 0, list(conversation), set()
+            m, out = 0, list(conversation)
+            rewritten: set[int] = set()
             holders: dict[str, int] = {}
             reads: dict[str, tuple[int, str]] = {}
             newest: dict[str, str] = {}
             older: dict[str, tuple[str, ...]] = {}
             was_surviving: frozenset[int] = frozenset()
         else:
+            # The state is this request's to build on (see `Incremental`):
+            # its tables grow in place, by what is new.
             m = change.start
             out = list(state.output[:m])
             out.extend(conversation[m:])
-            rewritten = set(state.rewritten)
+            rewritten = state.rewritten
             if m < change.was:
-                rewritten = {i for i in rewritten if i < m}
-            holders, reads = dict(state.holders), dict(state.reads)
-            newest, older = dict(state.newest), dict(state.older)
+                rewritten.difference_update([i for i in rewritten if i >= m])
+            holders, reads = state.holders, state.reads
+            newest, older = state.newest, state.older
             was_surviving = state.survivors
         tail = conversation[m:]
         carriers = list(itertools.compress(range(m, n), map(_CARRIES, tail)))
@@ -187,7 +190,7 @@ class _DeduplicateFileReads:
                 rewritten.add(i)
         return _ReadState(
             output=tuple(out) if rewritten else conversation,
-            rewritten=frozenset(rewritten),
+            rewritten=rewritten,
             survivors=survivors,
             holders=holders,
             reads=reads,

@@ -177,15 +177,18 @@ class _ClearToolResults:
             was_kept: frozenset[int] = frozenset()
             was_cut = None
         else:
+            # The state is this request's to build on (see `Incremental`):
+            # its tables grow in place, by what is new.
             m = change.start
-            holders, names = dict(state.holders), dict(state.names)
-            ids, rank, gains = list(state.ids), dict(state.rank), dict(state.gains)
+            holders, names = state.holders, state.names
+            ids, rank, gains = state.ids, state.rank, state.gains
             saved = state.saved
             if m < change.was:
-                gains = {i: gain for i, gain in gains.items() if i < m}
-                saved = sum(gains.values())
+                for i in [i for i in gains if i >= m]:
+                    saved -= gains.pop(i)
             error = was_error = state.error
             was_kept, was_cut = state.kept, state.cut
+        was_older = max(0, len(ids) - self.keep_pairs) if state is not None else 0
         tail = conversation[m:]
         carriers = list(itertools.compress(range(m, n), map(_CARRIES, tail)))
         errors_of = self._errors()
@@ -212,7 +215,6 @@ class _ClearToolResults:
         if state is not None:
             out = list(state.output[:m])
             out.extend(tail)
-        was_older = 0 if state is None else max(0, len(state.ids) - self.keep_pairs)
         older = max(0, len(ids) - self.keep_pairs)
         again = set(change.moved)
         again.update(map(holders.__getitem__, ids[was_older:older]))

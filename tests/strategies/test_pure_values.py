@@ -197,3 +197,33 @@ def test_a_companion_that_forgets_what_moved_fails_the_check() -> None:
         check_warm_equals_cold(
             _ShoutForgetful("?"), conversation, lambda: StrategyContext(counter=COUNTER)
         )
+
+
+def test_a_state_is_handed_to_advance_once_at_most() -> None:
+    """`advance` may build on the state it is handed in place: the
+    interpreter never hands that state again, even when the same request
+    comes twice (a retry) or a shorter one comes between."""
+    handed: list[Conversation] = []  # alive, so that their ids stay theirs
+
+    @attrs.frozen
+    class _Recording(_Shout):
+        def advance(
+            self,
+            state: Conversation | None,
+            change: Change,
+            conversation: Conversation,
+            context: StrategyContext,
+        ) -> Conversation:
+            if state is not None:
+                handed.append(state)
+            return _Shout.advance(self, state, change, conversation, context)
+
+    conversation = tuple(message("user" if i % 2 else "assistant", f"m{i}?") for i in range(20))
+    strategy, context = _Recording("?"), StrategyContext(counter=COUNTER)
+    for end in (10, 10, 6, 14, 14, 20):
+        request = conversation[:end]
+        context.measure.track(request)
+        result = run_strategy(strategy, request, context)
+        assert result == strategy(request, StrategyContext(counter=COUNTER))
+    assert handed
+    assert len(handed) == len({id(state) for state in handed})
