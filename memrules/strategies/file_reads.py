@@ -33,7 +33,8 @@ class _ReadState:
     request, which continues it, takes in only what is new: the output and
     where it differs from the input, the survivors, and the reads: each
     result's message, each read's order and path, each path's newest
-    answered read and its stale ones."""
+    answered read and its stale ones. The next `advance` grows its tables
+    in place (the interpreter hands a state over once)."""
 
     output: Conversation
     rewritten: set[int]

@@ -51,7 +51,8 @@ class _ClearState:
     (survivors and the first few) and where the recent ones began, each
     result's message, each call's tool name, the latest result that reads
     as an error, the results that may be cleared in order and their ranks,
-    what each cleared message saves, and their sum."""
+    what each cleared message saves, and their sum. The next `advance`
+    grows its tables in place (the interpreter hands a state over once)."""
 
     output: Conversation
     kept: frozenset[int]
