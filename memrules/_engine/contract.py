@@ -9,6 +9,11 @@ Strategies never enforce the survivor or tool-pairing invariants themselves:
 the interpreter does that after every strategy (see `memrules._core.invariants`).
 They may rely on reusing the input's message objects for what they keep: the
 interpreter tells kept from new messages by identity.
+
+A strategy is a value that keeps nothing between calls. One whose work per
+message is dear may declare an incremental companion, which the interpreter
+advances by what changed since the conversation's last request (see
+`memrules._engine.incremental`).
 """
 
 from __future__ import annotations
@@ -66,7 +71,9 @@ class StrategyContext:
     )
     """Counts and tool links of the conversations the pipeline has seen
     (the pipeline's own, so that a strategy handed the tuple the interpreter
-    just measured pays nothing more); made for ``counter`` when not given."""
+    just measured pays nothing more), and what the interpreter keeps there
+    for warm requests (companions' states, memos); made for ``counter``
+    when not given."""
 
     def sizes(self, conversation: Conversation) -> tuple[int, ...]:
         """The token count of each message of ``conversation``, in order."""

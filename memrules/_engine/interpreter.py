@@ -6,8 +6,11 @@ strategy that acted and stops once under budget; it runs at most
 ``max_passes`` passes and stops early when a whole pass changes nothing. A
 strategy that raises, returns something that is not a conversation, or
 breaks an invariant has its output discarded and the error recorded; the
-pipeline goes on. Observers (`memrules._engine.observe`) are called around
-the run and each strategy run; without any, the interpreter pays nothing.
+pipeline goes on. Every strategy is called through `run_strategy`, which
+advances a strategy's declared incremental companion from what it made of
+the conversation's last request (see `memrules._engine.incremental`).
+Observers (`memrules._engine.observe`) are called around the run and each
+strategy run; without any, the interpreter pays nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from memrules._core.report import (
 )
 from memrules._core.seam_protocols import SeamCall
 from memrules._engine.contract import Outcome, Strategy, StrategyContext
+from memrules._engine.incremental import run_strategy
 from memrules._engine.observe import PipelineObserver, RunInfo, StepInfo, observe
 
 __all__ = ["MAX_PASSES", "Aim", "NamedStrategy", "run_once", "run_pipeline"]
@@ -91,7 +95,7 @@ def _step(
     seam_calls: tuple[SeamCall, ...] = ()
     enforced: Enforced
     try:
-        result = named.strategy(conversation, context)
+        result = run_strategy(named.strategy, conversation, context)
     except Exception as exc:  # a strategy error never fails the pipeline
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, StrategyError):

@@ -8,13 +8,9 @@ import attrs
 
 from memrules._core.messages import Conversation, Message
 from memrules._counting.measure import Measure
-from memrules._counting.notes import Scan
+from memrules._engine.incremental import facts
 
 __all__ = ["any_marked"]
-
-_MARKED: Scan[bool] = Scan()
-"""The key of the note each conversation's measure keeps: whether each
-message of its last inputs starts with the marker."""
 
 
 @attrs.frozen
@@ -26,7 +22,7 @@ class _StartsWith:
 
 
 def any_marked(messages: Conversation, marker: str, measure: Measure) -> bool:
-    """Whether any message's text starts with ``marker``: what the note in
-    ``measure`` (the conversation's) says for the messages that are the
-    same objects as last time, the text read for the rest."""
-    return any(_MARKED.facts(messages, measure, _StartsWith(marker)))
+    """Whether any message's text starts with ``marker``: what the notes in
+    ``measure`` (the conversation's) say for the messages that are the same
+    objects as last time, the text read for the rest."""
+    return any(facts(_StartsWith(marker), messages, measure))

@@ -6,12 +6,15 @@ config (from a module the caller allows with ``allow_imports``), from the
 ``memrules.strategies`` entry-point group, or from a registry of your own:
 ``load_config(text, registry={**STRATEGIES, "mine": factory})``. Mark a
 factory with `strategy_factory` so its parameters are checked as the
-built-ins' are.
+built-ins' are. A strategy whose work per message is dear may declare an
+incremental companion (`Incremental`), which the pipeline advances by what
+changed (`Change`) from what it made of the conversation's last request.
 """
 
 from __future__ import annotations
 
 from memrules._core.public_names import report_public_module
+from memrules._engine.incremental import Change, Incremental
 from memrules.strategies.clamp import clamp_oversized_messages
 from memrules.strategies.file_reads import deduplicate_file_reads
 from memrules.strategies.images import strip_old_images
@@ -25,6 +28,8 @@ from memrules.strategies.window import drop_turns, sliding_window, trim_to_budge
 __all__ = [
     "BUILTIN_ORDER",
     "STRATEGIES",
+    "Change",
+    "Incremental",
     "clamp_oversized_messages",
     "clear_thinking",
     "clear_tool_results",

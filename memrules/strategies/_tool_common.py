@@ -1,18 +1,16 @@
 """What the tool-result strategies (`clear_tool_results`,
-`deduplicate_file_reads`) share: finding calls and results, and the
-warm request's view of what is new since the last one."""
+`deduplicate_file_reads`) share: finding calls and results, and
+rewriting one message."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import operator
-from collections.abc import Callable, Iterable
-from typing import Protocol, TypeVar
+from collections.abc import Callable
 
-from memrules._core.messages import Conversation, Message, ToolCall, ToolResult, part_text
-from memrules._counting.measure import Measure, Track
-from memrules._counting.notes import keep, notes_of
+from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
+from memrules._counting.measure import Track
 from memrules._engine.contract import StrategyContext
 
 __all__ = ["CLEARED_INPUT"]
@@ -73,99 +71,19 @@ def _results(conversation: Conversation) -> tuple[list[int], list[str]]:
     return list(map(_FIRST, pairs)), list(map(_SECOND, pairs))
 
 
-class _Noted(Protocol):
-    """A strategy's note of one input (its ``_ReadState`` or ``_ClearState``)."""
-
-    @property
-    def source(self) -> Conversation: ...
-
-    @property
-    def counter(self) -> object: ...
-
-    @property
-    def generation(self) -> int: ...
-
-
-_N = TypeVar("_N", bound=_Noted)
-
-_MOVED = 8
-"""A note is taken up, past the measure's knowledge, only when no more
-than one position in this many holds another object than it had."""
-
-
-def _continued(
-    notes: list[_N],
-    conversation: Conversation,
-    measure: Measure,
-    same: Callable[[Message, Message], bool],
-) -> tuple[_N, int, list[int]] | None:
-    """The note to advance from, how many of its first messages
-    ``conversation`` continues, and the positions below that which hold
-    other objects, each with the same tool facts by ``same``: a note whose
-    input the measure knows ``conversation`` continues; else the newest,
-    by one pass of identity checks, up to the first position whose tool
-    facts differ when the note's input holds no tool message from there on
-    (a message the hook added to the last request only, such as its
-    one-shot warning); else None."""
-    n = len(conversation)
-    for note in notes:
-        if len(note.source) <= n:
-            moved = measure.moved(conversation, note.source)
-            if moved is not None and all(same(conversation[i], note.source[i]) for i in moved):
-                return note, len(note.source), list(moved)
-    if not notes:
-        return None
-    note = notes[0]
-    source = note.source
-    start = min(len(source), n)
-    moved = list(itertools.compress(itertools.count(), map(operator.is_not, conversation, source)))
-    if len(moved) > start // _MOVED:
-        return None
-    kept: list[int] = []
-    for i in moved:
-        if not same(conversation[i], source[i]):
-            start = i
-            break
-        kept.append(i)
-    if any(map(_CARRIES, source[start:])):
-        return None
-    return note, start, kept
-
-
-def _tail_state(
-    kind: type[_N],
-    tail: object,
-    generation: int,
-    conversation: Conversation,
-    context: StrategyContext,
-    track: Track,
-    same: Callable[[Message, Message], bool],
-    advance: Callable[
-        [_N | None, int, Iterable[int], Conversation, StrategyContext, Track], _N | None
-    ],
-) -> _N | None:
-    """A tool-result strategy's state of ``conversation``: advanced by
-    ``advance`` from the newest of its ``kind`` notes (under ``tail`` in the
-    conversation's measure, made with this counter and rewrite-cache
-    ``generation``) that the conversation continues, else worked out whole;
-    kept as a note. None when ``advance`` declines (a result id repeats)."""
-    measure, counter = context.measure, context.counter
-    notes = notes_of(measure, tail)
-    eligible = [
-        n
-        for n in notes
-        if isinstance(n, kind) and n.counter is counter and n.generation == generation
-    ]
-    found = _continued(eligible, conversation, measure, same)
-    state = None
-    if found is not None:
-        note, start, moved = found
-        state = advance(note, start, moved, conversation, context, track)
-    if state is None:
-        state = advance(None, 0, (), conversation, context, track)
-    if state is not None:
-        keep(measure, tail, notes, state)
-    return state
+def _rewritten(
+    message: Message,
+    rewrite: Callable[[Part], Part],
+    saving: Callable[[Message, Message], int] | None = None,
+) -> tuple[Message | None, int]:
+    """What ``message`` becomes with ``rewrite`` applied to each of its
+    parts (None: every part came back the same object, it stays as it is),
+    and what that saves by ``saving(before, after)`` (0 without it)."""
+    parts = tuple(map(rewrite, message.parts))
+    if all(map(operator.is_, parts, message.parts)):
+        return None, 0
+    after = message.evolve(parts=parts)
+    return after, 0 if saving is None else saving(message, after)
 
 
 def _survivors(track: Track) -> frozenset[int]:

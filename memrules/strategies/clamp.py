@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator
 
@@ -18,9 +19,9 @@ from memrules._core.messages import (
     part_text,
 )
 from memrules._counting.measure import Track
-from memrules._counting.notes import Scan
 from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import Strategy, StrategyContext
+from memrules._engine.incremental import facts, memo
 from memrules.strategies._keep import ErrorCheck, error_check, first_kept, recent_start
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
@@ -115,25 +116,20 @@ def _recent_fit(
     return need < budget.limit
 
 
-@attrs.frozen(slots=True, repr=False)
-class _Clamp:
-    max_part_tokens: int
-    recent_turns: int
-    keep_first: int
-    error_tail_chars: int
-    error_pattern: str | None
-    _check: ErrorCheck = attrs.field(init=False, eq=False)
-    # Whether each message reads as an error, per conversation: a warm
-    # request searches only new ones.
-    _scan: Scan[bool] = attrs.field(factory=Scan, init=False, eq=False)
+@attrs.frozen(slots=True)
+class _IsError:
+    """Whether a message is tool or user output that reads as an error: a
+    tool result marked ``is_error``, or text the error check with
+    ``pattern`` finds."""
+
+    pattern: str | None
+    _check: ErrorCheck = attrs.field(init=False, eq=False, repr=False)
 
     @_check.default
     def _compiled(self) -> ErrorCheck:
-        return error_check(self.error_pattern)
+        return error_check(self.pattern)
 
-    def _is_error(self, message: Message) -> bool:
-        """Whether ``message`` is tool or user output that reads as an error:
-        a tool result marked ``is_error``, or text the error check finds."""
+    def __call__(self, message: Message) -> bool:
         if message.role in ("system", "assistant"):
             return False
         check = self._check
@@ -144,6 +140,15 @@ class _Clamp:
             elif isinstance(p, Text) and check(p.text):
                 return True
         return False
+
+
+@attrs.frozen(slots=True, cache_hash=True, repr=False)
+class _Clamp:
+    max_part_tokens: int
+    recent_turns: int
+    keep_first: int
+    error_tail_chars: int
+    error_pattern: str | None
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
         limit = self.max_part_tokens
@@ -166,21 +171,35 @@ class _Clamp:
             return conversation
         latest_error = None
         if self.error_tail_chars:
-            errors = self._scan.facts(conversation, context.measure, self._is_error)
+            # Worked out for the messages new since the conversation's last input only.
+            errors = facts(_IsError(self.error_pattern), conversation, context.measure)
             if True in errors:
                 latest_error = len(errors) - 1 - errors[::-1].index(True)
+        # What a message clamps to depends on it, its tail and its tools' names only.
+        clamped = memo(self, context)
         out: list[Message] | None = None
         for i in candidates:
             m = conversation[i]
             tail = self.error_tail_chars if i == latest_error else 0
             names = _tool_names(conversation, track, i) if m.result_ids else {}
-            parts = tuple(self._clamp_part(p, limit, counter, names, tail) for p in m.parts)
-            if all(a is b for a, b in zip(parts, m.parts, strict=True)):
+            key = (m, tail, tuple(names.items()))
+            made = clamped.of(key, functools.partial(self._clamp, m, limit, counter, names, tail))
+            if made is None:
                 continue
             if out is None:
                 out = list(conversation)
-            out[i] = m.evolve(parts=parts)
+            out[i] = made
         return conversation if out is None else tuple(out)
+
+    @classmethod
+    def _clamp(
+        cls, m: Message, limit: int, counter: TokenCounter, names: dict[str, str], tail: int
+    ) -> Message | None:
+        """What ``m`` becomes with every part clamped; None when no part changes."""
+        parts = tuple(cls._clamp_part(p, limit, counter, names, tail) for p in m.parts)
+        if all(a is b for a, b in zip(parts, m.parts, strict=True)):
+            return None
+        return m.evolve(parts=parts)
 
     @staticmethod
     def _clamp_part(
@@ -234,4 +253,5 @@ def clamp_oversized_messages(
     check_positive("recent_turns", recent_turns, minimum=0)
     check_positive("keep_first", keep_first, minimum=0)
     check_positive("error_tail_chars", error_tail_chars, minimum=0)
+    error_check(error_pattern)  # raises for a pattern that does not compile
     return _Clamp(max_part_tokens, recent_turns, keep_first, error_tail_chars, error_pattern)

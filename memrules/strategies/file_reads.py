@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable
 
 import attrs
 
 from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult
-from memrules._counting.measure import Track
-from memrules._counting.notes import Scan
 from memrules._engine.contract import Strategy, StrategyContext
+from memrules._engine.incremental import NEW, Change, Incremental, facts, memo
 from memrules.strategies._tool_common import (
     _CARRIES,
     _RESULT_IDS,
@@ -18,10 +18,9 @@ from memrules.strategies._tool_common import (
     _calls,
     _not_longer,
     _results,
+    _rewritten,
     _survivors,
-    _tail_state,
 )
-from memrules.strategies._util import RewriteCache
 from memrules.strategies.registry import describe, register
 
 __all__ = ["deduplicate_file_reads"]
@@ -30,18 +29,15 @@ __all__ = ["deduplicate_file_reads"]
 @attrs.frozen(slots=True, eq=False)
 class _ReadState:
     """What `deduplicate_file_reads` made of one input (call and
-    result ids unique), kept in the conversation's measure so that the next
-    request, which continues it, takes in only what is new: the input, the
-    output and where they differ, the counter and the rewrite cache's
-    generation it was made under, the survivors, and the reads: each
+    result ids unique), which the interpreter keeps so that the next
+    request, which continues it, takes in only what is new: the output and
+    where it differs from the input, the survivors, and the reads: each
     result's message, each read's order and path, each path's newest
-    answered read and its stale ones."""
+    answered read and its stale ones. The next `advance` grows its tables
+    in place (the interpreter hands a state over once)."""
 
-    source: Conversation
     output: Conversation
-    rewritten: frozenset[int]
-    counter: object
-    generation: int
+    rewritten: set[int]
     survivors: frozenset[int]
     holders: dict[str, int]
     reads: dict[str, tuple[int, str]]
@@ -49,84 +45,95 @@ class _ReadState:
     older: dict[str, tuple[str, ...]]
 
 
-@attrs.frozen(slots=True, repr=False)
+@attrs.frozen(slots=True)
+class _Reads:
+    """A message's calls of ``tool_name`` whose ``path_key`` argument is a
+    string: (call id, path), in order."""
+
+    tool_name: str
+    path_key: str
+
+    def __call__(self, message: Message) -> tuple[tuple[str, str], ...]:
+        if not message.call_ids:
+            return ()
+        found = []
+        for p in message.parts:
+            if isinstance(p, ToolCall) and p.name == self.tool_name:
+                path = _argument(p.arguments, self.path_key)
+                if path is not None:
+                    found.append((p.id, path))
+        return tuple(found)
+
+
+@attrs.frozen(slots=True, cache_hash=True, repr=False)
 class _DeduplicateFileReads:
     tool_name: str
     path_key: str
-    # What each stale read became: a warm request stubs only new ones.
-    _rewrites: RewriteCache = attrs.field(factory=RewriteCache, init=False, eq=False)
-    # Each message's reads, per conversation: a warm request parses only new ones.
-    _scan: Scan[tuple[tuple[str, str], ...]] = attrs.field(factory=Scan, init=False, eq=False)
-    # The key of this strategy's `_ReadState` notes in each
-    # conversation's measure.
-    _tail: object = attrs.field(factory=object, init=False, eq=False)
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
-        track = context.measure.track(conversation)
-        if track.unique_calls:
-            state = self._state(conversation, context, track)
-            if state is not None:
-                return conversation if not state.rewritten else state.output
-        return self._full(conversation, context, track)
+        state = self.advance(None, NEW, conversation, context)
+        if state is None:
+            return self._full(conversation, context)
+        return self.result(state, conversation, context)
 
-    def _state(
-        self, conversation: Conversation, context: StrategyContext, track: Track
-    ) -> _ReadState | None:
-        """The state of ``conversation`` (call ids unique), advanced from
-        the note about an input it continues, or worked out whole; None
-        when a result id repeats (`_full` handles that)."""
-        return _tail_state(
-            _ReadState,
-            self._tail,
-            self._rewrites.generation,
-            conversation,
-            context,
-            track,
-            self._same_reads,
-            self._advance,
-        )
+    @property
+    def incremental(self) -> Incremental[_ReadState]:
+        """The strategy itself: `advance` takes in what a request adds."""
+        return self
 
-    def _same_reads(self, now: Message, was: Message) -> bool:
+    def result(
+        self, state: _ReadState, conversation: Conversation, context: StrategyContext
+    ) -> Conversation:
+        """``state``'s output."""
+        return state.output if state.rewritten else conversation
+
+    def same(self, now: Message, was: Message) -> bool:
         """Whether ``now`` holds the results and the reads ``was`` held."""
-        return now.result_ids == was.result_ids and self._reads(now) == self._reads(was)
+        reads = _Reads(self.tool_name, self.path_key)
+        return now.result_ids == was.result_ids and reads(now) == reads(was)
 
-    def _advance(
+    def advance(
         self,
-        note: _ReadState | None,
-        start: int,
-        moved: Iterable[int],
+        state: _ReadState | None,
+        change: Change,
         conversation: Conversation,
         context: StrategyContext,
-        track: Track,
     ) -> _ReadState | None:
-        """The state of ``conversation``: ``note``'s (about a conversation
-        that ``conversation`` continues, holding the same objects but at
-        ``moved``, which hold the same reads and results), with only the
-        new messages taken in and only the messages whose stub changed,
-        ``moved`` and the survivors that changed visited again. Without a
-        note: every message is new. None when a result id repeats."""
+        """The state of ``conversation``: ``state``'s (made of an input
+        ``conversation`` continues, see `Change`), with only the new
+        messages taken in and only the messages whose stub changed, the
+        moved ones and the survivors that changed visited again. Without a
+        state, every message is new. None (the cold call looks at the
+        whole conversation) when a call or result id repeats."""
+        track = context.measure.track(conversation)
+        if not track.unique_calls:
+            return None
         n = len(conversation)
-        if note is None:
-            m, out, rewritten = 0, list(conversation), set()
+        if state is None:
+            m, out = 0, list(conversation)
+            rewritten: set[int] = set()
             holders: dict[str, int] = {}
             reads: dict[str, tuple[int, str]] = {}
             newest: dict[str, str] = {}
             older: dict[str, tuple[str, ...]] = {}
             was_surviving: frozenset[int] = frozenset()
         else:
-            m = start
-            out = list(note.output[:m])
+            # The state is this request's to build on (see `Incremental`):
+            # its tables grow in place, by what is new.
+            m = change.start
+            out = list(state.output[:m])
             out.extend(conversation[m:])
-            rewritten = set(note.rewritten)
-            if m < len(note.source):
-                rewritten = {i for i in rewritten if i < m}
-            holders, reads = dict(note.holders), dict(note.reads)
-            newest, older = dict(note.newest), dict(note.older)
-            was_surviving = note.survivors
+            rewritten = state.rewritten
+            if m < change.was:
+                rewritten.difference_update([i for i in rewritten if i >= m])
+            holders, reads = state.holders, state.reads
+            newest, older = state.newest, state.older
+            was_surviving = state.survivors
         tail = conversation[m:]
         carriers = list(itertools.compress(range(m, n), map(_CARRIES, tail)))
         fresh_results: list[str] = []
         fresh_reads: list[str] = []
+        of = _Reads(self.tool_name, self.path_key)
         for i in carriers:
             message = conversation[i]
             for cid in message.result_ids:
@@ -134,14 +141,14 @@ class _DeduplicateFileReads:
                     return None
                 holders[cid] = i
                 fresh_results.append(cid)
-            for cid, path in self._reads(message):
+            for cid, path in of(message):
                 reads[cid] = (len(reads), path)
                 fresh_reads.append(cid)
         # The reads answered now that were not: a new result of a read, or
         # a new read whose result came first.
         became = [c for c in fresh_results if c in reads]
         became.extend(c for c in fresh_reads if c in holders)
-        again = set(moved)
+        again = set(change.moved)
         for cid in dict.fromkeys(became):
             order, path = reads[cid]
             current = newest.get(path)
@@ -162,28 +169,20 @@ class _DeduplicateFileReads:
             found = reads.get(cid)
             return found is not None and cid in holders and newest[found[1]] != cid
 
-        def stub(part: Part) -> Part:
-            if not isinstance(part, ToolResult) or not stale_read(part.call_id):
-                return part
-            path = reads[part.call_id][1]
-            text = (
-                f"[memrules: stale read of {path}; the later {self.tool_name} call "
-                f"{newest[path]} has its current content]"
-            )
-            return part if _not_longer(part, text, context) else attrs.evolve(part, content=text)
-
-        def key(message: Message) -> tuple[tuple[str, str, str], ...]:
-            return tuple(
-                (p.call_id, reads[p.call_id][1], newest[reads[p.call_id][1]])
-                for p in message.parts
-                if isinstance(p, ToolResult) and stale_read(p.call_id)
-            )
-
+        stub = functools.partial(
+            self._stub, stale_read, lambda cid: reads[cid][1], newest.__getitem__, context
+        )
+        rewrites = memo(self, context)
         for i in again:
             message = conversation[i]
             after = None
             if i not in survivors and any(map(stale_read, message.result_ids)):
-                after, _ = self._rewrites.one(message, stub, key, context.counter)
+                key = tuple(
+                    (p.call_id, reads[p.call_id][1], newest[reads[p.call_id][1]])
+                    for p in message.parts
+                    if isinstance(p, ToolResult) and stale_read(p.call_id)
+                )
+                after, _ = rewrites.of((message, key), functools.partial(_rewritten, message, stub))
             if after is None:
                 out[i] = message
                 rewritten.discard(i)
@@ -191,11 +190,8 @@ class _DeduplicateFileReads:
                 out[i] = after
                 rewritten.add(i)
         return _ReadState(
-            source=conversation,
             output=tuple(out) if rewritten else conversation,
-            rewritten=frozenset(rewritten),
-            counter=context.counter,
-            generation=self._rewrites.generation,
+            rewritten=rewritten,
             survivors=survivors,
             holders=holders,
             reads=reads,
@@ -203,17 +199,34 @@ class _DeduplicateFileReads:
             older=older,
         )
 
-    def _full(
-        self, conversation: Conversation, context: StrategyContext, track: Track
-    ) -> Conversation:
-        """The whole conversation looked at again (repeated ids)."""
+    def _stub(
+        self,
+        stale: Callable[[str], bool],
+        path_of: Callable[[str], str],
+        newest: Callable[[str], str],
+        context: StrategyContext,
+        part: Part,
+    ) -> Part:
+        """``part``, or its stub when it is a ``stale`` read's result (of
+        the path ``path_of`` its call id, whose ``newest`` read is another)."""
+        if not isinstance(part, ToolResult) or not stale(part.call_id):
+            return part
+        path = path_of(part.call_id)
+        text = (
+            f"[memrules: stale read of {path}; the later {self.tool_name} call "
+            f"{newest(path)} has its current content]"
+        )
+        return part if _not_longer(part, text, context) else attrs.evolve(part, content=text)
+
+    def _full(self, conversation: Conversation, context: StrategyContext) -> Conversation:
+        """The whole conversation looked at (repeated ids)."""
         # Only reads that have their result count: a newer read still waiting
         # for its result has no content to stand in for the older one.
         answered = set(itertools.chain.from_iterable(map(_RESULT_IDS, conversation)))
+        track = context.measure.track(conversation)
         if track.unique_calls:
-            # Each message's reads, parsed once per conversation (the scan
-            # keeps them); in message order, as ``_calls`` would give them.
-            reads = self._scan.facts(conversation, context.measure, self._reads)
+            # Each message's reads, in message order, as ``_calls`` would give them.
+            reads = facts(_Reads(self.tool_name, self.path_key), conversation, context.measure)
             path_of = {
                 cid: path for cid, path in itertools.chain.from_iterable(reads) if cid in answered
             }
@@ -230,56 +243,28 @@ class _DeduplicateFileReads:
         stale = {cid: path for cid, path in path_of.items() if newest[path] != cid}
         if not stale:
             return conversation
-
-        def stub(part: Part) -> Part:
-            if not isinstance(part, ToolResult) or part.call_id not in stale:
-                return part
-            path = stale[part.call_id]
-            text = (
-                f"[memrules: stale read of {path}; the later {self.tool_name} call "
-                f"{newest[path]} has its current content]"
-            )
-            return part if _not_longer(part, text, context) else attrs.evolve(part, content=text)
-
-        def key(message: Message) -> tuple[tuple[str, str, str], ...]:
-            return tuple(
-                (p.call_id, stale[p.call_id], newest[stale[p.call_id]])
-                for p in message.parts
-                if isinstance(p, ToolResult) and p.call_id in stale
-            )
-
+        stub = functools.partial(
+            self._stub, stale.__contains__, stale.__getitem__, newest.__getitem__, context
+        )
         # Only a message that holds a stale result can change.
         survivors = track.survivors()
         at, ids = _results(conversation)
         is_stale = map(stale.__contains__, ids)
-        candidates = sorted(set(itertools.compress(at, is_stale)) - survivors)
-        # What a stub says: the path and the later read (as one string).
-        paths = list(stale.values())
-        later = map("{}:{}{}".format, map(len, paths), paths, map(newest.__getitem__, paths))
-        decisions: dict[str, Hashable] = dict(zip(stale.keys(), later, strict=True))
-        rewritten, _ = self._rewrites.rewrite_known(
-            conversation,
-            candidates,
-            stub,
-            decisions=decisions,
-            key=key,
-            counter=context.counter,
-            measure=context.measure,
-        )
-        return rewritten
-
-    def _reads(self, message: Message) -> tuple[tuple[str, str], ...]:
-        """The message's calls of ``tool_name`` whose ``path_key`` argument
-        is a string: (call id, path), in order."""
-        if not message.call_ids:
-            return ()
-        found = []
-        for p in message.parts:
-            if isinstance(p, ToolCall) and p.name == self.tool_name:
-                path = _argument(p.arguments, self.path_key)
-                if path is not None:
-                    found.append((p.id, path))
-        return tuple(found)
+        rewrites = memo(self, context)
+        out: list[Message] | None = None
+        for i in sorted(set(itertools.compress(at, is_stale)) - survivors):
+            message = conversation[i]
+            key = tuple(
+                (p.call_id, stale[p.call_id], newest[stale[p.call_id]])
+                for p in message.parts
+                if isinstance(p, ToolResult) and p.call_id in stale
+            )
+            after, _ = rewrites.of((message, key), functools.partial(_rewritten, message, stub))
+            if after is not None:
+                if out is None:
+                    out = list(conversation)
+                out[i] = after
+        return conversation if out is None else tuple(out)
 
     def __repr__(self) -> str:
         return describe("deduplicate_file_reads", self)

@@ -19,6 +19,7 @@ import attrs
 
 from memrules._core.messages import Conversation, Message
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
+from memrules._engine.incremental import run_strategy
 from memrules.strategies._util import check_positive
 
 __all__ = ["MinStep", "min_step"]
@@ -32,7 +33,7 @@ class MinStep:
     tokens: int
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
-        result = self.strategy(conversation, context)
+        result = run_strategy(self.strategy, conversation, context)  # warm when it can be
         messages = result.messages if isinstance(result, Outcome) else result
         if messages is conversation or not isinstance(messages, tuple):
             return result  # nothing done, or not a conversation: the interpreter says so

@@ -8,16 +8,16 @@ reported as replaced.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable
 
 import attrs
 
 from memrules._core.messages import Conversation, Message, Part, ToolCall, ToolResult, part_text
-from memrules._counting.measure import Track
-from memrules._counting.notes import Scan
 from memrules._engine.contract import Outcome, Strategy, StrategyContext, StrategyResult
+from memrules._engine.incremental import NEW, Change, Incremental, facts, memo
 from memrules.strategies._keep import (
     ErrorCheck,
     cleared_stub,
@@ -34,10 +34,10 @@ from memrules.strategies._tool_common import (
     _calls,
     _not_longer,
     _results,
+    _rewritten,
     _survivors,
-    _tail_state,
 )
-from memrules.strategies._util import RewriteCache, check_positive
+from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
 
 __all__ = ["CLEARED_INPUT", "clear_tool_results"]
@@ -45,19 +45,16 @@ __all__ = ["CLEARED_INPUT", "clear_tool_results"]
 
 @attrs.frozen(slots=True, eq=False)
 class _ClearState:
-    """What `clear_tool_results` made of one input (result ids
-    unique), kept in the conversation's measure so that the next request,
-    which continues it, takes in only what is new: the input, the output,
-    the counter and the rewrite cache's generation it was made under, the
-    messages kept whole (survivors and the first few) and where the recent
-    ones began, each result's message, each call's tool name, the latest
-    result that reads as an error, the results that may be cleared in
-    order and their ranks, and what each cleared message saves."""
+    """What `clear_tool_results` made of one input (result ids unique),
+    which the interpreter keeps so that the next request, which continues
+    it, takes in only what is new: the output, the messages kept whole
+    (survivors and the first few) and where the recent ones began, each
+    result's message, each call's tool name, the latest result that reads
+    as an error, the results that may be cleared in order and their ranks,
+    what each cleared message saves, and their sum. The next `advance`
+    grows its tables in place (the interpreter hands a state over once)."""
 
-    source: Conversation
     output: Conversation
-    counter: object
-    generation: int
     kept: frozenset[int]
     cut: int
     holders: dict[str, int]
@@ -66,9 +63,33 @@ class _ClearState:
     ids: list[str]
     rank: dict[str, int]
     gains: dict[int, int]
+    saved: int
 
 
-@attrs.frozen(slots=True, repr=False)
+@attrs.frozen(slots=True)
+class _ErrorIds:
+    """The call ids of a message's results that read as errors (marked
+    ``is_error``, or text the error check with ``pattern`` finds)."""
+
+    pattern: str | None
+    _check: ErrorCheck = attrs.field(init=False, eq=False, repr=False)
+
+    @_check.default
+    def _compiled(self) -> ErrorCheck:
+        return error_check(self.pattern)
+
+    def __call__(self, message: Message) -> tuple[str, ...]:
+        if not message.result_ids:
+            return ()
+        check = self._check
+        return tuple(p.call_id for p in message.parts if holds_error(p, check))
+
+
+def _no_errors(message: Message) -> tuple[str, ...]:
+    return ()
+
+
+@attrs.frozen(slots=True, cache_hash=True, repr=False)
 class _ClearToolResults:
     keep_pairs: int
     clear_at_least: int
@@ -79,65 +100,39 @@ class _ClearToolResults:
     keep_first: int
     error_tail_chars: int
     error_pattern: str | None
-    _check: ErrorCheck = attrs.field(init=False, eq=False)
-    # What each cleared message became and saved: a warm request clears,
-    # encodes and counts only new ones.
-    _rewrites: RewriteCache = attrs.field(factory=RewriteCache, init=False, eq=False)
-    # Each message's calls by name, per conversation: a warm request reads
-    # only new ones.
-    _scan: Scan[tuple[tuple[str, str], ...]] = attrs.field(factory=Scan, init=False, eq=False)
-    # Each message's results that read as errors, likewise.
-    _error_scan: Scan[tuple[str, ...]] = attrs.field(factory=Scan, init=False, eq=False)
-    # The key of this strategy's `_ClearState` notes in each
-    # conversation's measure.
-    _tail: object = attrs.field(factory=object, init=False, eq=False)
-
-    @_check.default
-    def _compiled(self) -> ErrorCheck:
-        return error_check(self.error_pattern)
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
-        if not self.clear_tool_inputs:
-            state = self._state(conversation, context)
-            if state is not None:
-                if not state.gains:
-                    return conversation
-                saved = sum(state.gains.values())
-                if saved < self.clear_at_least:
-                    return conversation
-                return Outcome(messages=state.output, note=f"cleared {saved} tokens")
-        return self._full(conversation, context)
+        state = self.advance(None, NEW, conversation, context)
+        if state is None:
+            return self._full(conversation, context)
+        return self.result(state, conversation, context)
 
-    def _state(self, conversation: Conversation, context: StrategyContext) -> _ClearState | None:
-        """The state of ``conversation``, advanced from the note about an
-        input it continues, or worked out whole; None when a result id
-        repeats (`_full` handles that)."""
-        return _tail_state(
-            _ClearState,
-            self._tail,
-            self._rewrites.generation,
-            conversation,
-            context,
-            context.measure.track(conversation),
-            self._same_tools,
-            self._advance,
-        )
+    @property
+    def incremental(self) -> Incremental[_ClearState]:
+        """The strategy itself: `advance` takes in what a request adds."""
+        return self
 
-    def _same_tools(self, now: Message, was: Message) -> bool:
+    def result(
+        self, state: _ClearState, conversation: Conversation, context: StrategyContext
+    ) -> StrategyResult:
+        """``state``'s output, when it clears enough."""
+        if not state.gains or state.saved < self.clear_at_least:
+            return conversation
+        return Outcome(messages=state.output, note=f"cleared {state.saved} tokens")
+
+    def same(self, now: Message, was: Message) -> bool:
         """Whether ``now`` holds the results, calls and errors ``was`` held."""
-        return (
-            now.result_ids == was.result_ids
-            and now.call_ids == was.call_ids
-            and _call_names(now) == _call_names(was)
-            and self._errors(now) == self._errors(was)
-        )
+        if now.result_ids != was.result_ids or now.call_ids != was.call_ids:
+            return False
+        if _call_names(now) != _call_names(was):
+            return False
+        errors = self._errors()
+        return errors(now) == errors(was)
 
-    def _errors(self, message: Message) -> tuple[str, ...]:
-        """The call ids of the message's results that read as errors."""
-        if not message.result_ids or not self.error_tail_chars:
-            return ()
-        check = self._check
-        return tuple(p.call_id for p in message.parts if holds_error(p, check))
+    def _errors(self) -> Callable[[Message], tuple[str, ...]]:
+        """The call ids of a message's results that read as errors (none
+        without ``error_tail_chars``)."""
+        return _ErrorIds(self.error_pattern) if self.error_tail_chars else _no_errors
 
     def _stub(self, part: ToolResult, tool: str, error: bool, context: StrategyContext) -> str:
         """What ``part`` (a result of ``tool``; the latest error when
@@ -151,53 +146,59 @@ class _ClearToolResults:
             tail = max(tail, self.error_tail_chars)
         return cleared_stub(tool, context.counter.count_text(text), text, head, tail)
 
-    def _advance(
+    def advance(
         self,
-        note: _ClearState | None,
-        start: int,
-        moved: Iterable[int],
+        state: _ClearState | None,
+        change: Change,
         conversation: Conversation,
         context: StrategyContext,
-        track: Track,
     ) -> _ClearState | None:
-        """The state of ``conversation``: ``note``'s (about a conversation
-        that ``conversation`` continues, holding the same objects but at
-        ``moved``, which hold the same calls, results and errors), with
-        only the new messages taken in and only the messages whose results
-        became old enough, ``moved``, the kept messages that changed, those
-        that left or joined the recent ones and the latest error's, new and
-        old, visited again. Without a note (or when a new call names a
-        result seen before): every message is new. None when a result id
-        repeats."""
+        """The state of ``conversation``: ``state``'s (made of an input
+        ``conversation`` continues, see `Change`), with only the new
+        messages taken in and only the messages whose results became old
+        enough, the moved ones, the kept messages that changed, those that
+        left or joined the recent ones and the latest error's, new and
+        old, visited again. Without a state, every message is new. None
+        (the cold call looks at the whole conversation) when a result id
+        repeats, a new call names a result seen before, or with
+        ``clear_tool_inputs``."""
+        if self.clear_tool_inputs:
+            return None
         n = len(conversation)
         excluded = set(self.exclude_tools)
-        if note is None:
+        if state is None:
             m, out = 0, list(conversation)
             holders: dict[str, int] = {}
             names: dict[str, str] = {}
             ids: list[str] = []
             rank: dict[str, int] = {}
             gains: dict[int, int] = {}
+            saved = 0
             error = was_error = None
             was_kept: frozenset[int] = frozenset()
             was_cut = None
         else:
-            m = start
-            holders, names = dict(note.holders), dict(note.names)
-            ids, rank, gains = list(note.ids), dict(note.rank), dict(note.gains)
-            if m < len(note.source):
-                gains = {i: gain for i, gain in gains.items() if i < m}
-            error = was_error = note.error
-            was_kept, was_cut = note.kept, note.cut
+            # The state is this request's to build on (see `Incremental`):
+            # its tables grow in place, by what is new.
+            m = change.start
+            holders, names = state.holders, state.names
+            ids, rank, gains = state.ids, state.rank, state.gains
+            saved = state.saved
+            if m < change.was:
+                for i in [i for i in gains if i >= m]:
+                    saved -= gains.pop(i)
+            error = was_error = state.error
+            was_kept, was_cut = state.kept, state.cut
+        was_older = max(0, len(ids) - self.keep_pairs) if state is not None else 0
         tail = conversation[m:]
         carriers = list(itertools.compress(range(m, n), map(_CARRIES, tail)))
+        errors_of = self._errors()
         # A result is named (and excluded) by its call's last occurrence:
         # all of the new calls first, as the whole-conversation pass.
         for i in carriers:
             for cid, name in _call_names(tail[i - m]):
-                if note is not None and (cid in holders or cid in names):
-                    # A new call names a result or call seen before.
-                    return self._advance(None, 0, (), conversation, context, track)
+                if state is not None and (cid in holders or cid in names):
+                    return None  # a new call names a result or call seen before
                 names[cid] = name
         for i in carriers:
             message = tail[i - m]
@@ -209,16 +210,16 @@ class _ClearToolResults:
                     continue
                 rank[cid] = len(ids)
                 ids.append(cid)
-            errors = self._errors(message)
+            errors = errors_of(message)
             if errors:
                 error = errors[-1]
-        if note is not None:
-            out = list(note.output[:m])
+        if state is not None:
+            out = list(state.output[:m])
             out.extend(tail)
-        was_older = 0 if note is None else max(0, len(note.ids) - self.keep_pairs)
         older = max(0, len(ids) - self.keep_pairs)
-        again = set(moved)
+        again = set(change.moved)
         again.update(map(holders.__getitem__, ids[was_older:older]))
+        track = context.measure.track(conversation)
         kept = _survivors(track) | first_kept(conversation, self.keep_first)
         again.update(i for i in kept ^ was_kept if i < n)
         cut = recent_start(conversation, self.recent_turns)
@@ -239,30 +240,30 @@ class _ClearToolResults:
                 return attrs.evolve(part, content=stub)
             return part
 
-        def key(message: Message) -> tuple[tuple[str, str | None, bool], ...]:
-            return tuple((c, names.get(c), c == error) for c in message.result_ids if targeted(c))
-
         count = context.counter.count
 
         def saving(before: Message, after: Message) -> int:
             return count(before) - count(after)
 
+        rewrites = memo(self, context)
         for i in again:
             message = conversation[i]
             after, gain = None, 0
             if i not in kept and i < cut and any(map(targeted, message.result_ids)):
-                after, gain = self._rewrites.one(message, clear, key, context.counter, saving)
+                key = tuple(
+                    (c, names.get(c), c == error) for c in message.result_ids if targeted(c)
+                )
+                made = functools.partial(_rewritten, message, clear, saving)
+                after, gain = rewrites.of((message, key), made)
+            saved -= gains.pop(i, 0)
             if after is None:
                 out[i] = message
-                gains.pop(i, None)
             else:
                 out[i] = after
                 gains[i] = gain
+                saved += gain
         return _ClearState(
-            source=conversation,
             output=tuple(out) if gains else conversation,
-            counter=context.counter,
-            generation=self._rewrites.generation,
             kept=kept,
             cut=cut,
             holders=holders,
@@ -271,18 +272,18 @@ class _ClearToolResults:
             ids=ids,
             rank=rank,
             gains=gains,
+            saved=saved,
         )
 
     def _full(self, conversation: Conversation, context: StrategyContext) -> StrategyResult:
-        """The whole conversation looked at again (repeated result ids, or
+        """The whole conversation looked at (repeated result ids, or
         ``clear_tool_inputs``)."""
         if self.clear_tool_inputs:
             calls = _calls(conversation)
         excluded = set(self.exclude_tools)
         at, ids = _results(conversation)
-        # Each message's calls by name, kept per conversation: the last
-        # call of an id names it, as in ``_calls``.
-        names = self._scan.facts(conversation, context.measure, _call_names)
+        # The last call of an id names it, as in ``_calls``.
+        names = facts(_call_names, conversation, context.measure)
         name_of = dict(itertools.chain.from_iterable(names))
         if excluded:
             kept = list(map(operator.not_, map(excluded.__contains__, map(name_of.get, ids))))
@@ -298,7 +299,7 @@ class _ClearToolResults:
         targets = set(itertools.compress(older_ids, open_))
         error = None
         if self.error_tail_chars:
-            found = self._error_scan.facts(conversation, context.measure, self._errors)
+            found = facts(_ErrorIds(self.error_pattern), conversation, context.measure)
             error = next((e[-1] for e in reversed(found) if e), None)
 
         def clear(part: Part) -> Part:
@@ -323,29 +324,32 @@ class _ClearToolResults:
             calling = {calls[c][0] for c in targets if c in calls}
             touched = sorted({*touched, *(i for i in calling if i < cut)} - protected)
 
-        def key(message: Message) -> tuple[tuple[str, str | None, bool], ...]:
-            return tuple(
+        count = context.counter.count
+
+        def saving(before: Message, after: Message) -> int:
+            return count(before) - count(after)
+
+        rewrites = memo(self, context)
+        out: list[Message] | None = None
+        saved = 0
+        for i in touched:
+            message = conversation[i]
+            key = tuple(
                 (cid, name_of.get(cid), cid == error)
                 for cid in (*message.result_ids, *message.call_ids)
                 if cid in targets
             )
-
-        count = context.counter.count
-        cleared, saved = self._rewrites.rewrite_known(
-            conversation,
-            touched,
-            clear,
-            decisions={c: (name_of.get(c), c == error) for c in targets},
-            key=key,
-            counter=context.counter,
-            measure=context.measure,
-            saving=lambda before, after: count(before) - count(after),
-        )
-        if cleared is conversation:
+            made = functools.partial(_rewritten, message, clear, saving)
+            after, gain = rewrites.of((message, key), made)
+            if after is None:
+                continue
+            if out is None:
+                out = list(conversation)
+            out[i] = after
+            saved += gain
+        if out is None or saved < self.clear_at_least:
             return conversation
-        if saved < self.clear_at_least:
-            return conversation
-        return Outcome(messages=cleared, note=f"cleared {saved} tokens")
+        return Outcome(messages=tuple(out), note=f"cleared {saved} tokens")
 
     def __repr__(self) -> str:
         return describe("clear_tool_results", self)
@@ -389,6 +393,7 @@ def clear_tool_results(
     check_positive("recent_turns", recent_turns, minimum=0)
     check_positive("keep_first", keep_first, minimum=0)
     check_positive("error_tail_chars", error_tail_chars, minimum=0)
+    error_check(error_pattern)  # raises for a pattern that does not compile
     return _ClearToolResults(
         keep_pairs,
         clear_at_least,

@@ -18,7 +18,6 @@ import pytest
 from memrules import MemoryPlugin, load_config
 from memrules._adapters.openai import from_openai
 from memrules._core import invariants
-from memrules._core.bounded import BoundedTable
 from memrules._core.messages import Message, ToolCall, ToolResult, message
 from memrules._counting import framing
 from memrules._counting.lines import Shape as _Shape
@@ -26,8 +25,8 @@ from memrules._counting.measure import Measure
 from memrules._counting.named import counter_for
 from memrules._counting.tokens import TiktokenCounter
 from memrules._engine.contract import Outcome, StrategyContext
-from memrules.strategies import clamp_oversized_messages, file_reads, tool_results
-from memrules.strategies._util import RewriteCache
+from memrules._engine.incremental import Memo, run_strategy
+from memrules.strategies import _tool_common, clamp_oversized_messages, file_reads, tool_results
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 ROUNDS = 150
@@ -164,17 +163,15 @@ def test_a_warm_request_parses_only_the_new_tool_arguments(
 
 def test_a_warm_request_looks_up_only_the_new_rewrites(monkeypatch: pytest.MonkeyPatch) -> None:
     steps = warm_plugin()
-    plugin = next(steps)
-    tables = {
-        id(named.strategy._rewrites._table)
-        for named in plugin.config.strategies
-        if hasattr(named.strategy, "_rewrites")
-    }
-    assert len(tables) == 2
-    looked = Counted(monkeypatch, BoundedTable, "get", when=lambda table, key: id(table) in tables)
+    next(steps)
+
+    def rewrite(memo: Memo, key: Any, make: Any) -> bool:
+        return getattr(make, "func", None) is _tool_common._rewritten
+
+    looked = Counted(monkeypatch, Memo, "of", when=rewrite)
     next(steps)
     # A round pushes one result out of the kept pairs and may make one read stale.
-    assert looked.calls <= 4 * NEW
+    assert 0 < looked.calls <= 4 * NEW
 
 
 def test_clamp_takes_the_counts_the_measure_has(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,44 +213,6 @@ def test_estimates_price_only_messages_with_opaque_parts(
     priced = Counted(monkeypatch, framing, "content_costs")
     next(steps)
     assert priced.calls == 0  # no message here has an image, a document or reasoning
-
-
-def test_a_cleared_cache_forgets_each_conversations_rewrites_too() -> None:
-    cache = RewriteCache()
-    counter = TiktokenCounter("cl100k_base")
-    measure = Measure(counter)
-    conversation = tuple(
-        message("tool", ToolResult(call_id=f"c{r}", content="a long result " * 20))
-        for r in range(4)
-    )
-    seen: list[Message] = []
-
-    def clear(part: Any) -> Any:
-        return ToolResult(call_id=part.call_id, content="[cleared]")
-
-    def run() -> tuple[Any, int]:
-        def saving(before: Message, after: Message) -> int:
-            seen.append(before)
-            return 1
-
-        return cache.rewrite_known(
-            conversation,
-            range(4),
-            clear,
-            decisions=dict.fromkeys(("c0", "c1", "c2", "c3"), True),
-            key=lambda m: m.result_ids,
-            counter=counter,
-            measure=measure,
-            saving=saving,
-        )
-
-    first, saved = run()
-    assert (saved, len(seen)) == (4, 4)
-    again, saved_again = run()
-    assert (again, saved_again, len(seen)) == (first, 4, 4)
-    cache.clear()
-    assert run() == (first, 4)
-    assert len(seen) == 8
 
 
 class Watched(tuple[Message, ...]):
@@ -317,7 +276,7 @@ def test_a_warm_tool_result_strategy_reads_only_the_new_messages(
         context.measure.moved(conversation, previous)
         previous = conversation
         Watched.reads = 0
-        warm = strategy(conversation, context)
+        warm = run_strategy(strategy, conversation, context)
         reads = Watched.reads
         cold = make()(tuple(conversation), StrategyContext(counter=counter))
         assert _messages(warm) == _messages(cold)
@@ -355,8 +314,9 @@ def test_a_message_only_the_last_request_had_is_taken_back(make: Callable[[], An
     counter = counter_for("o200k_base")
     context = StrategyContext(counter=counter)
     size = len(history) - 4 * NEW
-    strategy((*history[:size], message("user", "[warning] the context is nearly full")), context)
+    warning = message("user", "[warning] the context is nearly full")
+    run_strategy(strategy, (*history[:size], warning), context)
     for end in (size + NEW, size + 3 * NEW):
-        warm = strategy(history[:end], context)
+        warm = run_strategy(strategy, history[:end], context)
         cold = make()(history[:end], StrategyContext(counter=counter))
         assert _messages(warm) == _messages(cold)

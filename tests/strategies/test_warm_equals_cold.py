@@ -1,6 +1,7 @@
 """Every built-in strategy gives a warm request what it gives it cold
-(`memrules.testing.check_warm_equals_cold`): what it keeps between
-requests (its notes in the measure, its caches) never shows."""
+(`memrules.testing.check_warm_equals_cold`): what the interpreter keeps
+for it between requests (its companion's states, its memo, per-message
+facts, all in the conversation's measure) never shows."""
 
 from __future__ import annotations
 
