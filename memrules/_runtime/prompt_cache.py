@@ -26,7 +26,7 @@ import attrs
 
 from memrules._core.budget import CachePolicy
 from memrules._core.invariants import Enforced, enforce
-from memrules._core.messages import Conversation
+from memrules._core.messages import Conversation, starts_with
 from memrules._core.prompt_cache import Sent, SentRequest
 from memrules._core.report import CompressionResult
 from memrules._counting.cache import (
@@ -77,11 +77,9 @@ def carried(
     changes nothing."""
     received = previous.received
     n = len(received)
-    if len(conversation) < n:
-        return None
     # One C-level pass, short-cut by identity (a growing conversation
-    # holds the very objects it held), not a Python-level one.
-    if conversation[:n] != tuple(received):
+    # holds the very objects it held), not a Python-level one, no copy.
+    if not starts_with(conversation, received):
         return None
     sent = previous.sent.messages
     if len(sent) == n and tuple(previous.origin) == tuple(range(n)):
