@@ -402,10 +402,9 @@ def _window(
         head = tuple(h for h in held if h < start)
         if len(head) != j or not all(map(operator.is_, after, map(before.__getitem__, head))):
             continue
-        # By index: an islice of ``before`` would step through its first
-        # ``start`` messages to reach the tail.
-        tail = map(before.__getitem__, range(start, n))
-        if all(map(operator.is_, map(after.__getitem__, range(j, w)), tail)):
+        # Slices, not an islice (which would step through the first
+        # ``start`` messages to reach the tail): C-level copies of the window.
+        if all(map(operator.is_, after[j:], before[start:])):
             return head, start
         # an object the input holds at several places: another start may fit
     return None
