@@ -231,6 +231,7 @@ def enforce(
     measure: Tracks | None = None,
     user_first: bool = False,
     survivors: SurvivorRule = DEFAULT_SURVIVORS,
+    origin: Sequence[int | None] | None = None,
 ) -> Enforced:
     """Hold ``after``, a strategy's output for ``before``, to the invariants.
 
@@ -242,6 +243,15 @@ def enforce(
     leading run of other messages is dropped, with the tool exchanges it
     opens (see the module docs). ``survivors`` is the rule that picks the
     survivors when there is no ``measure`` (a measure has its own).
+
+    ``origin``, from a caller that made ``after`` from ``before`` (a
+    carried request: what the previous request sent, then the new
+    messages), is where each output message came from (None: a message
+    that is none of ``before``'s objects): taken instead of matching
+    objects, which costs the whole input, once it is checked that each
+    kept message is the very object at its index, in order. (Where the
+    input holds one object at several places, the claim, not the general
+    reading's guess, says which of them was kept.)
     """
     if after is before:
         return unchanged(before)
@@ -255,11 +265,14 @@ def enforce(
             return rewritten
     window = None if track is None else _window(before, after, track)
     removed: Indices | None = None
+    claimed = origin
     origin: list[int | None]
     if window is not None:
         head, start = window
         origin = [*head, *range(start, len(before))]
         removed = Indices.gaps(head, start)
+    elif claimed is not None and _holds(before, after, claimed):
+        origin = list(claimed)
     else:
         matched = _match(before, after, anchors)
         if isinstance(matched, str):
@@ -300,6 +313,8 @@ def enforce(
     dead: set[str] = set()
     if window is not None and track is not None and track.unique_calls:
         split = track.splits(*window)
+    elif track is not None and track.closes_nothing(after):
+        split = False  # read from the output's tool ids and the measure's
     else:
         split = None in origin or not _no_pair_split(before, origin, measure)
     if split:
@@ -371,6 +386,21 @@ def _misplaced(
                 f"output[{j}] is a new message from the person {where}, which it would stand in for"
             )
     return None
+
+
+def _holds(before: Conversation, after: Conversation, origin: Sequence[int | None]) -> bool:
+    """Whether ``origin`` (one entry per message of ``after``) maps each
+    kept message to the very object at that index of ``before``, in
+    ascending order (C-level passes over ``after``)."""
+    if len(origin) != len(after):
+        return False
+    kept = [i for i in origin if i is not None]
+    if any(i < 0 or i >= len(before) for i in kept[:1] + kept[-1:]):
+        return False
+    if any(map(operator.ge, kept, kept[1:])):
+        return False
+    at = itertools.compress(after, map(operator.is_not, origin, itertools.repeat(None)))
+    return all(map(operator.is_, at, map(before.__getitem__, kept)))
 
 
 @attrs.frozen(slots=True)

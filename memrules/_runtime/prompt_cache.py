@@ -88,8 +88,20 @@ def carried(
         conversation[i] if i is not None else m for m, i in zip(sent, previous.origin, strict=True)
     )
     candidate = head + conversation[n:]
+    # Where each message of the candidate came from is known: the previous
+    # request's origin, then the new messages. A message that request made
+    # is none of the conversation's objects, unless the caller put it among
+    # the new ones (then the general matching places it).
+    made = {id(m) for m, i in zip(sent, previous.origin, strict=True) if i is None}
+    known = None
+    if not made or made.isdisjoint(map(id, conversation[n:])):
+        known = (*previous.origin, *range(n, len(conversation)))
     enforced = enforce(
-        conversation, candidate, measure=context.measure, user_first=context.user_first
+        conversation,
+        candidate,
+        measure=context.measure,
+        user_first=context.user_first,
+        origin=known,
     )
     if enforced.violation is not None or not enforced.changed:
         return None
