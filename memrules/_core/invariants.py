@@ -231,7 +231,7 @@ def enforce(
     measure: Tracks | None = None,
     user_first: bool = False,
     survivors: SurvivorRule = DEFAULT_SURVIVORS,
-    origin: Sequence[int | None] | None = None,
+    claimed: Sequence[int | None] | None = None,
 ) -> Enforced:
     """Hold ``after``, a strategy's output for ``before``, to the invariants.
 
@@ -244,7 +244,7 @@ def enforce(
     opens (see the module docs). ``survivors`` is the rule that picks the
     survivors when there is no ``measure`` (a measure has its own).
 
-    ``origin``, from a caller that made ``after`` from ``before`` (a
+    ``claimed``, from a caller that made ``after`` from ``before`` (a
     carried request: what the previous request sent, then the new
     messages), is where each output message came from (None: a message
     that is none of ``before``'s objects): taken instead of matching
@@ -265,7 +265,6 @@ def enforce(
             return rewritten
     window = None if track is None else _window(before, after, track)
     removed: Indices | None = None
-    claimed = origin
     origin: list[int | None]
     if window is not None:
         head, start = window

@@ -101,7 +101,7 @@ def carried(
         candidate,
         measure=context.measure,
         user_first=context.user_first,
-        origin=known,
+        claimed=known,
     )
     if enforced.violation is not None or not enforced.changed:
         return None

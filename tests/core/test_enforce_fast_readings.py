@@ -1,7 +1,7 @@
 """The readings of `enforce` that cost what the output holds, not the
 input, give what the general reading gives: with a measure, pairing closure
 is read from the output's tool ids (`Track.closes_nothing`); with an
-``origin`` the caller claims (a carried request), objects are not matched
+origin the caller claims (``claimed``) (a carried request), objects are not matched
 again. A wrong claim is not taken."""
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ def test_the_measured_reading_equals_the_general_one(
     general = enforce(before, after, user_first=user_first)
     measure = Measure(COUNTER)
     assert enforce(before, after, measure=measure, user_first=user_first) == general
-    claimed = enforce(before, after, measure=Measure(COUNTER), user_first=user_first, origin=origin)
+    claimed = enforce(
+        before, after, measure=Measure(COUNTER), user_first=user_first, claimed=origin
+    )
     if len(set(map(id, before))) == len(before):  # else the claim says which one was kept
         assert claimed == general
 
@@ -75,9 +77,9 @@ def test_a_wrong_claim_is_not_taken(
     wrong = list(origin)
     wrong[j] = origin[j] + shift  # type: ignore[operator]
     general = enforce(before, after)
-    assert enforce(before, after, measure=Measure(COUNTER), origin=tuple(wrong)) == general
+    assert enforce(before, after, measure=Measure(COUNTER), claimed=tuple(wrong)) == general
     short = origin[:-1]
-    assert enforce(before, after, measure=Measure(COUNTER), origin=short) == general
+    assert enforce(before, after, measure=Measure(COUNTER), claimed=short) == general
 
 
 def test_a_dropped_call_drops_its_result_where_the_claim_keeps_it() -> None:
@@ -91,5 +93,5 @@ def test_a_dropped_call_drops_its_result_where_the_claim_keeps_it() -> None:
     after = (before[0], before[1], result, before[4])
     expected = enforce(before, after)
     assert "c1" not in str(expected.messages)
-    claimed = enforce(before, after, measure=Measure(COUNTER), origin=(0, 1, 3, 4))
+    claimed = enforce(before, after, measure=Measure(COUNTER), claimed=(0, 1, 3, 4))
     assert claimed == expected
