@@ -13,7 +13,7 @@ import attrs
 
 from memrules._core.conversation import ToolLinks
 from memrules._core.indices import EMPTY, Indices, indices
-from memrules._core.messages import Conversation
+from memrules._core.messages import Conversation, Message
 from memrules._core.survivors import Picked
 
 __all__ = ["Enforced", "TrackView", "Tracks", "diff", "unchanged"]
@@ -50,6 +50,10 @@ class TrackView(Protocol):
     def held(self) -> tuple[int, ...]:
         """The indices that must survive (the survivors and the tool
         exchanges they need), ascending."""
+
+    def closes_nothing(self, messages: Sequence[Message]) -> bool:
+        """Whether pairing closure would drop nothing from ``messages``, an
+        output for this conversation (False when unsure)."""
 
 
 class Tracks(Protocol):
@@ -132,7 +136,7 @@ def diff(
             closed_calls=closed_calls,
         )
     sources = mended or {}
-    gone_all: list[int] = []
+    gone_all: list[range] = []  # runs: a gap of thousands costs one entry
     replaced: list[tuple[int, int]] = []
     inserted: list[int] = []
     prev = -1
@@ -148,7 +152,7 @@ def diff(
             if pairs:
                 replaced.extend(zip(gap[:pairs], new[:pairs], strict=True))
             if len(gap) > pairs:
-                gone_all.extend(gap[pairs:])
+                gone_all.append(gap[pairs:])
             if len(new) > pairs:
                 inserted.extend(new[pairs:])
             return
@@ -158,7 +162,7 @@ def diff(
         made = [j for j in new if j not in sources]
         pairs = min(len(gone), len(made))
         replaced.extend(sorted([*known, *zip(gone[:pairs], made[:pairs], strict=True)]))
-        gone_all.extend(gone[pairs:])
+        gone_all.extend(Indices.of(gone[pairs:]).ranges)
         inserted.extend(made[pairs:])
 
     for j, i in enumerate(origin):
@@ -174,7 +178,7 @@ def diff(
         return unchanged(before)
     return Enforced(
         messages=messages,
-        removed=Indices.of(gone_all),
+        removed=Indices(gone_all),
         replaced=tuple(replaced),
         inserted=tuple(inserted),
         origin=tuple(origin),

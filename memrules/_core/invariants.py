@@ -231,6 +231,7 @@ def enforce(
     measure: Tracks | None = None,
     user_first: bool = False,
     survivors: SurvivorRule = DEFAULT_SURVIVORS,
+    claimed: Sequence[int | None] | None = None,
 ) -> Enforced:
     """Hold ``after``, a strategy's output for ``before``, to the invariants.
 
@@ -242,6 +243,15 @@ def enforce(
     leading run of other messages is dropped, with the tool exchanges it
     opens (see the module docs). ``survivors`` is the rule that picks the
     survivors when there is no ``measure`` (a measure has its own).
+
+    ``claimed``, from a caller that made ``after`` from ``before`` (a
+    carried request: what the previous request sent, then the new
+    messages), is where each output message came from (None: a message
+    that is none of ``before``'s objects): taken instead of matching
+    objects, which costs the whole input, once it is checked that each
+    kept message is the very object at its index, in order. (Where the
+    input holds one object at several places, the claim, not the general
+    reading's guess, says which of them was kept.)
     """
     if after is before:
         return unchanged(before)
@@ -260,6 +270,8 @@ def enforce(
         head, start = window
         origin = [*head, *range(start, len(before))]
         removed = Indices.gaps(head, start)
+    elif claimed is not None and _holds(before, after, claimed):
+        origin = list(claimed)
     else:
         matched = _match(before, after, anchors)
         if isinstance(matched, str):
@@ -300,6 +312,8 @@ def enforce(
     dead: set[str] = set()
     if window is not None and track is not None and track.unique_calls:
         split = track.splits(*window)
+    elif track is not None and track.closes_nothing(after):
+        split = False  # read from the output's tool ids and the measure's
     else:
         split = None in origin or not _no_pair_split(before, origin, measure)
     if split:
@@ -373,6 +387,21 @@ def _misplaced(
     return None
 
 
+def _holds(before: Conversation, after: Conversation, origin: Sequence[int | None]) -> bool:
+    """Whether ``origin`` (one entry per message of ``after``) maps each
+    kept message to the very object at that index of ``before``, in
+    ascending order (C-level passes over ``after``)."""
+    if len(origin) != len(after):
+        return False
+    kept = [i for i in origin if i is not None]
+    if any(i < 0 or i >= len(before) for i in kept[:1] + kept[-1:]):
+        return False
+    if any(map(operator.ge, kept, kept[1:])):
+        return False
+    at = itertools.compress(after, map(operator.is_not, origin, itertools.repeat(None)))
+    return all(map(operator.is_, at, map(before.__getitem__, kept)))
+
+
 @attrs.frozen(slots=True)
 class _WindowKept:
     """The input indices a window keeps: ``head``, and all from ``start``."""
@@ -402,10 +431,9 @@ def _window(
         head = tuple(h for h in held if h < start)
         if len(head) != j or not all(map(operator.is_, after, map(before.__getitem__, head))):
             continue
-        # By index: an islice of ``before`` would step through its first
-        # ``start`` messages to reach the tail.
-        tail = map(before.__getitem__, range(start, n))
-        if all(map(operator.is_, map(after.__getitem__, range(j, w)), tail)):
+        # Slices, not an islice (which would step through the first
+        # ``start`` messages to reach the tail): C-level copies of the window.
+        if all(map(operator.is_, after[j:], before[start:])):
             return head, start
         # an object the input holds at several places: another start may fit
     return None

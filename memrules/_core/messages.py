@@ -20,7 +20,7 @@ naming the field.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -50,6 +50,7 @@ __all__ = [
     "check_messages",
     "message",
     "part_text",
+    "starts_with",
 ]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -348,6 +349,8 @@ def as_messages(messages: Iterable[Message], field: str = "messages") -> Convers
     `MessageTypeError` naming ``field`` when it is
     not a sequence of messages at all (None, a string, one message, a
     mapping). Its items are `check_messages`' to check."""
+    if type(messages) is tuple or type(messages) is list:  # the usual two, first
+        return tuple(messages)
     if isinstance(messages, tuple):
         return messages
     if isinstance(messages, (str, bytes, bytearray, Mapping, Message)) or not isinstance(
@@ -373,3 +376,22 @@ def check_messages(conversation: Conversation, start: int = 0) -> None:
         if not isinstance(m, Message):
             msg = f"expected a Message, got {type(m).__name__} (use from_openai or from_anthropic)"
             raise MessageTypeError(msg, index=i)
+
+
+def starts_with(conversation: Sequence[Message], prefix: Sequence[Message]) -> bool:
+    """Whether ``conversation`` starts with the messages of ``prefix``
+    (position by position the same objects, or equal ones), with no copy
+    of either: one C-level pass over ``prefix``, short-cut by identity.
+
+    Tuples order item by item: their ``<=`` compares items with ``==``
+    until one differs, and by length when none does (then ``prefix <=
+    conversation`` is True exactly when ``prefix`` is no longer); where one
+    differs, it asks the two items for their order, which messages do not
+    have (a TypeError). An item that claims to be equal to the message
+    where it stands, or to follow it, is taken for it, as ``==`` takes an
+    item that claims equality. (A tuple is used as it is; another
+    sequence is copied into one.)"""
+    try:
+        return (tuple(prefix) <= tuple(conversation)) is True
+    except TypeError:
+        return False

@@ -63,7 +63,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from memrules._core.bounded import BoundedTable
 from memrules._core.conversation import ToolLinks
-from memrules._core.messages import Conversation, Message, as_messages, check_messages
+from memrules._core.messages import (
+    Conversation,
+    Message,
+    as_messages,
+    check_messages,
+    starts_with,
+)
 from memrules._core.prompt_cache import SentRequest
 from memrules._core.repair import InputProblem
 from memrules._core.survivors import DEFAULT_SURVIVORS, SurvivorRule
@@ -181,9 +187,10 @@ class Measure:
         for t in tracks:
             m = t.size
             if 0 < m <= n and conversation[m - 1] is t.conversation[m - 1]:
-                # One C-level pass, short-cut by identity: the positions
-                # that hold other (equal) objects are found when asked for.
-                if not _same(conversation, t.conversation, m):
+                # One C-level pass, short-cut by identity, no copy: the
+                # positions that hold other (equal) objects are found when
+                # asked for.
+                if not starts_with(conversation, t.conversation):
                     continue
                 found = self._along(conversation, t, checked=True)
                 if found is not None:
@@ -192,10 +199,10 @@ class Measure:
         for t in tracks:
             m = t.size
             if m >= n:
-                if _same(conversation, t.conversation, n):
+                if starts_with(t.conversation, conversation):
                     return t.line, n, t.line, None
                 k = _common(conversation, t.conversation)
-            elif not _same(conversation, t.conversation, m):
+            elif not starts_with(conversation, t.conversation):
                 k = _common(conversation, t.conversation)
             else:
                 found = self._along(conversation, t)
@@ -213,7 +220,7 @@ class Measure:
         and goes on as the line does (up to where the line ends or
         ``conversation`` does)."""
         line, m, n = track.line, track.size, len(conversation)
-        if not checked and not _same(conversation, track.conversation, m):
+        if not checked and not starts_with(conversation, track.conversation):
             return None
         known = line.messages
         end = min(n, len(known))
@@ -439,8 +446,7 @@ class Measure:
         found = self._sent
         if found is None:
             return None
-        n = len(found.received)
-        if len(conversation) < n or tuple(conversation[:n]) != tuple(found.received):
+        if not starts_with(conversation, found.received):
             return None
         return found
 
@@ -498,17 +504,6 @@ def _found_size(line: _Line, n: int) -> int:
     """How many of a conversation of ``n`` messages that continues ``line``
     the line knows already."""
     return min(n, len(line.messages))
-
-
-def _same(conversation: Conversation, known: Sequence[Message], size: int) -> bool:
-    """Whether the first ``size`` messages of ``conversation`` equal those of
-    ``known`` (the same objects, or equal values)."""
-    if size == 0:
-        return True
-    last = conversation[size - 1]
-    if last is not known[size - 1] and not last == known[size - 1]:  # noqa: SIM201
-        return False
-    return conversation[:size] == tuple(known[:size])
 
 
 def _common(a: Sequence[Message], b: Sequence[Message]) -> int:

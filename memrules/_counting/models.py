@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Sequence
 from datetime import date
 
 import attrs
 
+from memrules._core.bounded import BoundedTable
 from memrules._core.messages import Message
 from memrules._counting.tokens import (
     DEFAULT_CACHE_SIZE,
@@ -213,12 +215,17 @@ class LargerCounter:
     ``o200k_base``: neither encoding counts more than the other on every
     text, so the larger keeps a budget under both OpenAI families)."""
 
-    __slots__ = ("_cache", "first", "second")
+    __slots__ = ("_cache", "_lock", "_texts", "first", "second")
 
     def __init__(self, first: TokenCounter, second: TokenCounter) -> None:
         self.first = first
         self.second = second
         self._cache = BoundedCache(self._compute, DEFAULT_CACHE_SIZE)
+        # Texts counted by both encodings, so that a text counted again (a
+        # strategy's stub, a part measured on each request) is encoded twice
+        # once, not on every request. Texts up to `_TEXT_MAX` characters.
+        self._texts: BoundedTable[str, int] = BoundedTable(DEFAULT_CACHE_SIZE)
+        self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -241,11 +248,21 @@ class LargerCounter:
         return self._cache.many(messages)
 
     def count_text(self, text: str) -> int:
-        return max(self.first.count_text(text), self.second.count_text(text))
+        if len(text) > _TEXT_MAX:
+            return max(self.first.count_text(text), self.second.count_text(text))
+        found = self._texts.get(text)
+        if found is None:
+            found = max(self.first.count_text(text), self.second.count_text(text))
+            with self._lock:
+                self._texts.add(text, found)
+        return found
 
     def __repr__(self) -> str:
         return f"LargerCounter({self.first!r}, {self.second!r})"
 
+
+_TEXT_MAX = 1 << 16
+"""The longest text whose count `LargerCounter` keeps (characters)."""
 
 DEFAULT_ENCODERS = (_CL100K, _O200K)
 """What counts when neither the config nor the request names a model the

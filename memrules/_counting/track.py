@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from memrules._core.conversation import ToolLinks
-from memrules._core.messages import Conversation
+from memrules._core.messages import Conversation, Message
 from memrules._core.repair import InputProblem, input_problems
 from memrules._core.survivors import DEFAULT_SURVIVORS, Picked, SurvivorRule
 from memrules._counting.lines import Line, Shape
@@ -270,6 +270,39 @@ class Track:
             if lo not in kept:
                 return True
         return any(j < start and j not in kept for h in head for j in self.linked(h))
+
+    def closes_nothing(self, messages: Sequence[Message]) -> bool:
+        """Whether pairing closure would drop nothing from ``messages``, an
+        output for this conversation (see `memrules._core.invariants`): no
+        result in it whose call this conversation holds and it does not, no
+        call in it whose result this conversation holds and it does not, and
+        no parallel call of this conversation kept without the others.
+        False also when call ids repeat (the general closure decides).
+        Costs what ``messages`` hold, not the conversation."""
+        if not self.unique_calls:
+            return False
+        shape = self._structure()
+        size, conversation = self.size, self.conversation
+        holders, answered = shape.holders, shape.answered
+        early = {r for i, r in shape.pending if i < size}
+        carriers = [m for m in messages if m.is_tool_carrier]
+        calls = set(itertools.chain.from_iterable(m.call_ids for m in carriers))
+        results = set(itertools.chain.from_iterable(m.result_ids for m in carriers))
+        for r in results:  # an orphaned result
+            held = holders.get(r)
+            if held is not None and held[0] < size and r not in calls:
+                return False
+        for c in calls:
+            answer = answered.get(c)
+            if c not in results and ((answer is not None and answer < size) or c in early):
+                return False  # its result is dropped
+            held = holders.get(c)
+            if held is None or held[0] >= size:
+                continue  # not a call of this conversation's
+            unit = conversation[held[0]].call_ids
+            if len(unit) > 1 and not calls.issuperset(unit):
+                return False  # a parallel call kept without the others
+        return True
 
     # --- input problems
 

@@ -45,10 +45,12 @@ def with_estimates(
             if known
             else {}
         )
-        new = list(itertools.compress(itertools.count(), map(operator.is_, origin, _NONES)))
-        for j in new:
-            if messages[j].parts:
-                each[j] = estimates(messages[j])
+        # A message no action inserted or replaced is one of the input's.
+        if any(a.inserted or a.replaced for a in result.report.actions):
+            new = itertools.compress(itertools.count(), map(operator.is_, origin, _NONES))
+            for j in new:
+                if messages[j].parts:
+                    each[j] = estimates(messages[j])
     else:
         many = getattr(counter, "estimates_many", None)
         found = many(messages) if many is not None else tuple(map(estimates, messages))

@@ -136,6 +136,9 @@ class Pipeline:
         repr=False,
     )
     _by_model: dict[object, Pipeline] = attrs.field(init=False, factory=dict, eq=False, repr=False)
+    # The context of a call that names no budget, scope or memo, made once:
+    # a value, and this pipeline's config, seams and measure do not change.
+    _plain: list[StrategyContext] = attrs.field(init=False, factory=list, eq=False, repr=False)
 
     @classmethod
     def from_config(
@@ -206,6 +209,19 @@ class Pipeline:
         budget: Budget | None = None,
         scope: Scope | None = None,
         memo: Measure | None = None,
+    ) -> StrategyContext:
+        """What the strategies read in a run with ``budget`` (the config's by
+        default), ``scope`` and ``memo`` (the pipeline's measure by
+        default)."""
+        if budget is None and scope is None and memo is None:
+            plain = self._plain
+            if not plain:
+                plain.append(self._context(None, None, None))
+            return plain[0]
+        return self._context(budget, scope, memo)
+
+    def _context(
+        self, budget: Budget | None, scope: Scope | None, memo: Measure | None
     ) -> StrategyContext:
         return StrategyContext(
             counter=self.counter,
@@ -535,7 +551,7 @@ class Pipeline:
         from memrules.memory.config import ReflectionConfig
         from memrules.memory.screen import screen_text
 
-        scope = _scope(conversation_id, user, tenant)
+        scope = Scope(conversation_id=conversation_id, user=user, tenant=tenant)
         hits = self._store().search(query, k=k, scope=scope, mode=mode)
         settings = self.config.memory_store if isinstance(self.config, MemoryConfig) else None
         if gate is None:
@@ -558,7 +574,10 @@ def _leading_user(aim: Aim | None, context: StrategyContext) -> Aim:
     return Aim(finish=finish) if aim is None else attrs.evolve(aim, finish=finish)
 
 
-def _scope(conversation_id: str | None, user: str | None, tenant: str | None) -> Scope:
+def _scope(conversation_id: str | None, user: str | None, tenant: str | None) -> Scope | None:
+    """Their scope; None (the empty one) when all three are."""
+    if conversation_id is None and user is None and tenant is None:
+        return None
     return Scope(conversation_id=conversation_id, user=user, tenant=tenant)
 
 

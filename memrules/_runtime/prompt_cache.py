@@ -26,7 +26,7 @@ import attrs
 
 from memrules._core.budget import CachePolicy
 from memrules._core.invariants import Enforced, enforce
-from memrules._core.messages import Conversation
+from memrules._core.messages import Conversation, starts_with
 from memrules._core.prompt_cache import Sent, SentRequest
 from memrules._core.report import CompressionResult
 from memrules._counting.cache import (
@@ -77,11 +77,9 @@ def carried(
     changes nothing."""
     received = previous.received
     n = len(received)
-    if len(conversation) < n:
-        return None
     # One C-level pass, short-cut by identity (a growing conversation
-    # holds the very objects it held), not a Python-level one.
-    if conversation[:n] != tuple(received):
+    # holds the very objects it held), not a Python-level one, no copy.
+    if not starts_with(conversation, received):
         return None
     sent = previous.sent.messages
     if len(sent) == n and tuple(previous.origin) == tuple(range(n)):
@@ -90,8 +88,20 @@ def carried(
         conversation[i] if i is not None else m for m, i in zip(sent, previous.origin, strict=True)
     )
     candidate = head + conversation[n:]
+    # Where each message of the candidate came from is known: the previous
+    # request's origin, then the new messages. A message that request made
+    # is none of the conversation's objects, unless the caller put it among
+    # the new ones (then the general matching places it).
+    made = {id(m) for m, i in zip(sent, previous.origin, strict=True) if i is None}
+    known = None
+    if not made or made.isdisjoint(map(id, conversation[n:])):
+        known = (*previous.origin, *range(n, len(conversation)))
     enforced = enforce(
-        conversation, candidate, measure=context.measure, user_first=context.user_first
+        conversation,
+        candidate,
+        measure=context.measure,
+        user_first=context.user_first,
+        claimed=known,
     )
     if enforced.violation is not None or not enforced.changed:
         return None

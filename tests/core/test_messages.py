@@ -258,3 +258,20 @@ def test_good_values_are_kept() -> None:
     assert Message(role="user", metadata={"k": deep}).metadata["k"] == deep
     assert ToolResult(call_id="c1", content=[Text(text="x")], is_error=True).is_error
     assert ToolCall(id="c1", name="f").arguments == ""
+
+
+def test_starts_with_compares_by_value_position_by_position_without_ordering_messages() -> None:
+    from memrules._core.messages import starts_with
+
+    a, b, c = (message("user", t) for t in "abc")
+    equal_a = message("user", "a")
+    assert starts_with((a, b, c), (a, b))
+    assert starts_with((a, b), (a, b))
+    assert starts_with((a, b), ())
+    assert starts_with((equal_a, b, c), (a, b))  # an equal message stands for it
+    assert starts_with([a, b, c], [a, b])  # any sequence
+    assert not starts_with((a,), (a, b))  # longer than the conversation
+    assert not starts_with((a, c, c), (a, b))  # messages are not ordered: no TypeError
+    assert not starts_with((b, a), (a,))
+    assert not starts_with((a, "b"), (a, b))  # not a message where one stood
+    assert not starts_with((a, b), (b,))

@@ -188,6 +188,25 @@ def test_an_appended_conversation_counts_only_the_new_message() -> None:
     assert counted == [50, 1, 1, 1, 1]
 
 
+def test_a_list_edited_in_place_before_its_last_message_is_counted_afresh() -> None:
+    """The caller's list holds the same last message and grows, but an
+    earlier one was replaced in it, or it was cut and rebuilt: the measure
+    never takes it for the conversation it continued."""
+    measure = Measure(COUNTER)
+    history = [message("user", f"turn {i} " * (i % 7 + 1)) for i in range(40)]
+    assert remembered(measure, measure.conversation(history)) == scratch(tuple(history))
+    history[3] = message("assistant", "an answer put in its place, much longer " * 9)
+    history.append(message("user", "next"))
+    asked = measure.conversation(history)
+    assert asked == tuple(history)
+    assert remembered(measure, asked) == scratch(asked)
+    shorter = [*history[:10], history[-1]]  # shorter, ending as the last one did
+    assert remembered(measure, measure.conversation(shorter)) == scratch(tuple(shorter))
+    rewritten = [message("system", "rules"), *history[1:]]  # not a continuation
+    rewritten.append(message("user", "and more"))
+    assert remembered(measure, measure.conversation(rewritten)) == scratch(tuple(rewritten))
+
+
 # --- pipelines: a memo changes nothing but the cost ----------------------------
 
 

@@ -146,3 +146,25 @@ def test_a_trace_naming_another_encoding_ends_in_one_error(tmp_path: Path) -> No
         replay_trace(trace)
     assert isinstance(caught.value, MemrulesError)
     assert "gpt2" in str(caught.value)
+
+
+def test_the_larger_of_two_encodings_encodes_a_text_twice_once() -> None:
+    """With no model named, a text asked about again (a strategy's stub, a
+    part measured on every request) is not encoded again."""
+    from memrules._counting.models import LargerCounter
+    from memrules._counting.tokens import TiktokenCounter
+
+    asked: list[str] = []
+
+    class Spy(TiktokenCounter):
+        def count_text(self, text: str) -> int:
+            asked.append(text)
+            return super().count_text(text)
+
+    first, second = Spy(load_encoding("cl100k_base")), Spy(load_encoding("o200k_base"))
+    larger = LargerCounter(first, second)
+    text = "def parse(tokens):\n    return tokens[:-1]  # loses the last one\n" * 3
+    expected = max(first.count_text(text), second.count_text(text))
+    asked.clear()
+    assert [larger.count_text(text) for _ in range(4)] == [expected] * 4
+    assert asked == [text, text]
