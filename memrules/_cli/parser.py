@@ -122,7 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_arguments(demo)
     demo.set_defaults(handler=commands.demo)
 
-
     mcp = subcommands.add_parser(
         "mcp",
         help="serve retrieval memory and compaction over MCP (stdio)",

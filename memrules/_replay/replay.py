@@ -93,7 +93,6 @@ from memrules.seams._log import ReplayingLog
 __all__ = ["ReplaySummary", "replay_trace"]
 
 
-
 @attrs.frozen(kw_only=True, slots=True)
 class ReplaySummary:
     """What a replay found: how many ``requests`` it replayed, how many of
@@ -115,10 +114,6 @@ class ReplaySummary:
 
 
 # --- rebuilding each pipeline ----------------------------------------------------------
-
-
-
-
 
 
 def _summarizer(seams: Mapping[str, Any], config: MemoryConfig) -> Summarizer | None:
@@ -378,12 +373,6 @@ class _Replayer:
 
 
 # --- comparing -------------------------------------------------------------------------
-
-
-
-
-
-
 
 
 # --- the driver ------------------------------------------------------------------------

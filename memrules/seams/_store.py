@@ -74,17 +74,6 @@ __all__ = [
 ]
 
 
-
-
-
-
-
-
-
-
-
-
-
 def _comparable(identity: dict[str, Any]) -> str:
     return json.dumps(identity, sort_keys=True, default=str)
 

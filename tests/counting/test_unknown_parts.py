@@ -161,6 +161,7 @@ def test_json_values_python_holds_equal_are_different_messages_and_counts() -> N
     counted differently: a count cache keyed by message values gave the
     count of whichever was counted first (a fuzzed framing property failed
     once, by test order)."""
+
     def one(value: object) -> tuple[Message, ...]:
         return from_openai([{"role": "user", "content": [{"type": "x", "v": value}]}])
 

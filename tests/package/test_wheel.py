@@ -80,9 +80,7 @@ def _unpacked(wheel: Path, where: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(where)}
 
 
-def test_the_installed_package_runs_and_has_no_bench_command(
-    wheel: Path, tmp_path: Path
-) -> None:
+def test_the_installed_package_runs_and_has_no_bench_command(wheel: Path, tmp_path: Path) -> None:
     env = _unpacked(wheel, tmp_path / "site")
     code = (
         "import memrules, sys\n"

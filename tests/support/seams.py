@@ -104,6 +104,8 @@ def slow_but(first: str, params: list[Any]) -> list[Any]:
         p if p.values[0] == first else pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow))
         for p in params
     ]
+
+
 CLIENT_BACKENDS = _backends("milvus", "qdrant", "valkey")
 """One of each client (Qdrant in memory and on disk share their code)."""
 KEPT_BACKENDS = _backends("milvus", "qdrant-disk", "valkey")
