@@ -1,8 +1,8 @@
 """A warm request gives what a cold one gives, for every shipped config.
 
 A conversation grows request by request through one pipeline and one
-measure (what a hook does: the counts, tool structure, strategy notes and
-rewrite caches of the earlier requests are all there), sometimes handed as
+measure (what a hook does: the counts, tool structure, and the states,
+memos and facts the interpreter keeps for the strategies are all there), sometimes handed as
 the very message objects of the last request, sometimes as equal copies
 (a body parsed again). Each request's result, messages and report, is
 compared with a cold run: a pipeline loaded afresh from the same file,
