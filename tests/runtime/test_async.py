@@ -448,3 +448,14 @@ def test_the_plugin_async_path_awaits_the_extractor_and_resolver_once_per_reques
     assert any(compacted)  # the resolver's window, not context_window_tokens, set the budget
     assert sync.graph() == awaited.graph()
     assert sync.graph().nodes
+
+
+def test_apply_async_takes_exactly_apply_s_arguments() -> None:
+    """The two entry points spell their keywords out (typed, in the reference)
+    rather than sharing them through a wrapper; this holds them together."""
+    import inspect
+
+    sync = inspect.signature(Pipeline.apply)
+    awaited = inspect.signature(Pipeline.apply_async)
+    assert list(awaited.parameters.values()) == list(sync.parameters.values())
+    assert awaited.return_annotation == sync.return_annotation
