@@ -45,6 +45,7 @@ records calls in the order one synchronous run makes them).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -163,7 +164,10 @@ class Hook:
         graphs = self.graphs
         states = graphs.states
         if not isinstance(states, SwappingStateStore):
-            return self._loaded(request, retrieval, when, run)
+            prepare = functools.partial(self._step, request, retrieval, when)
+            return self._loaded(
+                conversation_id, lambda loaded, memo: run(prepare(loaded, memo, notify=True))
+            )
         with states.lock(conversation_id):
             memo = self.memos.get(conversation_id)
             held = states.held(conversation_id)
@@ -220,20 +224,18 @@ class Hook:
 
     def _loaded(
         self,
-        request: Request,
-        retrieval: Retrieval | None,
-        when: float,
-        run: Callable[[Step], StepResult],
+        conversation_id: str | None,
+        run: Callable[[ConversationState, ConversationCache], StepResult],
     ) -> StepResult:
         """`_locked` on a store that cannot `swap` (a traced one, or one of
-        the caller's): the state loaded, then the change written with
+        the caller's): the state loaded, ``run`` given it and the
+        conversation's memos, then the change written with
         `StateStore.update`, two round trips."""
-        conversation_id = request.conversation_id
         graphs = self.graphs
         with graphs.states.lock(conversation_id):
             loaded = graphs.state(conversation_id)
             memo = self.memos.get(conversation_id)
-            result = run(self._step(request, retrieval, when, loaded, memo, notify=True))
+            result = run(loaded, memo)
             settle(result.report, self.over_budget)
             change, held = commit(loaded, result), hold(result.sent, memo.previous)
             graphs.states.update(

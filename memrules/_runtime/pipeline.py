@@ -14,9 +14,11 @@ Budget.messages(6)
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any, ParamSpec
 
 import attrs
 
@@ -95,6 +97,27 @@ def model_counter(
             model=config.encoder_name or model,
         ),
     )
+
+
+_P = ParamSpec("_P")
+
+
+def _arguments_of(
+    sync: Callable[_P, CompressionResult],
+) -> Callable[
+    [Callable[..., Awaitable[CompressionResult]]], Callable[_P, Awaitable[CompressionResult]]
+]:
+    """Give the decorated coroutine ``sync``'s arguments: checked by type
+    checkers as ``sync``'s, shown by `inspect.signature` as ``sync``'s, and
+    written once (``Pipeline.apply_async`` takes what ``apply`` takes)."""
+
+    def take(
+        run: Callable[..., Awaitable[CompressionResult]],
+    ) -> Callable[_P, Awaitable[CompressionResult]]:
+        run.__signature__ = inspect.signature(sync)  # type: ignore[attr-defined]
+        return run
+
+    return take
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -340,20 +363,8 @@ class Pipeline:
     def _over_budget(self, value: OverBudgetMode | None) -> OverBudgetMode:
         return self.config.over_budget if value is None else check_mode(value)
 
-    async def apply_async(
-        self,
-        messages: Iterable[Message],
-        *,
-        budget: Budget | None = None,
-        memo: Measure | None = None,
-        conversation_id: str | None = None,
-        user: str | None = None,
-        tenant: str | None = None,
-        previous: SentRequest | _Remembered | None = _REMEMBERED,
-        cache: CacheRule | None = None,
-        now: float | None = None,
-        over_budget: OverBudgetMode | None = None,
-    ) -> CompressionResult:
+    @_arguments_of(apply)
+    async def apply_async(self, messages: Iterable[Message], **options: Any) -> CompressionResult:
         """`apply`, awaiting the seams instead of blocking on them: the
         same arguments and the same result, report included (and the same
         ``over_budget`` warning or error, once).
@@ -383,23 +394,12 @@ class Pipeline:
         from memrules._runtime.awaiting import run_awaiting
         from memrules._runtime.logged import logged_seams
 
-        mode = self._over_budget(over_budget)
+        mode = self._over_budget(options.pop("over_budget", None))
         conversation = as_conversation(messages)
         awaited = attrs.evolve(self, seams=logged_seams(self.seams))
 
         def core() -> CompressionResult:
-            return awaited.apply(
-                conversation,
-                budget=budget,
-                memo=memo,
-                conversation_id=conversation_id,
-                user=user,
-                tenant=tenant,
-                previous=previous,
-                cache=cache,
-                now=now,
-                over_budget="send",
-            )
+            return awaited.apply(conversation, **options, over_budget="send")
 
         if self.seams.store is None and self.seams.summarizer is None:
             result = core()  # nothing to await: no thread for it

@@ -451,8 +451,8 @@ def test_the_plugin_async_path_awaits_the_extractor_and_resolver_once_per_reques
 
 
 def test_apply_async_takes_exactly_apply_s_arguments() -> None:
-    """The two entry points spell their keywords out (typed, in the reference)
-    rather than sharing them through a wrapper; this holds them together."""
+    """``apply_async``'s keywords are ``apply``'s, written once: type checkers
+    and ``inspect.signature`` see ``apply``'s (the annotations included)."""
     import inspect
 
     sync = inspect.signature(Pipeline.apply)
