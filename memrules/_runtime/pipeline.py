@@ -14,11 +14,10 @@ Budget.messages(6)
 from __future__ import annotations
 
 import enum
-import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import Any
 
 import attrs
 
@@ -46,6 +45,7 @@ from memrules._counting.tokens import TokenCounter
 from memrules._engine.contract import StrategyContext, StrategyFactory
 from memrules._engine.interpreter import MAX_PASSES, Aim, run_once, run_pipeline
 from memrules._engine.observe import PipelineObserver
+from memrules._runtime.arguments import arguments_of
 from memrules._runtime.estimates import with_estimates
 from memrules._runtime.lead import lead_with_user
 from memrules._runtime.over_budget import check_mode, settle
@@ -97,27 +97,6 @@ def model_counter(
             model=config.encoder_name or model,
         ),
     )
-
-
-_P = ParamSpec("_P")
-
-
-def _arguments_of(
-    sync: Callable[_P, CompressionResult],
-) -> Callable[
-    [Callable[..., Awaitable[CompressionResult]]], Callable[_P, Awaitable[CompressionResult]]
-]:
-    """Give the decorated coroutine ``sync``'s arguments: checked by type
-    checkers as ``sync``'s, shown by `inspect.signature` as ``sync``'s, and
-    written once (``Pipeline.apply_async`` takes what ``apply`` takes)."""
-
-    def take(
-        run: Callable[..., Awaitable[CompressionResult]],
-    ) -> Callable[_P, Awaitable[CompressionResult]]:
-        run.__signature__ = inspect.signature(sync)  # type: ignore[attr-defined]
-        return run
-
-    return take
 
 
 @attrs.frozen(kw_only=True, slots=True)
@@ -363,7 +342,7 @@ class Pipeline:
     def _over_budget(self, value: OverBudgetMode | None) -> OverBudgetMode:
         return self.config.over_budget if value is None else check_mode(value)
 
-    @_arguments_of(apply)
+    @arguments_of(apply)
     async def apply_async(self, messages: Iterable[Message], **options: Any) -> CompressionResult:
         """`apply`, awaiting the seams instead of blocking on them: the
         same arguments and the same result, report included (and the same

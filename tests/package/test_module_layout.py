@@ -73,3 +73,17 @@ def test_the_cli_entry_module_holds_only_main() -> None:
     for name in ("arguments", "commands", "compact", "errors", "parser", "streams"):
         module = importlib.import_module(f"memrules._cli.{name}")  # what main's jobs went to
         assert _lines(module) <= MOST_LINES, name
+
+
+# Issue 38's bound for the whole package: past it, a module is split by job.
+MOST_LINES_ANYWHERE = 600
+
+
+def test_no_module_of_memrules_is_over_six_hundred_lines() -> None:
+    root = Path(memrules.testing.__file__).resolve().parents[1]
+    over = {
+        str(path.relative_to(root)): lines
+        for path in root.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MOST_LINES_ANYWHERE
+    }
+    assert not over, over
