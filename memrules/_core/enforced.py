@@ -102,7 +102,24 @@ class Enforced:
 
 
 def unchanged(before: Conversation, violation: str | None = None) -> Enforced:
-    return Enforced(messages=before, origin=tuple(range(len(before))), violation=violation)
+    return Enforced(messages=before, origin=identity_origin(len(before)), violation=violation)
+
+
+_IDENTITY: tuple[int, ...] = ()
+"""Owner: this module. The longest identity origin made so far (at most
+twice the longest conversation seen), whose prefixes `identity_origin`
+hands out: an unchanged conversation's origin costs a C-level slice of
+shared ints, not ``n`` new ones each request."""
+
+
+def identity_origin(n: int) -> tuple[int, ...]:
+    """``(0, 1, ..., n - 1)``: the origin of a conversation no step changed."""
+    global _IDENTITY
+    known = _IDENTITY
+    if n > len(known):
+        known = tuple(range(max(n, 2 * len(known))))
+        _IDENTITY = known
+    return known[:n]
 
 
 def diff(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import attrs
 
+from memrules._core.enforced import identity_origin
 from memrules._core.invariants import Enforced, diff
 from memrules._core.messages import Conversation, Message, ToolCall, ToolResult
 
@@ -110,7 +111,7 @@ def repair(conversation: Conversation, problems: tuple[InputProblem, ...]) -> En
         else:
             bad_results.setdefault(p.index, set()).add(p.tool_id)
     if not (bad_results or dead_calls):
-        return Enforced(messages=conversation, origin=tuple(range(len(conversation))))
+        return Enforced(messages=conversation, origin=identity_origin(len(conversation)))
     messages: list[Message] = []
     origin: list[int | None] = []
     mended: dict[int, int] = {}

@@ -102,7 +102,8 @@ def _step(
             seam_calls = exc.seam_calls
         enforced = enforce(conversation, conversation)
     else:
-        checked = _as_conversation(result)
+        # the input itself (or an outcome of it) was checked when it was made
+        checked = (conversation, "", ()) if result is conversation else _as_conversation(result)
         if isinstance(checked, str):
             error = checked
             enforced = enforce(conversation, conversation)

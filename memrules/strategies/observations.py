@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import attrs
 
-from memrules._core.conversation import first_system_index
-from memrules._core.messages import Conversation
+from memrules._core.messages import Conversation, Message
 from memrules._engine.contract import Strategy, StrategyContext
+from memrules._engine.incremental import facts
 from memrules.strategies._util import check_positive
 from memrules.strategies.registry import describe, register
 
 __all__ = ["drop_observations"]
+
+
+def _is_system(message: Message) -> bool:
+    return message.role == "system"
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -18,22 +22,33 @@ class _DropObservations:
     max_drop: int
 
     def __call__(self, conversation: Conversation, context: StrategyContext) -> Conversation:
-        first = first_system_index(conversation)
-        if first is None:
+        # which messages are system ones, worked out once per message (the
+        # interpreter keeps the facts of the conversation's last input)
+        system = facts(_is_system, conversation, context.measure)
+        try:
+            first = system.index(True)
+        except ValueError:
             return conversation
         marker = context.warning_marker
         pinned = context.survivors(conversation)
         drop: list[int] = []
-        for i in range(first + 1, len(conversation)):
-            m = conversation[i]
-            if m.role == "system" and i not in pinned and not m.text.startswith(marker):
+        i = first
+        while len(drop) < self.max_drop:
+            try:
+                i = system.index(True, i + 1)
+            except ValueError:
+                break
+            if i not in pinned and not conversation[i].text.startswith(marker):
                 drop.append(i)
-                if len(drop) == self.max_drop:
-                    break
         if not drop:
             return conversation
-        gone = set(drop)
-        return tuple(m for i, m in enumerate(conversation) if i not in gone)
+        kept: list[Message] = []
+        start = 0
+        for i in drop:  # ascending: the slices between them, copied in C
+            kept.extend(conversation[start:i])
+            start = i + 1
+        kept.extend(conversation[start:])
+        return tuple(kept)
 
     def __repr__(self) -> str:
         return describe("drop_observations", self)
